@@ -1,0 +1,177 @@
+//! Compaction planning and history rebuilding. Pure: no I/O, no clock; the
+//! server calls a summarizer between `plan` and `rebuild_history`.
+
+pub mod files;
+pub mod trigger;
+
+pub use files::{FileOp, FileSections};
+
+use crate::conversation::{repair_for_model, Message};
+
+/// The default text that introduces a summary in the compacted history.
+pub const DEFAULT_SUMMARY_PREFIX: &str = include_str!("prompts/summary_prefix.md");
+
+/// Where to cut the LLM view: messages before `cut` are summarized, the
+/// rest kept verbatim.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CutPoint {
+    pub cut: usize,
+}
+
+/// Chooses the cut so that at least `keep_recent_tokens` of the newest
+/// messages stay verbatim, cutting only before a user or assistant message
+/// so that no tool result is separated from its call. `None` when nothing
+/// would be summarized.
+pub fn find_cut(messages: &[Message], tokens: &[u64], keep_recent_tokens: u64) -> Option<CutPoint> {
+    debug_assert_eq!(messages.len(), tokens.len());
+    if messages.is_empty() {
+        return None;
+    }
+    // The newest index at which the kept tail reaches the budget.
+    let mut kept = 0u64;
+    let mut target = None;
+    for i in (0..messages.len()).rev() {
+        kept += tokens[i];
+        if kept >= keep_recent_tokens {
+            target = Some(i);
+            break;
+        }
+    }
+    let target = match (target, keep_recent_tokens) {
+        (Some(t), _) => t,
+        // Keep nothing: summarize everything.
+        (None, 0) => {
+            return Some(CutPoint {
+                cut: messages.len(),
+            })
+        }
+        (None, _) => return None,
+    };
+    if keep_recent_tokens == 0 {
+        return Some(CutPoint {
+            cut: messages.len(),
+        });
+    }
+    // Walk back to the nearest valid cut point, keeping a little more.
+    let cut = (0..=target).rev().find(|&i| messages[i].is_cut_point())?;
+    (cut > 0).then_some(CutPoint { cut })
+}
+
+/// The LLM-facing history: system prompt, the summary message (if any),
+/// then the kept and newer messages, with interrupted tool calls closed.
+pub fn rebuild_history(
+    system_prompt: Option<&str>,
+    summary_message: Option<Message>,
+    kept: &[Message],
+) -> Vec<Message> {
+    let mut out = Vec::with_capacity(kept.len() + 2);
+    if let Some(prompt) = system_prompt {
+        out.push(Message::system("system", prompt));
+    }
+    out.extend(summary_message);
+    out.extend(repair_for_model(kept.to_vec()));
+    out
+}
+
+/// The user message that carries a summary into the compacted history.
+pub fn summary_message(compaction_id: &str, prefix: &str, summary: &str) -> Message {
+    Message::user(
+        format!("summary-{compaction_id}"),
+        format!(
+            "{}\n\n<summary>\n{}\n</summary>",
+            prefix.trim_end(),
+            summary.trim_end()
+        ),
+    )
+}
+
+/// Clips a tool output for the summarizer input, keeping head and tail.
+pub fn clip_middle(text: &str, max_chars: usize) -> std::borrow::Cow<'_, str> {
+    let count = text.chars().count();
+    if count <= max_chars || max_chars < 20 {
+        return text.into();
+    }
+    let head_len = max_chars * 2 / 3;
+    let tail_len = max_chars - head_len;
+    let head: String = text.chars().take(head_len).collect();
+    let tail: String = text.chars().skip(count - tail_len).collect();
+    format!(
+        "{head}\n[… {} characters omitted …]\n{tail}",
+        count - head_len - tail_len
+    )
+    .into()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::conversation::{validate_history, ToolCall};
+    use serde_json::json;
+
+    fn call(id: &str) -> ToolCall {
+        ToolCall {
+            id: id.into(),
+            name: "bash".into(),
+            arguments: json!({"command": "ls"}),
+        }
+    }
+
+    /// One `check()` per behaviour: a history written as a compact string,
+    /// `u` user, `a` assistant, `A` assistant with one call, `t` its result,
+    /// each message 10 tokens.
+    fn check(shape: &str, keep: u64, expected_cut: Option<usize>) {
+        let chars: Vec<char> = shape.chars().collect();
+        let mut messages = Vec::new();
+        let mut pending: Vec<String> = Vec::new();
+        for (i, c) in chars.iter().enumerate() {
+            let id = format!("m{i}");
+            messages.push(match c {
+                'u' => Message::user(id, "hi"),
+                'a' => Message::assistant(id, "ok", vec![]),
+                'A' => {
+                    // One call per tool result that follows.
+                    let results = chars[i + 1..].iter().take_while(|c| **c == 't').count();
+                    pending = (0..results).map(|j| format!("c{i}-{j}")).collect();
+                    Message::assistant(id, "", pending.iter().map(|c| call(c)).collect())
+                }
+                't' => Message::tool_result(id, pending.remove(0), "out", false),
+                _ => unreachable!(),
+            });
+        }
+        let tokens = vec![10; messages.len()];
+        let got = find_cut(&messages, &tokens, keep).map(|c| c.cut);
+        assert_eq!(got, expected_cut, "shape {shape} keep {keep}");
+        if let Some(cut) = got {
+            if cut < messages.len() {
+                assert!(
+                    messages[cut].is_cut_point(),
+                    "cut at a tool result in {shape}"
+                );
+            }
+            let kept = rebuild_history(None, None, &messages[cut..]);
+            assert!(validate_history(&kept, true).is_ok(), "{shape}");
+        }
+    }
+
+    #[test]
+    fn cut_points() {
+        check("uaua", 100, None); // everything fits
+        check("uaua", 20, Some(2));
+        check("uaua", 15, Some(2)); // walks back to keep at least the budget
+        check("uAttua", 30, Some(1)); // target is a tool result: walk back to its call
+        check("uAttta", 20, Some(1)); // tail starts in tool results: keep their call
+        check("Attt", 10, None); // the only cut point is the start
+        check("uaua", 0, Some(4)); // keep nothing
+        check("uAtuAtAt", 25, Some(4));
+    }
+
+    #[test]
+    fn clip_keeps_head_and_tail() {
+        let text = "a".repeat(100) + &"b".repeat(100);
+        let clipped = clip_middle(&text, 60);
+        assert!(clipped.starts_with(&"a".repeat(40)));
+        assert!(clipped.ends_with(&"b".repeat(20)));
+        assert!(clipped.contains("140 characters omitted"));
+        assert_eq!(clip_middle("short", 60), "short");
+    }
+}

@@ -1,0 +1,323 @@
+//! The conversation model: messages as clients send them and as the session
+//! log stores them. Pure data plus the rules that keep a history valid for a
+//! model (every tool result follows its call, no dangling calls).
+
+mod validate;
+
+pub use validate::{validate_history, HistoryViolation};
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// One message of a conversation.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Message {
+    /// Unique within the session. Assigned by the server when empty.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub id: String,
+    #[serde(flatten)]
+    pub body: MessageBody,
+    /// What the provider reported for the response that produced this
+    /// message (usually set on assistant messages).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage: Option<Usage>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "role", rename_all = "camelCase")]
+pub enum MessageBody {
+    System {
+        content: String,
+    },
+    User {
+        content: String,
+    },
+    #[serde(rename_all = "camelCase")]
+    Assistant {
+        #[serde(default)]
+        content: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        thinking: Option<String>,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        tool_calls: Vec<ToolCall>,
+        /// The model that produced this message; usage from another model
+        /// than the session's is not trusted for the meter.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        model: Option<String>,
+    },
+    #[serde(rename_all = "camelCase")]
+    Tool {
+        tool_call_id: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        tool_name: Option<String>,
+        #[serde(default)]
+        content: String,
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        is_error: bool,
+    },
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolCall {
+    pub id: String,
+    pub name: String,
+    /// The arguments as JSON (an object for almost every tool).
+    #[serde(default)]
+    pub arguments: serde_json::Value,
+}
+
+/// Token usage as a provider reported it for one response.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Usage {
+    #[serde(default)]
+    pub input: u64,
+    #[serde(default)]
+    pub output: u64,
+    #[serde(default)]
+    pub cache_read: u64,
+    #[serde(default)]
+    pub cache_write: u64,
+}
+
+impl Usage {
+    /// Tokens in the context after this response: everything the model read
+    /// plus what it wrote (which becomes part of the next prompt).
+    pub fn context_tokens(&self) -> u64 {
+        self.input + self.cache_read + self.cache_write + self.output
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    System,
+    User,
+    Assistant,
+    Tool,
+}
+
+impl Role {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::System => "system",
+            Role::User => "user",
+            Role::Assistant => "assistant",
+            Role::Tool => "tool",
+        }
+    }
+}
+
+impl Message {
+    pub fn user(id: impl Into<String>, content: impl Into<String>) -> Message {
+        Message {
+            id: id.into(),
+            body: MessageBody::User {
+                content: content.into(),
+            },
+            usage: None,
+        }
+    }
+
+    pub fn system(id: impl Into<String>, content: impl Into<String>) -> Message {
+        Message {
+            id: id.into(),
+            body: MessageBody::System {
+                content: content.into(),
+            },
+            usage: None,
+        }
+    }
+
+    pub fn assistant(
+        id: impl Into<String>,
+        content: impl Into<String>,
+        tool_calls: Vec<ToolCall>,
+    ) -> Message {
+        Message {
+            id: id.into(),
+            body: MessageBody::Assistant {
+                content: content.into(),
+                thinking: None,
+                tool_calls,
+                model: None,
+            },
+            usage: None,
+        }
+    }
+
+    pub fn tool_result(
+        id: impl Into<String>,
+        tool_call_id: impl Into<String>,
+        content: impl Into<String>,
+        is_error: bool,
+    ) -> Message {
+        Message {
+            id: id.into(),
+            body: MessageBody::Tool {
+                tool_call_id: tool_call_id.into(),
+                tool_name: None,
+                content: content.into(),
+                is_error,
+            },
+            usage: None,
+        }
+    }
+
+    pub fn role(&self) -> Role {
+        match self.body {
+            MessageBody::System { .. } => Role::System,
+            MessageBody::User { .. } => Role::User,
+            MessageBody::Assistant { .. } => Role::Assistant,
+            MessageBody::Tool { .. } => Role::Tool,
+        }
+    }
+
+    /// The main text of the message, whatever its role.
+    pub fn text(&self) -> &str {
+        match &self.body {
+            MessageBody::System { content }
+            | MessageBody::User { content }
+            | MessageBody::Assistant { content, .. }
+            | MessageBody::Tool { content, .. } => content,
+        }
+    }
+
+    pub fn tool_calls(&self) -> &[ToolCall] {
+        match &self.body {
+            MessageBody::Assistant { tool_calls, .. } => tool_calls,
+            _ => &[],
+        }
+    }
+
+    /// The call this message answers, for tool results.
+    pub fn answers(&self) -> Option<&str> {
+        match &self.body {
+            MessageBody::Tool { tool_call_id, .. } => Some(tool_call_id),
+            _ => None,
+        }
+    }
+
+    /// A result compactd made up for a call that never got one.
+    pub fn is_synthetic_result(&self) -> bool {
+        self.answers().is_some() && self.id.starts_with(SYNTHETIC_RESULT_PREFIX)
+    }
+
+    pub fn is_error_result(&self) -> bool {
+        matches!(self.body, MessageBody::Tool { is_error: true, .. })
+    }
+
+    /// Messages before which history may be cut: the kept part then starts
+    /// with a user or assistant message, never with a tool result that
+    /// would lose its call.
+    pub fn is_cut_point(&self) -> bool {
+        matches!(self.role(), Role::User | Role::Assistant)
+    }
+}
+
+/// Ids of synthetic results start with this.
+pub const SYNTHETIC_RESULT_PREFIX: &str = "synthetic-result-";
+
+/// Text shown in a synthetic result for a call that never got one.
+pub const NO_RESULT_NOTE: &str =
+    "[compactd] No result was recorded for this tool call (the turn was interrupted).";
+
+/// Makes a history safe to send to a model: a tool call that is followed by
+/// another turn without a result gets a synthetic error result right after
+/// its batch of results, and a result whose call is nowhere before it is
+/// dropped. Calls at the very end (still running) are left alone.
+pub fn repair_for_model(messages: Vec<Message>) -> Vec<Message> {
+    use std::collections::HashSet;
+    let mut out: Vec<Message> = Vec::with_capacity(messages.len());
+    let mut open: Vec<(String, String)> = Vec::new(); // (call id, tool name) awaiting a result
+    let mut seen_calls: HashSet<String> = HashSet::new();
+    let close_open = |out: &mut Vec<Message>, open: &mut Vec<(String, String)>| {
+        for (call_id, name) in open.drain(..) {
+            out.push(Message {
+                id: format!("{SYNTHETIC_RESULT_PREFIX}{call_id}"),
+                body: MessageBody::Tool {
+                    tool_call_id: call_id,
+                    tool_name: Some(name),
+                    content: NO_RESULT_NOTE.to_string(),
+                    is_error: true,
+                },
+                usage: None,
+            });
+        }
+    };
+    for message in messages {
+        match message.answers() {
+            Some(call_id) => {
+                if !seen_calls.contains(call_id) {
+                    continue;
+                }
+                open.retain(|(id, _)| id != call_id);
+                out.push(message);
+            }
+            None => {
+                close_open(&mut out, &mut open);
+                for call in message.tool_calls() {
+                    seen_calls.insert(call.id.clone());
+                    open.push((call.id.clone(), call.name.clone()));
+                }
+                out.push(message);
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn call(id: &str) -> ToolCall {
+        ToolCall {
+            id: id.into(),
+            name: "read".into(),
+            arguments: json!({"path": "a.rs"}),
+        }
+    }
+
+    #[test]
+    fn wire_shape_is_camel_case_and_tagged_by_role() {
+        let m = Message::tool_result("m1", "c1", "ok", true);
+        let v = serde_json::to_value(&m).unwrap();
+        assert_eq!(
+            v,
+            json!({"id":"m1","role":"tool","toolCallId":"c1","content":"ok","isError":true})
+        );
+        let back: Message = serde_json::from_value(v).unwrap();
+        assert_eq!(back, m);
+        let a: Message = serde_json::from_value(json!({
+            "role":"assistant","content":"x","toolCalls":[{"id":"c","name":"n","arguments":{}}],
+            "usage":{"input":5,"output":2}
+        }))
+        .unwrap();
+        assert_eq!(a.id, "");
+        assert_eq!(a.tool_calls().len(), 1);
+        assert_eq!(a.usage.unwrap().context_tokens(), 7);
+    }
+
+    #[test]
+    fn repair_closes_interrupted_calls_and_drops_orphans() {
+        let history = vec![
+            Message::tool_result("orphan", "nowhere", "x", false),
+            Message::user("u1", "go"),
+            Message::assistant("a1", "", vec![call("c1"), call("c2")]),
+            Message::tool_result("t1", "c1", "ok", false),
+            Message::user("u2", "stop, do something else"),
+            Message::assistant("a2", "", vec![call("c3")]),
+        ];
+        let repaired = repair_for_model(history);
+        let ids: Vec<&str> = repaired.iter().map(|m| m.id.as_str()).collect();
+        assert_eq!(
+            ids,
+            ["u1", "a1", "t1", "synthetic-result-c2", "u2", "a2"],
+            "orphan dropped, c2 closed before u2, trailing c3 left running"
+        );
+        assert!(validate_history(&repaired, true).is_ok());
+    }
+}

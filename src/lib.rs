@@ -1,0 +1,20 @@
+//! compactd: keeps LLM coding conversations inside their context window.
+//!
+//! The core (`conversation`, `tokens`, `compaction`, `session`) is pure;
+//! I/O lives at the edges (`transport`, `server`, `store`, `summarize`,
+//! `import`). See `docs/ARCHITECTURE.md`.
+
+pub mod cli;
+pub mod compaction;
+pub mod config;
+pub mod conversation;
+pub mod import;
+pub mod protocol;
+pub mod server;
+pub mod session;
+pub mod store;
+pub mod summarize;
+pub mod tokens;
+pub mod transport;
+
+pub use server::{serve, ServeOptions};

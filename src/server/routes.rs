@@ -1,0 +1,58 @@
+//! The one table from method name to handler.
+
+use lsp_server::{ErrorCode, Notification, Request};
+
+use super::handlers::{append, cancel, compact, history, lifecycle, open};
+use super::{parse_params, Reply, RpcError, Server};
+use crate::protocol::methods;
+
+/// Methods this server answers, as advertised in `initialize`.
+pub const REQUESTS: &[&str] = &[
+    methods::OPEN,
+    methods::APPEND,
+    methods::HISTORY,
+    methods::COMPACT,
+];
+
+pub const NOTIFICATIONS_SENT: &[&str] = &[methods::TOKENS, methods::DID_COMPACT, "$/progress"];
+
+pub(crate) fn request(server: &mut Server, request: Request) -> Reply {
+    let Request { id, method, params } = request;
+    macro_rules! now {
+        ($handler:path) => {
+            Reply::from(parse_params(params).and_then(|p| $handler(server, p)))
+        };
+    }
+    match method.as_str() {
+        "initialize" => now!(lifecycle::initialize),
+        "shutdown" => now!(lifecycle::shutdown),
+        methods::OPEN => now!(open::handle),
+        methods::APPEND => now!(append::handle),
+        methods::HISTORY => now!(history::handle),
+        methods::COMPACT => match parse_params(params) {
+            Ok(p) => compact::start(server, id, p),
+            Err(e) => Reply::Now(Err(e)),
+        },
+        _ => Reply::Now(Err(RpcError::new(
+            ErrorCode::MethodNotFound,
+            format!("method not found: `{method}`"),
+        ))),
+    }
+}
+
+pub(crate) fn notification(server: &mut Server, notification: Notification) {
+    let Notification { method, params } = notification;
+    let result = match method.as_str() {
+        "initialized" => Ok(()),
+        "$/cancelRequest" => parse_params(params).map(|p| cancel::handle(server, p)),
+        methods::APPEND => parse_params(params).and_then(|p| append::handle(server, p).map(drop)),
+        "$/setTrace" | "$/logTrace" => Ok(()),
+        _ => {
+            tracing::debug!("unknown notification `{method}` ignored");
+            Ok(())
+        }
+    };
+    if let Err(error) = result {
+        tracing::error!("notification `{method}` failed: {}", error.message);
+    }
+}

@@ -1,0 +1,69 @@
+//! Summarizers: the trait every provider implements, and the built-in
+//! offline one. Providers do I/O; they never touch the session.
+
+pub mod offline;
+
+use std::future::Future;
+use std::pin::Pin;
+
+use crate::config::{SummarizerConfig, SummarizerProvider};
+use crate::conversation::{Message, Usage};
+
+/// What a summarizer is asked to summarize.
+#[derive(Debug, Clone)]
+pub struct SummaryRequest {
+    /// The summary of the previous compaction, to preserve and update.
+    pub previous_summary: Option<String>,
+    /// The messages being replaced, in order, interrupted calls closed.
+    pub messages: Vec<Message>,
+    /// Custom instructions from the client to steer the summary.
+    pub instructions: Option<String>,
+    /// Tool outputs are clipped to this many characters (head and tail).
+    pub max_tool_output_chars: usize,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct SummaryOutput {
+    pub text: String,
+    /// Which summarizer produced the text (for the compaction entry).
+    pub summarizer: String,
+    pub usage: Option<Usage>,
+    pub chunks: u32,
+}
+
+/// A progress update while summarizing.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Progress {
+    pub message: String,
+    pub percentage: Option<u32>,
+}
+
+pub type ProgressSink<'a> = &'a (dyn Fn(Progress) + Send + Sync);
+
+#[derive(Debug, thiserror::Error)]
+pub enum SummarizeError {
+    #[error("summarizer failed: {0}")]
+    Failed(String),
+}
+
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+pub trait Summarizer: Send + Sync {
+    fn name(&self) -> &str;
+    fn summarize<'a>(
+        &'a self,
+        request: SummaryRequest,
+        progress: ProgressSink<'a>,
+    ) -> BoxFuture<'a, Result<SummaryOutput, SummarizeError>>;
+}
+
+/// Builds the summarizer a config names.
+pub fn from_config(config: &SummarizerConfig) -> Box<dyn Summarizer> {
+    match config.provider {
+        SummarizerProvider::Offline => Box::new(offline::OfflineSummarizer),
+        SummarizerProvider::Test => Box::new(offline::PacedSummarizer {
+            delay: std::time::Duration::from_millis(config.delay_ms),
+            chunks: 4,
+        }),
+    }
+}

@@ -1,0 +1,241 @@
+//! Token counting and the context meter. Pure apart from the lazily loaded,
+//! process-wide vocabularies.
+
+mod windows;
+
+pub use windows::context_window_for;
+
+use crate::conversation::{Message, MessageBody};
+
+/// The BPE vocabulary used to count a model's tokens. Claude's and other
+/// closed tokenizers are not public; o200k is the closest public estimate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Encoding {
+    #[default]
+    O200k,
+    Cl100k,
+}
+
+impl Encoding {
+    /// o200k for current models, cl100k for the GPT-3.5/GPT-4 generation.
+    pub fn for_model(model: Option<&str>) -> Encoding {
+        let Some(model) = model else {
+            return Encoding::O200k;
+        };
+        let m = model.to_ascii_lowercase();
+        let m = m.rsplit('/').next().unwrap_or(&m);
+        let old_openai =
+            (m.starts_with("gpt-4") && !m.starts_with("gpt-4o") && !m.starts_with("gpt-4.1"))
+                || m.starts_with("gpt-3.5")
+                || m.starts_with("text-embedding-ada")
+                || m.starts_with("text-embedding-3");
+        if old_openai {
+            Encoding::Cl100k
+        } else {
+            Encoding::O200k
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Encoding::O200k => "o200k_base",
+            Encoding::Cl100k => "cl100k_base",
+        }
+    }
+
+    fn tokenizer(self) -> &'static bpe_openai::Tokenizer {
+        match self {
+            Encoding::O200k => bpe_openai::o200k_base(),
+            Encoding::Cl100k => bpe_openai::cl100k_base(),
+        }
+    }
+
+    pub fn count(self, text: &str) -> u64 {
+        if text.is_empty() {
+            return 0;
+        }
+        self.tokenizer().count(text) as u64
+    }
+}
+
+/// Loads the default vocabulary on a background thread so that the first
+/// request that needs it does not pay the ~60 ms start-up.
+pub fn preload_in_background() {
+    std::thread::Builder::new()
+        .name("compactd-vocab".into())
+        .spawn(|| {
+            let _ = Encoding::O200k.count("warm up");
+        })
+        .ok();
+}
+
+/// Framing tokens chat formats add around each message (role markers and
+/// separators); 4 matches OpenAI's published accounting.
+pub const PER_MESSAGE_OVERHEAD: u64 = 4;
+/// Extra tokens per tool call for its framing (id, type, name keys).
+pub const PER_TOOL_CALL_OVERHEAD: u64 = 8;
+
+/// The estimated tokens one message occupies in a prompt.
+pub fn count_message(encoding: Encoding, message: &Message) -> u64 {
+    let mut total = PER_MESSAGE_OVERHEAD;
+    match &message.body {
+        MessageBody::System { content } | MessageBody::User { content } => {
+            total += encoding.count(content);
+        }
+        MessageBody::Assistant {
+            content,
+            thinking,
+            tool_calls,
+            ..
+        } => {
+            total += encoding.count(content);
+            if let Some(thinking) = thinking {
+                total += encoding.count(thinking);
+            }
+            for call in tool_calls {
+                total += PER_TOOL_CALL_OVERHEAD + encoding.count(&call.name);
+                total += count_json(encoding, &call.arguments);
+            }
+        }
+        MessageBody::Tool {
+            content, tool_name, ..
+        } => {
+            total += encoding.count(content);
+            if let Some(name) = tool_name {
+                total += encoding.count(name);
+            }
+        }
+    }
+    total
+}
+
+fn count_json(encoding: Encoding, value: &serde_json::Value) -> u64 {
+    match value {
+        serde_json::Value::Null => 0,
+        serde_json::Value::String(s) => encoding.count(s) + 2,
+        other => encoding.count(&other.to_string()),
+    }
+}
+
+/// Where the meter's figure comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MeterSource {
+    /// The provider's reported usage at the latest assistant turn, plus the
+    /// estimate of what came after it.
+    Usage,
+    /// Our own count of everything.
+    Estimate,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Meter {
+    pub context_tokens: u64,
+    pub context_window: u64,
+    pub auto_compact_at: u64,
+    pub source: MeterSource,
+}
+
+impl Meter {
+    pub fn percent(&self) -> f64 {
+        if self.context_window == 0 {
+            return 0.0;
+        }
+        (self.context_tokens as f64 * 1000.0 / self.context_window as f64).round() / 10.0
+    }
+}
+
+/// One message of the LLM view, as the meter sees it.
+#[derive(Debug, Clone, Copy)]
+pub struct CountedTurn {
+    pub tokens: u64,
+    /// Context size the provider reported after this message, when it did
+    /// and the report is current (same model, after the last compaction).
+    pub reported_context: Option<u64>,
+}
+
+/// Computes the meter over the LLM view. `fixed_tokens` covers what precedes
+/// the messages (system prompt, summary).
+pub fn meter(
+    fixed_tokens: u64,
+    turns: &[CountedTurn],
+    context_window: u64,
+    auto_compact_at: u64,
+) -> Meter {
+    let latest_report = turns
+        .iter()
+        .enumerate()
+        .rev()
+        .find_map(|(i, t)| t.reported_context.map(|c| (i, c)));
+    let (context_tokens, source) = match latest_report {
+        Some((index, reported)) => {
+            let after: u64 = turns[index + 1..].iter().map(|t| t.tokens).sum();
+            (reported + after, MeterSource::Usage)
+        }
+        None => (
+            fixed_tokens + turns.iter().map(|t| t.tokens).sum::<u64>(),
+            MeterSource::Estimate,
+        ),
+    };
+    Meter {
+        context_tokens,
+        context_window,
+        auto_compact_at,
+        source,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn model_picks_vocabulary() {
+        assert_eq!(Encoding::for_model(Some("gpt-4-turbo")), Encoding::Cl100k);
+        assert_eq!(
+            Encoding::for_model(Some("openai/gpt-3.5-turbo")),
+            Encoding::Cl100k
+        );
+        assert_eq!(Encoding::for_model(Some("gpt-4o-mini")), Encoding::O200k);
+        assert_eq!(
+            Encoding::for_model(Some("claude-sonnet-4-5")),
+            Encoding::O200k
+        );
+        assert_eq!(Encoding::for_model(None), Encoding::O200k);
+    }
+
+    #[test]
+    fn counts_known_strings() {
+        assert_eq!(Encoding::O200k.count("hello world"), 2);
+        assert_eq!(Encoding::Cl100k.count("hello world"), 2);
+        assert_eq!(Encoding::O200k.count(""), 0);
+    }
+
+    #[test]
+    fn meter_prefers_latest_report_plus_later_estimates() {
+        let turns = [
+            CountedTurn {
+                tokens: 10,
+                reported_context: None,
+            },
+            CountedTurn {
+                tokens: 20,
+                reported_context: Some(500),
+            },
+            CountedTurn {
+                tokens: 7,
+                reported_context: None,
+            },
+            CountedTurn {
+                tokens: 3,
+                reported_context: None,
+            },
+        ];
+        let m = meter(100, &turns, 1000, 900);
+        assert_eq!(m.context_tokens, 510);
+        assert_eq!(m.source, MeterSource::Usage);
+        assert_eq!(m.percent(), 51.0);
+        let m = meter(100, &turns[2..], 1000, 900);
+        assert_eq!(m.context_tokens, 110);
+        assert_eq!(m.source, MeterSource::Estimate);
+    }
+}

@@ -1,0 +1,134 @@
+use serde_json::json;
+
+use crate::support::Server;
+
+#[test]
+fn initialize_advertises_compactd_capabilities() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut server = Server::spawn(dir.path());
+    let result = server.initialize(json!({}));
+    let caps = &result["capabilities"]["experimental"]["compactd"];
+    assert_eq!(caps["version"], env!("CARGO_PKG_VERSION"));
+    let methods: Vec<&str> = caps["methods"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m.as_str().unwrap())
+        .collect();
+    for method in [
+        "conversation/open",
+        "conversation/append",
+        "conversation/history",
+        "conversation/compact",
+    ] {
+        assert!(methods.contains(&method), "{method} not advertised");
+    }
+    assert_eq!(server.shutdown_and_exit(), 0);
+}
+
+#[test]
+fn requests_before_initialize_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut server = Server::spawn(dir.path());
+    let err = server.request("conversation/open", json!({})).unwrap_err();
+    assert_eq!(err.code, -32002, "{err:?}");
+    // Still usable afterwards.
+    server.initialize(json!({}));
+    assert!(server.request("conversation/open", json!({})).is_ok());
+}
+
+#[test]
+fn unknown_methods_and_invalid_params_get_clear_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut server = Server::start(dir.path(), json!({}));
+    let err = server
+        .request("conversation/frobnicate", json!({}))
+        .unwrap_err();
+    assert_eq!(err.code, -32601);
+    assert!(err.message.contains("conversation/frobnicate"), "{err:?}");
+
+    let err = server
+        .request("conversation/history", json!({}))
+        .unwrap_err();
+    assert_eq!(err.code, -32602);
+    assert!(err.message.contains("sessionId"), "{err:?}");
+
+    let id = server.open(json!({}));
+    let err = server
+        .request(
+            "conversation/append",
+            json!({"sessionId": id, "messages": [{"role": "user", "content": "ok"}, {"role": "robot", "content": "?"}]}),
+        )
+        .unwrap_err();
+    assert_eq!(err.code, -32602);
+    assert!(err.message.contains("messages[1]"), "{err:?}");
+
+    let err = server
+        .request(
+            "conversation/open",
+            json!({"sessionId": "../../etc/passwd"}),
+        )
+        .unwrap_err();
+    assert_eq!(err.code, -32602);
+    assert!(err.message.contains("sessionId"), "{err:?}");
+
+    // An unknown notification is ignored and the server keeps serving.
+    server.notify("conversation/somethingNew", json!({}));
+    let history = server
+        .request("conversation/history", json!({"sessionId": id}))
+        .unwrap();
+    assert_eq!(
+        history["messages"].as_array().unwrap().len(),
+        0,
+        "the bad append applied nothing"
+    );
+}
+
+#[test]
+fn survives_garbage_frames() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut server = Server::start(dir.path(), json!({}));
+    server.send_raw(b"Content-Length: 9\r\n\r\nnot json!");
+    server.send_raw(b"this is not a header\r\n");
+    server.send_raw(b"Content-Length: 13\r\n\r\n{\"foo\": true}");
+    let id = server.open(json!({}));
+    assert!(!id.is_empty());
+    let stderr = server.stderr();
+    assert!(
+        stderr.contains("skipped bad input: invalid JSON-RPC message"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("malformed header line"), "{stderr}");
+}
+
+#[test]
+fn shutdown_refuses_requests_and_exit_codes_follow_lsp() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut server = Server::start(dir.path(), json!({}));
+    server.request("shutdown", json!(null)).unwrap();
+    let err = server.request("conversation/open", json!({})).unwrap_err();
+    assert_eq!(err.code, -32600);
+    server.notify("exit", json!(null));
+    assert_eq!(server.wait(), 0);
+
+    let mut server = Server::start(dir.path(), json!({}));
+    server.notify("exit", json!(null));
+    assert_eq!(server.wait(), 1, "exit without shutdown");
+}
+
+#[test]
+fn logs_never_go_to_stdout() {
+    // Every frame parsed by the client is valid JSON-RPC; debug logging is
+    // on in tests, so a stray log line on stdout would break the framing.
+    let dir = tempfile::tempdir().unwrap();
+    let mut server = Server::start(dir.path(), json!({}));
+    let id = server.open(json!({}));
+    server
+        .request(
+            "conversation/append",
+            json!({"sessionId": id, "messages": [{"role": "user", "content": "x"}]}),
+        )
+        .unwrap();
+    assert!(server.stderr().contains("sessions in"), "logs reach stderr");
+    assert!(server.received.iter().all(|m| m["jsonrpc"] == "2.0"));
+}

@@ -1,0 +1,324 @@
+//! Spawns the real `compactd` binary and talks JSON-RPC to it over stdio.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+/// A bound on waiting for output, so a broken server fails the test instead
+/// of hanging it. Never used to wait for something to happen.
+pub const PATIENCE: Duration = Duration::from_secs(60);
+
+pub struct Server {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    incoming: Receiver<Value>,
+    stderr: Arc<Mutex<String>>,
+    next_id: i64,
+    /// Every message received, in arrival order.
+    pub received: Vec<Value>,
+    pub data_dir: PathBuf,
+    _home: tempfile::TempDir,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct RpcError {
+    pub code: i64,
+    pub message: String,
+}
+
+impl Server {
+    /// Starts the binary with sessions in `data_dir` and a throwaway HOME.
+    pub fn spawn(data_dir: &Path) -> Server {
+        Self::spawn_with_env(data_dir, &[])
+    }
+
+    pub fn spawn_with_env(data_dir: &Path, env: &[(&str, &str)]) -> Server {
+        let home = tempfile::tempdir().unwrap();
+        let mut command = Command::new(env!("CARGO_BIN_EXE_compactd"));
+        command
+            .arg("--no-user-config")
+            .env("HOME", home.path())
+            .env("XDG_DATA_HOME", home.path().join("data"))
+            .env("XDG_CONFIG_HOME", home.path().join("config"))
+            .env("COMPACTD_LOG", "debug")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        for (k, v) in env {
+            command.env(k, v);
+        }
+        let mut child = command.spawn().expect("spawn compactd");
+        let stdout = child.stdout.take().unwrap();
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            let mut reader = BufReader::new(stdout);
+            while let Some(message) = read_frame(&mut reader) {
+                if tx.send(message).is_err() {
+                    break;
+                }
+            }
+        });
+        let stderr = Arc::new(Mutex::new(String::new()));
+        let sink = stderr.clone();
+        let mut child_stderr = child.stderr.take().unwrap();
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 4096];
+            while let Ok(n) = child_stderr.read(&mut buf) {
+                if n == 0 {
+                    break;
+                }
+                sink.lock()
+                    .unwrap()
+                    .push_str(&String::from_utf8_lossy(&buf[..n]));
+            }
+        });
+        Server {
+            stdin: child.stdin.take(),
+            child,
+            incoming: rx,
+            stderr,
+            next_id: 0,
+            received: Vec::new(),
+            data_dir: data_dir.to_path_buf(),
+            _home: home,
+        }
+    }
+
+    /// Spawns and initializes with `options` merged over the data dir.
+    pub fn start(data_dir: &Path, options: Value) -> Server {
+        let mut server = Server::spawn(data_dir);
+        server.initialize(options);
+        server
+    }
+
+    pub fn initialize(&mut self, options: Value) -> Value {
+        let mut init = json!({"dataDir": self.data_dir});
+        merge(&mut init, options);
+        let result = self
+            .request(
+                "initialize",
+                json!({"processId": null, "capabilities": {}, "initializationOptions": init}),
+            )
+            .expect("initialize");
+        self.notify("initialized", json!({}));
+        result
+    }
+
+    pub fn send_raw(&mut self, bytes: &[u8]) {
+        let stdin = self.stdin.as_mut().expect("stdin open");
+        stdin.write_all(bytes).unwrap();
+        stdin.flush().unwrap();
+    }
+
+    pub fn send(&mut self, message: Value) {
+        let body = serde_json::to_string(&message).unwrap();
+        self.send_raw(format!("Content-Length: {}\r\n\r\n{body}", body.len()).as_bytes());
+    }
+
+    pub fn notify(&mut self, method: &str, params: Value) {
+        self.send(json!({"jsonrpc": "2.0", "method": method, "params": params}));
+    }
+
+    /// Sends a request and returns its id without waiting.
+    pub fn send_request(&mut self, method: &str, params: Value) -> i64 {
+        self.next_id += 1;
+        let id = self.next_id;
+        self.send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        id
+    }
+
+    pub fn request(&mut self, method: &str, params: Value) -> Result<Value, RpcError> {
+        let id = self.send_request(method, params);
+        self.response(id)
+    }
+
+    /// Reads until the response to `id` arrives.
+    pub fn response(&mut self, id: i64) -> Result<Value, RpcError> {
+        let message =
+            self.next_where(|m| m.get("id") == Some(&json!(id)) && m.get("method").is_none());
+        if let Some(error) = message.get("error") {
+            return Err(RpcError {
+                code: error["code"].as_i64().unwrap(),
+                message: error["message"].as_str().unwrap_or("").to_string(),
+            });
+        }
+        Ok(message["result"].clone())
+    }
+
+    /// The next message from the server.
+    pub fn next(&mut self) -> Value {
+        let message = match self.incoming.recv_timeout(PATIENCE) {
+            Ok(message) => message,
+            Err(RecvTimeoutError::Timeout) => panic!(
+                "no message from compactd in {PATIENCE:?}; stderr:\n{}",
+                self.stderr()
+            ),
+            Err(RecvTimeoutError::Disconnected) => {
+                panic!("compactd closed its output; stderr:\n{}", self.stderr())
+            }
+        };
+        self.received.push(message.clone());
+        message
+    }
+
+    pub fn next_where(&mut self, pred: impl Fn(&Value) -> bool) -> Value {
+        loop {
+            let message = self.next();
+            if pred(&message) {
+                return message;
+            }
+        }
+    }
+
+    /// Notifications received so far with this method.
+    pub fn received_notifications(&self, method: &str) -> Vec<Value> {
+        self.received
+            .iter()
+            .filter(|m| m["method"] == method && m.get("id").is_none())
+            .map(|m| m["params"].clone())
+            .collect()
+    }
+
+    pub fn stderr(&self) -> String {
+        self.stderr.lock().unwrap().clone()
+    }
+
+    pub fn open(&mut self, params: Value) -> String {
+        let result = self.request("conversation/open", params).expect("open");
+        result["sessionId"].as_str().unwrap().to_string()
+    }
+
+    pub fn shutdown_and_exit(mut self) -> i32 {
+        self.request("shutdown", json!(null)).expect("shutdown");
+        self.notify("exit", json!(null));
+        self.wait()
+    }
+
+    /// Closes stdin and waits for the process.
+    pub fn wait(&mut self) -> i32 {
+        self.stdin.take();
+        self.child.wait().unwrap().code().unwrap_or(-1)
+    }
+
+    pub fn kill(mut self) {
+        self.child.kill().unwrap();
+        self.child.wait().unwrap();
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn read_frame(reader: &mut impl BufRead) -> Option<Value> {
+    let mut length = None;
+    loop {
+        let mut line = String::new();
+        if reader.read_line(&mut line).ok()? == 0 {
+            return None;
+        }
+        let line = line.trim_end();
+        if line.is_empty() {
+            break;
+        }
+        if let Some(v) = line.strip_prefix("Content-Length: ") {
+            length = Some(v.parse::<usize>().unwrap());
+        }
+    }
+    let mut body = vec![0; length?];
+    reader.read_exact(&mut body).ok()?;
+    Some(serde_json::from_slice(&body).expect("server sent valid JSON"))
+}
+
+pub fn merge(base: &mut Value, layer: Value) {
+    match (base, layer) {
+        (Value::Object(base), Value::Object(layer)) => {
+            for (k, v) in layer {
+                match base.get_mut(&k) {
+                    Some(existing) => merge(existing, v),
+                    None => {
+                        base.insert(k, v);
+                    }
+                }
+            }
+        }
+        (base, layer) => *base = layer,
+    }
+}
+
+/// `../shared/transcripts`, or `None` with a printed reason.
+pub fn transcripts_dir() -> Option<PathBuf> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/transcripts");
+    if dir.is_dir() {
+        Some(dir)
+    } else {
+        println!(
+            "SKIP: {} is absent; transcript tests need ../shared beside the repo",
+            dir.display()
+        );
+        None
+    }
+}
+
+/// A small test-only reader for pi session JSONL: messages as compactd's
+/// wire format.
+pub fn read_pi_session(path: &Path) -> Vec<Value> {
+    let text = std::fs::read_to_string(path).unwrap();
+    let mut out = Vec::new();
+    for line in text.lines() {
+        let entry: Value = serde_json::from_str(line).unwrap();
+        if entry["type"] != "message" {
+            continue;
+        }
+        let m = &entry["message"];
+        let text_of = |content: &Value| -> String {
+            match content {
+                Value::String(s) => s.clone(),
+                Value::Array(parts) => parts
+                    .iter()
+                    .filter(|p| p["type"] == "text")
+                    .filter_map(|p| p["text"].as_str())
+                    .collect::<Vec<_>>()
+                    .join("\n"),
+                _ => String::new(),
+            }
+        };
+        match m["role"].as_str().unwrap() {
+            "user" => out.push(json!({"role": "user", "content": text_of(&m["content"])})),
+            "assistant" => {
+                let calls: Vec<Value> = m["content"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .filter(|p| p["type"] == "toolCall")
+                    .map(|p| json!({"id": p["id"], "name": p["name"], "arguments": p["arguments"]}))
+                    .collect();
+                let u = &m["usage"];
+                out.push(json!({
+                    "role": "assistant",
+                    "content": text_of(&m["content"]),
+                    "toolCalls": calls,
+                    "model": m["model"],
+                    "usage": {"input": u["input"], "output": u["output"], "cacheRead": u["cacheRead"], "cacheWrite": u["cacheWrite"]}
+                }));
+            }
+            "toolResult" => out.push(json!({
+                "role": "tool",
+                "toolCallId": m["toolCallId"],
+                "toolName": m["toolName"],
+                "content": text_of(&m["content"]),
+                "isError": m["isError"],
+            })),
+            other => panic!("unexpected role {other}"),
+        }
+    }
+    out
+}
