@@ -42,6 +42,16 @@ pub type ProgressSink<'a> = &'a (dyn Fn(Progress) + Send + Sync);
 
 #[derive(Debug, thiserror::Error)]
 pub enum SummarizeError {
+    /// The input did not fit the summarizer's own context window; the
+    /// caller answers by chunking smaller, not by failing.
+    #[error("the summarizer's context window overflowed: {0}")]
+    ContextOverflow(String),
+    /// The summary came back unusable (empty, truncated, echoing the
+    /// instructions); the caller may retry once, then fall back.
+    #[error("unusable summary: {0}")]
+    Unusable(String),
+    /// Anything else (network, HTTP status, protocol): the caller falls
+    /// down the fallback ladder.
     #[error("summarizer failed: {0}")]
     Failed(String),
 }
