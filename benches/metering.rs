@@ -14,7 +14,10 @@ fn shared() -> Option<PathBuf> {
     if dir.is_dir() {
         Some(dir)
     } else {
-        eprintln!("note: {} absent; benchmarking on this repository's sources instead", dir.display());
+        eprintln!(
+            "note: {} absent; benchmarking on this repository's sources instead",
+            dir.display()
+        );
         None
     }
 }
@@ -23,7 +26,10 @@ fn shared() -> Option<PathBuf> {
 fn corpus() -> String {
     if let Some(dir) = shared() {
         let mut text = String::new();
-        for f in ["pi-session-jsonl/large-session.jsonl", "swe-agent-traj/marshmallow-code__marshmallow-1867.traj"] {
+        for f in [
+            "pi-session-jsonl/large-session.jsonl",
+            "swe-agent-traj/marshmallow-code__marshmallow-1867.traj",
+        ] {
             text.push_str(&std::fs::read_to_string(dir.join(f)).unwrap_or_default());
         }
         if !text.is_empty() {
@@ -56,7 +62,9 @@ fn conversation(corpus: &str) -> Vec<Message> {
     let chars: Vec<char> = corpus.chars().collect();
     let slice = |i: usize, len: usize| -> String {
         let start = (i * 7919) % chars.len().saturating_sub(len).max(1);
-        chars[start..(start + len).min(chars.len())].iter().collect()
+        chars[start..(start + len).min(chars.len())]
+            .iter()
+            .collect()
     };
     (0..2000)
         .map(|i| match i % 4 {
@@ -70,7 +78,12 @@ fn conversation(corpus: &str) -> Vec<Message> {
                     arguments: serde_json::json!({"path": format!("src/file{i}.rs")}),
                 }],
             ),
-            2 => Message::tool_result(format!("t{i}"), format!("c{}", i - 1), slice(i, 2000), false),
+            2 => Message::tool_result(
+                format!("t{i}"),
+                format!("c{}", i - 1),
+                slice(i, 2000),
+                false,
+            ),
             _ => Message::assistant(format!("a{i}"), slice(i, 400), vec![]),
         })
         .collect()
@@ -79,7 +92,13 @@ fn conversation(corpus: &str) -> Vec<Message> {
 fn bench_append(c: &mut Criterion) {
     let corpus = corpus();
     let messages = conversation(&corpus);
-    let mut session = Session::new("bench".into(), Some("gpt-4o".into()), None, None, String::new());
+    let mut session = Session::new(
+        "bench".into(),
+        Some("gpt-4o".into()),
+        None,
+        None,
+        String::new(),
+    );
     session.push(messages[..1999].to_vec());
     let last = messages[1999].clone();
     let mut group = c.benchmark_group("append");
@@ -94,7 +113,12 @@ fn bench_append(c: &mut Criterion) {
         )
     });
     group.bench_function("recount all 2000 messages (what caching avoids)", |b| {
-        b.iter(|| messages.iter().map(|m| compactd::tokens::count_message(Encoding::O200k, m)).sum::<u64>())
+        b.iter(|| {
+            messages
+                .iter()
+                .map(|m| compactd::tokens::count_message(Encoding::O200k, m))
+                .sum::<u64>()
+        })
     });
     group.finish();
 }
@@ -105,8 +129,12 @@ fn bench_tokenizer(c: &mut Criterion) {
     let mut group = c.benchmark_group("tokenizer");
     group.throughput(Throughput::Bytes(text.len() as u64));
     group.sample_size(10);
-    group.bench_function("bpe-openai o200k", |b| b.iter(|| Encoding::O200k.count(&text)));
-    group.bench_function("bpe-openai cl100k", |b| b.iter(|| Encoding::Cl100k.count(&text)));
+    group.bench_function("bpe-openai o200k", |b| {
+        b.iter(|| Encoding::O200k.count(&text))
+    });
+    group.bench_function("bpe-openai cl100k", |b| {
+        b.iter(|| Encoding::Cl100k.count(&text))
+    });
     let tiktoken = tiktoken_rs::o200k_base().unwrap();
     group.bench_function("tiktoken-rs o200k (oracle)", |b| {
         b.iter(|| tiktoken.encode_with_special_tokens(&text).len())

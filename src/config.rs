@@ -32,6 +32,25 @@ pub struct Config {
     /// Auto-compact when fewer than this many tokens remain in the window
     /// (0 disables).
     pub reserve_tokens: u64,
+    /// Auto-compact when the messages since the last compaction reach this
+    /// count (0 disables).
+    pub message_threshold: u64,
+    /// Auto-compact when the user turns since the last compaction reach
+    /// this count (0 disables).
+    pub turn_threshold: u64,
+    /// The default compaction strategy.
+    pub strategy: crate::compaction::Strategy,
+    /// `incremental`: the newest messages never replaced.
+    pub retention_window: usize,
+    /// `prune`: the newest tool output (in tokens) that is never pruned.
+    pub prune_protect_tokens: u64,
+    /// `prune`: act only when at least this many tokens can be freed.
+    pub prune_minimum_tokens: u64,
+    /// Replaces the default prompt LLM summarizers get for a first summary.
+    pub compact_prompt: Option<String>,
+    /// Replaces the default prompt LLM summarizers get to update a previous
+    /// summary.
+    pub update_prompt: Option<String>,
     /// How tool outputs are clipped in the summarizer input (head and tail
     /// kept), in characters.
     pub max_tool_output_chars: usize,
@@ -53,6 +72,14 @@ impl Default for Config {
             auto_compact_percent: 90.0,
             auto_compact_token_limit: 0,
             reserve_tokens: 16_384,
+            message_threshold: 0,
+            turn_threshold: 0,
+            strategy: crate::compaction::Strategy::Checkpoint,
+            retention_window: 6,
+            prune_protect_tokens: 40_000,
+            prune_minimum_tokens: 20_000,
+            compact_prompt: None,
+            update_prompt: None,
             max_tool_output_chars: 2_000,
             summary_prefix: None,
             summarizer: SummarizerConfig::default(),

@@ -1,15 +1,52 @@
 //! Compaction planning and history rebuilding. Pure: no I/O, no clock; the
 //! server calls a summarizer between `plan` and `rebuild_history`.
 
+pub mod chunk;
 pub mod files;
+pub mod overflow;
+pub mod plan;
+pub mod retention;
 pub mod trigger;
 
 pub use files::{FileOp, FileSections};
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 
 use crate::conversation::{repair_for_model, Message};
 
 /// The default text that introduces a summary in the compacted history.
 pub const DEFAULT_SUMMARY_PREFIX: &str = include_str!("prompts/summary_prefix.md");
+/// The text that opens the first message of a session made by `handoff`.
+pub const HANDOFF_PREFIX: &str = include_str!("prompts/handoff_prefix.md");
+
+/// How a compaction shrinks the history.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum Strategy {
+    /// Summarize everything before the cut, keep the recent tail verbatim.
+    #[default]
+    Checkpoint,
+    /// Replace the earliest run of assistant and tool messages outside the
+    /// retention window with one assistant summary message.
+    Incremental,
+    /// No summarizer: replace old tool outputs with a placeholder.
+    Prune,
+    /// Write a fresh first message for a new session that carries only
+    /// what a given goal needs.
+    Handoff,
+}
+
+impl Strategy {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Strategy::Checkpoint => "checkpoint",
+            Strategy::Incremental => "incremental",
+            Strategy::Prune => "prune",
+            Strategy::Handoff => "handoff",
+        }
+    }
+}
 
 /// Where to cut the LLM view: messages before `cut` are summarized, the
 /// rest kept verbatim.
@@ -23,38 +60,32 @@ pub struct CutPoint {
 /// so that no tool result is separated from its call. `None` when nothing
 /// would be summarized.
 pub fn find_cut(messages: &[Message], tokens: &[u64], keep_recent_tokens: u64) -> Option<CutPoint> {
-    debug_assert_eq!(messages.len(), tokens.len());
-    if messages.is_empty() {
+    let cut_points: Vec<bool> = messages.iter().map(Message::is_cut_point).collect();
+    find_cut_at(tokens, &cut_points, keep_recent_tokens).map(|cut| CutPoint { cut })
+}
+
+/// `find_cut` over token counts and cut-point flags.
+pub fn find_cut_at(tokens: &[u64], cut_points: &[bool], keep_recent_tokens: u64) -> Option<usize> {
+    debug_assert_eq!(tokens.len(), cut_points.len());
+    if tokens.is_empty() {
         return None;
+    }
+    if keep_recent_tokens == 0 {
+        return Some(tokens.len());
     }
     // The newest index at which the kept tail reaches the budget.
     let mut kept = 0u64;
     let mut target = None;
-    for i in (0..messages.len()).rev() {
+    for i in (0..tokens.len()).rev() {
         kept += tokens[i];
         if kept >= keep_recent_tokens {
             target = Some(i);
             break;
         }
     }
-    let target = match (target, keep_recent_tokens) {
-        (Some(t), _) => t,
-        // Keep nothing: summarize everything.
-        (None, 0) => {
-            return Some(CutPoint {
-                cut: messages.len(),
-            })
-        }
-        (None, _) => return None,
-    };
-    if keep_recent_tokens == 0 {
-        return Some(CutPoint {
-            cut: messages.len(),
-        });
-    }
     // Walk back to the nearest valid cut point, keeping a little more.
-    let cut = (0..=target).rev().find(|&i| messages[i].is_cut_point())?;
-    (cut > 0).then_some(CutPoint { cut })
+    let cut = (0..=target?).rev().find(|&i| cut_points[i])?;
+    (cut > 0).then_some(cut)
 }
 
 /// The LLM-facing history: system prompt, the summary message (if any),
@@ -86,20 +117,22 @@ pub fn summary_message(compaction_id: &str, prefix: &str, summary: &str) -> Mess
 }
 
 /// Clips a tool output for the summarizer input, keeping head and tail.
+/// The result never exceeds `max_chars` characters, so clipping twice
+/// changes nothing.
 pub fn clip_middle(text: &str, max_chars: usize) -> std::borrow::Cow<'_, str> {
     let count = text.chars().count();
-    if count <= max_chars || max_chars < 20 {
+    if count <= max_chars || max_chars < 64 {
         return text.into();
     }
-    let head_len = max_chars * 2 / 3;
-    let tail_len = max_chars - head_len;
+    let marker = |omitted: usize| format!("\n[… {omitted} characters omitted …]\n");
+    // The marker's length depends on the omitted count; bound it by the
+    // count's digits, which can only be larger.
+    let budget = max_chars - marker(count).chars().count();
+    let head_len = budget * 2 / 3;
+    let tail_len = budget - head_len;
     let head: String = text.chars().take(head_len).collect();
     let tail: String = text.chars().skip(count - tail_len).collect();
-    format!(
-        "{head}\n[… {} characters omitted …]\n{tail}",
-        count - head_len - tail_len
-    )
-    .into()
+    format!("{head}{}{tail}", marker(count - head_len - tail_len)).into()
 }
 
 #[cfg(test)]
@@ -168,10 +201,12 @@ mod tests {
     #[test]
     fn clip_keeps_head_and_tail() {
         let text = "a".repeat(100) + &"b".repeat(100);
-        let clipped = clip_middle(&text, 60);
-        assert!(clipped.starts_with(&"a".repeat(40)));
-        assert!(clipped.ends_with(&"b".repeat(20)));
-        assert!(clipped.contains("140 characters omitted"));
-        assert_eq!(clip_middle("short", 60), "short");
+        let clipped = clip_middle(&text, 100);
+        assert!(clipped.starts_with(&"a".repeat(40)), "{clipped}");
+        assert!(clipped.ends_with(&"b".repeat(20)), "{clipped}");
+        assert!(clipped.contains("characters omitted"));
+        assert!(clipped.chars().count() <= 100);
+        assert_eq!(clip_middle(&clipped, 100), clipped, "idempotent");
+        assert_eq!(clip_middle("short", 100), "short");
     }
 }

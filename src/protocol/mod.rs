@@ -4,7 +4,9 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::conversation::Message;
+use crate::compaction::trigger::TriggerKind;
+use crate::compaction::Strategy;
+use crate::conversation::{Message, Usage};
 use crate::session::Trigger;
 
 pub mod methods {
@@ -16,6 +18,15 @@ pub mod methods {
     pub const TOKENS: &str = "conversation/tokens";
     /// Server → client: a compaction was applied.
     pub const DID_COMPACT: &str = "conversation/didCompact";
+    /// Server → client: the circuit breaker stopped auto-compaction.
+    pub const AUTO_COMPACT_STOPPED: &str = "conversation/autoCompactStopped";
+    pub const CHECK: &str = "conversation/check";
+    pub const SET_AUTO_COMPACT: &str = "conversation/setAutoCompact";
+    pub const PREVIEW: &str = "conversation/preview";
+    pub const COMPACTIONS: &str = "conversation/compactions";
+    pub const BRANCH: &str = "conversation/branch";
+    pub const PIN: &str = "conversation/pin";
+    pub const REPORT_ERROR: &str = "conversation/reportError";
 }
 
 /// A `$/progress` token, as LSP defines it.
@@ -68,8 +79,11 @@ pub struct AppendResult {
     /// The ids of the appended messages, assigned where the client gave none.
     pub ids: Vec<String>,
     pub meter: MeterInfo,
-    /// The context reached the auto-compaction limit.
+    /// A compaction trigger fired.
     pub should_compact: bool,
+    /// A compaction of this session is running (auto-compaction starts
+    /// one when a trigger fires and it is allowed).
+    pub compacting: bool,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
@@ -98,6 +112,12 @@ pub struct CompactParams {
     /// Overrides the configured `keepRecentTokens` for this compaction.
     #[serde(default)]
     pub keep_recent_tokens: Option<u64>,
+    /// Overrides the configured strategy for this compaction.
+    #[serde(default)]
+    pub strategy: Option<Strategy>,
+    /// `handoff`: what the new session is for.
+    #[serde(default)]
+    pub goal: Option<String>,
     /// Report progress under this token.
     #[serde(default)]
     pub work_done_token: Option<ProgressToken>,
@@ -118,9 +138,29 @@ pub struct CompactResult {
     pub first_kept_message_id: Option<String>,
     pub read_files: Vec<String>,
     pub modified_files: Vec<String>,
-    /// Which summarizer wrote the summary.
+    pub strategy: Strategy,
+    /// Which summarizer wrote the summary (`none` for `prune`).
     pub summarizer: String,
+    /// Summarizer calls over chunks of the input (more than one when the
+    /// input exceeded the summarizer's window).
     pub chunks: u32,
+    /// A lower rung of the fallback ladder wrote the summary.
+    pub degraded: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub degraded_reason: Option<String>,
+    /// Share of what must survive (modified files, latest request, user
+    /// rules, the task, pins) that the summary and kept messages held
+    /// before `<preserved>` added the rest.
+    pub recall: f64,
+    /// Tool results whose output `prune` replaced.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pruned_message_ids: Vec<String>,
+    /// `handoff`: the new session that starts with the handoff message.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub handoff_session_id: Option<String>,
+    /// What the summarizer's provider reported for its calls.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage: Option<Usage>,
     pub duration_ms: u64,
 }
 
@@ -129,18 +169,202 @@ impl CompactResult {
         CompactResult {
             compacted: true,
             reason: None,
-            summary: record.full_summary(),
+            summary: if record.strategy == Strategy::Prune {
+                String::new()
+            } else {
+                record.full_summary()
+            },
             tokens_before: record.tokens_before,
             tokens_after: record.tokens_after,
             messages_summarized: record.messages_summarized,
             first_kept_message_id: record.first_kept_message_id.clone(),
             read_files: record.read_files.clone(),
             modified_files: record.modified_files.clone(),
+            strategy: record.strategy,
             summarizer: record.summarizer.clone(),
             chunks: record.chunks,
+            degraded: record.degraded,
+            degraded_reason: record.degraded_reason.clone(),
+            recall: record.recall,
+            pruned_message_ids: record.pruned_message_ids.clone(),
+            handoff_session_id: None,
+            usage: record.usage,
             duration_ms: record.duration_ms,
         }
     }
+
+    /// "Nothing to compact" is a result, not an error.
+    pub fn not_compacted(reason: String, tokens: u64, strategy: Strategy) -> CompactResult {
+        CompactResult {
+            compacted: false,
+            reason: Some(reason),
+            tokens_before: tokens,
+            tokens_after: tokens,
+            strategy,
+            summarizer: "none".into(),
+            recall: 1.0,
+            ..CompactResult::default()
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CheckResult {
+    /// A trigger fired.
+    pub should_compact: bool,
+    pub triggers: Vec<TriggerKind>,
+    pub meter: MeterInfo,
+    /// Auto-compaction is on for this session (config, environment,
+    /// `conversation/setAutoCompact` and the circuit breaker agree).
+    pub auto_compact: bool,
+    /// A compaction of this session is running (perhaps just started by
+    /// this check).
+    pub compacting: bool,
+    /// Why the circuit breaker stopped auto-compaction, if it did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stopped_reason: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SetAutoCompactParams {
+    pub session_id: String,
+    pub enabled: bool,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SetAutoCompactResult {
+    pub session_id: String,
+    pub enabled: bool,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PreviewParams {
+    pub session_id: String,
+    #[serde(default)]
+    pub strategy: Option<Strategy>,
+    #[serde(default)]
+    pub keep_recent_tokens: Option<u64>,
+}
+
+/// A dry run: what a compaction would do, without calling a summarizer.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PreviewResult {
+    pub strategy: Strategy,
+    /// Always false: a preview changes nothing.
+    pub compacted: bool,
+    /// Why nothing would be compacted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    pub first_kept_message_id: Option<String>,
+    pub summarize_message_ids: Vec<String>,
+    pub keep_message_ids: Vec<String>,
+    pub prune_message_ids: Vec<String>,
+    pub tokens_before: u64,
+    /// Our estimate after the compaction; the summary's size is estimated.
+    pub estimated_tokens_after: u64,
+    /// Items the retention check will look for.
+    pub required: Vec<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CompactionInfo {
+    pub id: String,
+    pub trigger: Trigger,
+    pub strategy: Strategy,
+    pub summarizer: String,
+    pub summary: String,
+    pub tokens_before: u64,
+    pub tokens_after: u64,
+    pub messages_summarized: usize,
+    pub chunks: u32,
+    pub degraded: bool,
+    pub recall: f64,
+    pub duration_ms: u64,
+    pub created_at: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage: Option<Usage>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CompactionsResult {
+    pub session_id: String,
+    /// Oldest first.
+    pub compactions: Vec<CompactionInfo>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct BranchParams {
+    pub session_id: String,
+    /// The new session holds everything logged before this message.
+    pub before_message_id: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct BranchResult {
+    /// The new session's id.
+    pub session_id: String,
+    pub message_count: usize,
+    pub meter: MeterInfo,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PinParams {
+    pub session_id: String,
+    /// Kept verbatim through every compaction.
+    pub text: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PinResult {
+    pub pins: Vec<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ReportErrorParams {
+    pub session_id: String,
+    /// The HTTP status of the failed model request, if known.
+    #[serde(default)]
+    pub status: Option<u16>,
+    /// The provider's error message, as received.
+    pub message: String,
+    /// Report the recovery compaction's progress under this token.
+    #[serde(default)]
+    pub work_done_token: Option<ProgressToken>,
+}
+
+/// `conversation/reportError`'s result.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ReportErrorResult {
+    /// The error says the context window overflowed.
+    pub overflow: bool,
+    /// `overflow`, `rateLimit`, `outputLimit` or `other`.
+    pub kind: String,
+    /// Retry the turn: the history was compacted to fit.
+    pub retry: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub compaction: Option<CompactResult>,
+}
+
+/// `conversation/autoCompactStopped`: the circuit breaker stopped
+/// auto-compaction for a session.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AutoCompactStoppedNotification {
+    pub session_id: String,
+    pub reason: String,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -217,5 +441,21 @@ pub fn schemas() -> Vec<(&'static str, serde_json::Value)> {
         schema!("TokensNotification", TokensNotification),
         schema!("DidCompactNotification", DidCompactNotification),
         schema!("CompactdCapabilities", CompactdCapabilities),
+        schema!("CheckResult", CheckResult),
+        schema!("SetAutoCompactParams", SetAutoCompactParams),
+        schema!("SetAutoCompactResult", SetAutoCompactResult),
+        schema!("PreviewParams", PreviewParams),
+        schema!("PreviewResult", PreviewResult),
+        schema!("CompactionsResult", CompactionsResult),
+        schema!("BranchParams", BranchParams),
+        schema!("BranchResult", BranchResult),
+        schema!("PinParams", PinParams),
+        schema!("PinResult", PinResult),
+        schema!("ReportErrorParams", ReportErrorParams),
+        schema!("ReportErrorResult", ReportErrorResult),
+        schema!(
+            "AutoCompactStoppedNotification",
+            AutoCompactStoppedNotification
+        ),
     ]
 }

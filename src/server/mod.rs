@@ -4,6 +4,7 @@
 //! written goes through one ordered `Outbox`, so a request's notifications
 //! always precede its response, and every request is answered exactly once.
 
+mod compactor;
 mod handlers;
 mod routes;
 
@@ -81,18 +82,9 @@ pub(crate) struct OpenSession {
     pub log: SessionLog,
 }
 
-/// A running background request.
-pub(crate) struct RunningJob {
-    pub session_id: String,
-    pub abort: tokio::task::AbortHandle,
-    /// Requests that joined this job (single flight) and get its answer.
-    pub joined: Vec<RequestId>,
-    pub progress: Option<ProgressToken>,
-}
-
 /// What a background job hands back to the state owner.
 pub(crate) enum JobDone {
-    Compaction(Box<handlers::compact::Finished>),
+    Compaction(Box<compactor::Finished>),
 }
 
 pub(crate) struct Server {
@@ -101,7 +93,9 @@ pub(crate) struct Server {
     pub config: Config,
     pub store: SessionStore,
     pub sessions: HashMap<String, OpenSession>,
-    pub running: HashMap<RequestId, RunningJob>,
+    /// The running compaction of each session.
+    pub running: HashMap<String, compactor::RunningJob>,
+    next_job: u64,
     pub jobs: mpsc::UnboundedSender<JobDone>,
     /// The client can create progress tokens on request.
     pub client_work_done_progress: bool,
@@ -127,6 +121,7 @@ where
         config,
         sessions: HashMap::new(),
         running: HashMap::new(),
+        next_job: 0,
         jobs: jobs_tx,
         client_work_done_progress: false,
         next_server_request: 0,
@@ -315,12 +310,43 @@ impl Server {
 
     fn finish_job(&mut self, done: JobDone) {
         match done {
-            JobDone::Compaction(finished) => handlers::compact::finish(self, *finished),
+            JobDone::Compaction(finished) => compactor::finish(self, *finished),
         }
+    }
+
+    /// The triggers that fire for a session now (`None`: no such session).
+    pub fn triggers_fired(
+        &self,
+        session_id: &str,
+    ) -> Option<Vec<crate::compaction::trigger::TriggerKind>> {
+        let open = self.sessions.get(session_id)?;
+        let window = self.context_window(&open.session);
+        let at = crate::compaction::trigger::auto_compact_at(&self.config, window);
+        Some(crate::compaction::trigger::evaluate(
+            &self.config,
+            open.session.trigger_input(window, at),
+        ))
+    }
+
+    /// Automatic compaction is allowed for a session: the environment's
+    /// kill switch (`COMPACTD_DISABLE_AUTOCOMPACT=1`) is off, the session's
+    /// own switch (else the config's `autoCompact`) is on, and the circuit
+    /// breaker has not tripped.
+    pub fn auto_compact_allowed(&self, session_id: &str) -> bool {
+        let Some(open) = self.sessions.get(session_id) else {
+            return false;
+        };
+        let env = std::env::var("COMPACTD_DISABLE_AUTOCOMPACT").ok();
+        let switch = open
+            .session
+            .auto_compact
+            .unwrap_or(self.config.auto_compact);
+        crate::compaction::trigger::auto_compact_enabled(switch, env.as_deref())
+            && open.session.auto.stopped.is_none()
     }
 }
 
-fn no_session(id: &str) -> RpcError {
+pub(crate) fn no_session(id: &str) -> RpcError {
     RpcError::invalid_params(format!(
         "sessionId: no open session `{id}` (call conversation/open first)"
     ))

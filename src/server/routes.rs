@@ -2,7 +2,10 @@
 
 use lsp_server::{ErrorCode, Notification, Request};
 
-use super::handlers::{append, cancel, compact, history, lifecycle, open};
+use super::handlers::{
+    append, branch, cancel, check, compact, compactions, history, lifecycle, open, pin, preview,
+    report_error, set_auto_compact,
+};
 use super::{parse_params, Reply, RpcError, Server};
 use crate::protocol::methods;
 
@@ -12,9 +15,21 @@ pub const REQUESTS: &[&str] = &[
     methods::APPEND,
     methods::HISTORY,
     methods::COMPACT,
+    methods::CHECK,
+    methods::SET_AUTO_COMPACT,
+    methods::PREVIEW,
+    methods::COMPACTIONS,
+    methods::BRANCH,
+    methods::PIN,
+    methods::REPORT_ERROR,
 ];
 
-pub const NOTIFICATIONS_SENT: &[&str] = &[methods::TOKENS, methods::DID_COMPACT, "$/progress"];
+pub const NOTIFICATIONS_SENT: &[&str] = &[
+    methods::TOKENS,
+    methods::DID_COMPACT,
+    methods::AUTO_COMPACT_STOPPED,
+    "$/progress",
+];
 
 pub(crate) fn request(server: &mut Server, request: Request) -> Reply {
     let Request { id, method, params } = request;
@@ -29,8 +44,18 @@ pub(crate) fn request(server: &mut Server, request: Request) -> Reply {
         methods::OPEN => now!(open::handle),
         methods::APPEND => now!(append::handle),
         methods::HISTORY => now!(history::handle),
+        methods::CHECK => now!(check::handle),
+        methods::SET_AUTO_COMPACT => now!(set_auto_compact::handle),
+        methods::PREVIEW => now!(preview::handle),
+        methods::COMPACTIONS => now!(compactions::handle),
+        methods::BRANCH => now!(branch::handle),
+        methods::PIN => now!(pin::handle),
         methods::COMPACT => match parse_params(params) {
             Ok(p) => compact::start(server, id, p),
+            Err(e) => Reply::Now(Err(e)),
+        },
+        methods::REPORT_ERROR => match parse_params(params) {
+            Ok(p) => report_error::start(server, id, p),
             Err(e) => Reply::Now(Err(e)),
         },
         _ => Reply::Now(Err(RpcError::new(

@@ -18,12 +18,16 @@ pub const LOG_VERSION: u32 = 1;
 #[serde(tag = "type", rename_all = "camelCase")]
 pub enum LogEntry {
     Header(SessionHeader),
-    /// Session settings changed on reopen.
+    /// Session settings changed (on reopen, or by setAutoCompact).
     Settings(SessionSettings),
     Message {
         message: Message,
     },
-    Compaction(CompactionRecord),
+    Compaction(Box<CompactionRecord>),
+    /// Text the user pinned: kept verbatim through every compaction.
+    Pin {
+        text: String,
+    },
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -45,6 +49,9 @@ pub struct SessionSettings {
     pub context_window: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub system_prompt: Option<String>,
+    /// Auto-compaction switched on or off for this session.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub auto_compact: Option<bool>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -224,7 +231,8 @@ pub fn replay(id: &str, entries: Vec<LogEntry>, summary_prefix: String) -> Sessi
                 }
                 session.push(batch);
             }
-            LogEntry::Compaction(record) => session.apply_compaction(record),
+            LogEntry::Compaction(record) => session.apply_compaction(*record),
+            LogEntry::Pin { text } => session.add_pin(text),
         }
     }
     session
@@ -240,6 +248,35 @@ fn apply_settings(session: &mut Session, settings: SessionSettings) {
     if settings.system_prompt.is_some() {
         session.set_system_prompt(settings.system_prompt);
     }
+    if settings.auto_compact.is_some() {
+        session.auto_compact = settings.auto_compact;
+    }
+}
+
+/// The entries of a new session branched from `entries` before the message
+/// `before_message_id`: everything logged before it, compactions included,
+/// so branching before a compaction undoes it. `None` if no such message.
+pub fn branch_entries(
+    entries: &[LogEntry],
+    new_id: &str,
+    created_at: u64,
+    before_message_id: &str,
+) -> Option<Vec<LogEntry>> {
+    let position = entries.iter().position(
+        |e| matches!(e, LogEntry::Message { message } if message.id == before_message_id),
+    )?;
+    let mut out = Vec::with_capacity(position + 1);
+    for entry in &entries[..position] {
+        out.push(match entry {
+            LogEntry::Header(header) => LogEntry::Header(SessionHeader {
+                session_id: new_id.to_string(),
+                created_at,
+                ..header.clone()
+            }),
+            other => other.clone(),
+        });
+    }
+    Some(out)
 }
 
 #[cfg(test)]

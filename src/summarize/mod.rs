@@ -1,6 +1,7 @@
 //! Summarizers: the trait every provider implements, and the built-in
 //! offline one. Providers do I/O; they never touch the session.
 
+pub mod driver;
 pub mod offline;
 
 use std::future::Future;
@@ -16,10 +17,17 @@ pub struct SummaryRequest {
     pub previous_summary: Option<String>,
     /// The messages being replaced, in order, interrupted calls closed.
     pub messages: Vec<Message>,
+    /// Summaries of consecutive parts of one conversation, oldest first,
+    /// to merge into one (set, with no messages, in merge rounds).
+    pub partial_summaries: Vec<String>,
     /// Custom instructions from the client to steer the summary.
     pub instructions: Option<String>,
     /// Tool outputs are clipped to this many characters (head and tail).
     pub max_tool_output_chars: usize,
+    /// Replaces an LLM summarizer's default prompt for a first summary.
+    pub compact_prompt: Option<String>,
+    /// Replaces an LLM summarizer's default prompt for updating one.
+    pub update_prompt: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -73,7 +81,6 @@ pub fn from_config(config: &SummarizerConfig) -> Box<dyn Summarizer> {
         SummarizerProvider::Offline => Box::new(offline::OfflineSummarizer),
         SummarizerProvider::Test => Box::new(offline::PacedSummarizer {
             delay: std::time::Duration::from_millis(config.delay_ms),
-            chunks: 4,
         }),
     }
 }

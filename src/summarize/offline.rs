@@ -6,9 +6,7 @@
 
 use std::time::Duration;
 
-use super::{
-    BoxFuture, Progress, ProgressSink, SummarizeError, Summarizer, SummaryOutput, SummaryRequest,
-};
+use super::{BoxFuture, ProgressSink, SummarizeError, Summarizer, SummaryOutput, SummaryRequest};
 use crate::compaction::clip_middle;
 use crate::conversation::{Message, MessageBody, ToolCall};
 
@@ -35,12 +33,10 @@ impl Summarizer for OfflineSummarizer {
     }
 }
 
-/// The offline summarizer behind a pacing delay, reporting one progress
-/// step per chunk: lets protocol tests observe progress and cancel a
-/// compaction that is still running.
+/// The offline summarizer behind a pacing delay per call: lets protocol
+/// tests observe a compaction that is still running, and cancel it.
 pub struct PacedSummarizer {
     pub delay: Duration,
-    pub chunks: u32,
 }
 
 impl Summarizer for PacedSummarizer {
@@ -51,21 +47,15 @@ impl Summarizer for PacedSummarizer {
     fn summarize<'a>(
         &'a self,
         request: SummaryRequest,
-        progress: ProgressSink<'a>,
+        _progress: ProgressSink<'a>,
     ) -> BoxFuture<'a, Result<SummaryOutput, SummarizeError>> {
         Box::pin(async move {
-            for chunk in 1..=self.chunks {
-                tokio::time::sleep(self.delay).await;
-                progress(Progress {
-                    message: format!("summarizing chunk {chunk} of {}", self.chunks),
-                    percentage: Some(chunk * 100 / self.chunks),
-                });
-            }
+            tokio::time::sleep(self.delay).await;
             Ok(SummaryOutput {
                 text: summarize_offline(&request),
                 summarizer: "test".into(),
                 usage: None,
-                chunks: self.chunks,
+                chunks: 1,
             })
         })
     }
@@ -100,6 +90,9 @@ pub fn summarize_offline(request: &SummaryRequest) -> String {
         .as_deref()
         .map(Doc::parse)
         .unwrap_or_default();
+    for partial in &request.partial_summaries {
+        doc.merge(Doc::parse(partial));
+    }
     let mut fresh = Doc::default();
     let results = results_by_call(&request.messages);
     let mut last_user: Option<&str> = None;
@@ -161,6 +154,15 @@ pub fn summarize_offline(request: &SummaryRequest) -> String {
         fresh.replace(FOCUS, truncate(&collapse(instructions), REQUEST_CHARS));
     }
     doc.merge(fresh);
+    doc.render()
+}
+
+/// Merges summaries of consecutive parts, oldest first, into one.
+pub fn merge_summaries(partials: &[String]) -> String {
+    let mut doc = Doc::default();
+    for partial in partials {
+        doc.merge(Doc::parse(partial));
+    }
     doc.render()
 }
 
@@ -367,8 +369,11 @@ mod tests {
         SummaryRequest {
             previous_summary: previous,
             messages,
+            partial_summaries: Vec::new(),
             instructions: None,
             max_tool_output_chars: 2000,
+            compact_prompt: None,
+            update_prompt: None,
         }
     }
 

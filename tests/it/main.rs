@@ -6,6 +6,7 @@ mod support;
 mod cli;
 mod compaction;
 mod conversation;
+mod engine;
 mod lifecycle;
 mod persistence;
 mod schemas;

@@ -1,9 +1,10 @@
 use crate::protocol::{AppendParams, AppendResult};
-use crate::server::{RpcError, RpcResult, Server};
+use crate::server::{compactor, RpcError, RpcResult, Server};
 use crate::store::LogEntry;
 
 /// Appends messages: persisted first, then applied, so a message the
-/// client saw acknowledged is always in the log.
+/// client saw acknowledged is always in the log. Then decides whether to
+/// compact, and starts an automatic compaction when a trigger fires.
 pub fn handle(server: &mut Server, params: AppendParams) -> RpcResult<AppendResult> {
     let AppendParams {
         session_id,
@@ -25,9 +26,11 @@ pub fn handle(server: &mut Server, params: AppendParams) -> RpcResult<AppendResu
     let session = &server.sessions[&session_id].session;
     let meter = server.meter_info(session);
     server.send_meter(session);
+    let fired = compactor::maybe_auto_compact(server, &session_id);
     Ok(AppendResult {
         ids,
-        should_compact: server.config.auto_compact && meter.context_tokens >= meter.auto_compact_at,
+        should_compact: !fired.is_empty(),
+        compacting: server.running.contains_key(&session_id),
         meter,
     })
 }

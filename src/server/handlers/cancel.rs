@@ -8,9 +8,10 @@ pub struct CancelParams {
     pub id: RequestId,
 }
 
-/// Aborts a running request and answers it with -32800. A request that
-/// merely joined a running job is answered alone; the job goes on for the
-/// others. Unknown or finished ids are ignored, as LSP asks.
+/// Cancelling the request that started a compaction aborts it (history
+/// untouched) and answers everyone waiting on it with -32800. A request
+/// that merely joined a running job is answered alone; the job goes on.
+/// Unknown or finished ids are ignored, as LSP asks.
 pub fn handle(server: &mut Server, params: CancelParams) {
     let cancelled = || {
         Err(RpcError::new(
@@ -18,7 +19,13 @@ pub fn handle(server: &mut Server, params: CancelParams) {
             "request cancelled",
         ))
     };
-    if let Some(job) = server.running.remove(&params.id) {
+    let owned = server
+        .running
+        .iter()
+        .find(|(_, job)| job.owner.as_ref() == Some(&params.id))
+        .map(|(session, _)| session.clone());
+    if let Some(session_id) = owned {
+        let job = server.running.remove(&session_id).expect("found above");
         job.abort.abort();
         if let Some(token) = &job.progress {
             send_progress(
@@ -27,23 +34,21 @@ pub fn handle(server: &mut Server, params: CancelParams) {
                 serde_json::json!({"kind": "end", "message": "cancelled"}),
             );
         }
-        tracing::info!(
-            "cancelled request {} on session {}",
-            params.id,
-            job.session_id
-        );
-        server.respond(params.id, cancelled());
-        for joined in job.joined {
-            server.respond(joined, cancelled());
+        tracing::info!("cancelled request {} on session {session_id}", params.id);
+        for waiter in job.waiters {
+            server.respond(waiter.id().clone(), cancelled());
         }
         return;
     }
-    let joined_job = server
-        .running
-        .values_mut()
-        .find(|job| job.joined.contains(&params.id));
-    if let Some(job) = joined_job {
-        job.joined.retain(|id| *id != params.id);
-        server.respond(params.id, cancelled());
+    for job in server.running.values_mut() {
+        if let Some(at) = job.waiters.iter().position(|w| *w.id() == params.id) {
+            job.waiters.remove(at);
+            server.out.send(lsp_server::Response::new_err(
+                params.id,
+                ErrorCode::RequestCanceled as i32,
+                "request cancelled".into(),
+            ));
+            return;
+        }
     }
 }

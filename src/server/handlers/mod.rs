@@ -2,8 +2,15 @@
 //! place where wire types and core types meet.
 
 pub mod append;
+pub mod branch;
 pub mod cancel;
+pub mod check;
 pub mod compact;
+pub mod compactions;
 pub mod history;
 pub mod lifecycle;
 pub mod open;
+pub mod pin;
+pub mod preview;
+pub mod report_error;
+pub mod set_auto_compact;

@@ -16,6 +16,7 @@ pub fn handle(server: &mut Server, params: OpenParams) -> RpcResult<OpenResult> 
         model: params.model.or_else(|| server.config.model.clone()),
         context_window: params.context_window,
         system_prompt: params.system_prompt,
+        auto_compact: None,
     };
     let mut warnings = Vec::new();
     let resumed;
@@ -43,26 +44,7 @@ pub fn handle(server: &mut Server, params: OpenParams) -> RpcResult<OpenResult> 
             }
             None => {
                 resumed = false;
-                let mut log = server
-                    .store
-                    .open_log(&id, false)
-                    .map_err(|e| RpcError::internal(e.to_string()))?;
-                let header = SessionHeader {
-                    version: LOG_VERSION,
-                    session_id: id.clone(),
-                    created_at: now_ms(),
-                    settings: requested.clone(),
-                };
-                log.append(&[LogEntry::Header(header)], true)
-                    .map_err(|e| RpcError::internal(e.to_string()))?;
-                let session = Session::new(
-                    id.clone(),
-                    requested.model.clone(),
-                    requested.context_window,
-                    requested.system_prompt.clone(),
-                    prefix,
-                );
-                OpenSession { session, log }
+                create_session(server, &id, requested.clone())?
             }
         };
         server.sessions.insert(id.clone(), opened);
@@ -79,6 +61,7 @@ pub fn handle(server: &mut Server, params: OpenParams) -> RpcResult<OpenResult> 
         system_prompt: requested
             .system_prompt
             .filter(|p| Some(p) != open.session.system_prompt.as_ref()),
+        auto_compact: None,
     };
     if resumed && changed != SessionSettings::default() {
         open.log
@@ -104,6 +87,35 @@ pub fn handle(server: &mut Server, params: OpenParams) -> RpcResult<OpenResult> 
         warnings,
         meter,
     })
+}
+
+/// Creates a new session's log (with its header) and its state.
+pub fn create_session(
+    server: &Server,
+    id: &str,
+    settings: SessionSettings,
+) -> RpcResult<OpenSession> {
+    let mut log = server
+        .store
+        .open_log(id, false)
+        .map_err(|e| RpcError::internal(e.to_string()))?;
+    let header = SessionHeader {
+        version: LOG_VERSION,
+        session_id: id.to_string(),
+        created_at: now_ms(),
+        settings: settings.clone(),
+    };
+    log.append(&[LogEntry::Header(header)], true)
+        .map_err(|e| RpcError::internal(e.to_string()))?;
+    let mut session = Session::new(
+        id.to_string(),
+        settings.model,
+        settings.context_window,
+        settings.system_prompt,
+        server.summary_prefix(),
+    );
+    session.auto_compact = settings.auto_compact;
+    Ok(OpenSession { session, log })
 }
 
 impl Server {

@@ -1,0 +1,192 @@
+//! The retention check: after summarizing, verify deterministically that
+//! the summary plus the kept messages still carry what an agent must not
+//! forget, and preserve verbatim whatever is missing.
+
+use crate::conversation::{Message, MessageBody};
+
+/// Something the compacted history must still contain.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Required {
+    /// A modified file path.
+    Path(String),
+    /// The latest user request.
+    LatestRequest(String),
+    /// A user line stating a rule ("always", "never", "must", "don't").
+    Rule(String),
+    /// Text kept word for word: the first user message (the task) and pins.
+    Verbatim(String),
+}
+
+impl Required {
+    pub fn text(&self) -> &str {
+        match self {
+            Required::Path(t)
+            | Required::LatestRequest(t)
+            | Required::Rule(t)
+            | Required::Verbatim(t) => t,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct RetentionOutcome {
+    /// Share of required items found before anything was preserved (1.0
+    /// when nothing was required).
+    pub recall: f64,
+    pub missing: Vec<Required>,
+}
+
+impl RetentionOutcome {
+    /// The `<preserved>` block appended to the summary, if anything was
+    /// missing.
+    pub fn preserved_section(&self) -> Option<String> {
+        if self.missing.is_empty() {
+            return None;
+        }
+        let mut out = String::from("<preserved>\n");
+        for item in &self.missing {
+            let label = match item {
+                Required::Path(_) => "modified file",
+                Required::LatestRequest(_) => "latest user request",
+                Required::Rule(_) => "user rule",
+                Required::Verbatim(_) => "keep verbatim",
+            };
+            out.push_str(&format!("[{label}] {}\n", item.text().trim()));
+        }
+        out.push_str("</preserved>");
+        Some(out)
+    }
+}
+
+/// Lines of user messages that state a rule.
+pub fn rule_lines(messages: &[Message]) -> Vec<String> {
+    let mut rules = Vec::new();
+    for message in messages {
+        let MessageBody::User { content } = &message.body else {
+            continue;
+        };
+        for line in content.lines().flat_map(split_sentences) {
+            let line = line.trim();
+            if line.is_empty() || line.chars().count() > 400 {
+                continue;
+            }
+            if states_rule(line) && !rules.iter().any(|r: &String| r == line) {
+                rules.push(line.to_string());
+            }
+        }
+    }
+    rules
+}
+
+fn split_sentences(line: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    let mut start = 0;
+    let bytes = line.as_bytes();
+    for (i, b) in bytes.iter().enumerate() {
+        let ends = matches!(b, b'.' | b'!' | b'?') && bytes.get(i + 1).is_none_or(|n| *n == b' ');
+        if ends {
+            out.push(&line[start..=i]);
+            start = i + 1;
+        }
+    }
+    if start < line.len() {
+        out.push(&line[start..]);
+    }
+    out
+}
+
+fn states_rule(line: &str) -> bool {
+    const WORDS: [&str; 6] = ["always", "never", "must", "don't", "dont", "do not"];
+    let lower = line.to_lowercase().replace('’', "'");
+    WORDS.iter().any(|w| {
+        lower.match_indices(w).any(|(i, _)| {
+            let before = lower[..i].chars().next_back();
+            let after = lower[i + w.len()..].chars().next();
+            !before.is_some_and(char::is_alphanumeric) && !after.is_some_and(char::is_alphanumeric)
+        })
+    })
+}
+
+/// Checks `required` against the summary and the kept messages.
+pub fn check(summary: &str, kept: &[Message], required: &[Required]) -> RetentionOutcome {
+    let mut haystack = normalize(summary);
+    for message in kept {
+        haystack.push('\n');
+        haystack.push_str(&normalize(message.text()));
+    }
+    let mut missing = Vec::new();
+    for item in required {
+        let needle = match item {
+            // Long requests: their opening is what identifies them.
+            Required::LatestRequest(t) => normalize(&t.chars().take(200).collect::<String>()),
+            other => normalize(other.text()),
+        };
+        if !needle.is_empty() && !haystack.contains(&needle) {
+            missing.push(item.clone());
+        }
+    }
+    let recall = if required.is_empty() {
+        1.0
+    } else {
+        (required.len() - missing.len()) as f64 / required.len() as f64
+    };
+    RetentionOutcome { recall, missing }
+}
+
+fn normalize(text: &str) -> String {
+    text.split_whitespace()
+        .map(|w| w.trim_matches(|c: char| c == '"' || c == '`'))
+        .collect::<Vec<_>>()
+        .join(" ")
+        .to_lowercase()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn finds_rules_in_user_lines_only() {
+        let messages = vec![
+            Message::user("u1", "Fix the bug. Always run the tests first! Mustard is fine.\nDon't touch the lockfile"),
+            Message::assistant("a1", "I will never do that.", vec![]),
+            Message::user("u2", "You must keep the API stable. Nevertheless carry on."),
+        ];
+        assert_eq!(
+            rule_lines(&messages),
+            [
+                "Always run the tests first!",
+                "Don't touch the lockfile",
+                "You must keep the API stable."
+            ]
+        );
+    }
+
+    #[test]
+    fn missing_items_are_preserved_and_recall_reported() {
+        let summary =
+            "## Goals\n- \"Fix the parser\"\n<modified-files>\nsrc/a.rs\n</modified-files>";
+        let kept = vec![Message::user("u9", "Now   ADD a test")];
+        let required = vec![
+            Required::Path("src/a.rs".into()),
+            Required::Path("src/b.rs".into()),
+            Required::LatestRequest("now add a test".into()),
+            Required::Rule("Never push to main.".into()),
+        ];
+        let outcome = check(summary, &kept, &required);
+        assert_eq!(outcome.recall, 0.5);
+        assert_eq!(
+            outcome.missing,
+            vec![
+                Required::Path("src/b.rs".into()),
+                Required::Rule("Never push to main.".into())
+            ]
+        );
+        let section = outcome.preserved_section().unwrap();
+        assert_eq!(
+            section,
+            "<preserved>\n[modified file] src/b.rs\n[user rule] Never push to main.\n</preserved>"
+        );
+        assert_eq!(check("x", &[], &[]).recall, 1.0);
+    }
+}

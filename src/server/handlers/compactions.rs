@@ -1,0 +1,31 @@
+use crate::protocol::{CompactionInfo, CompactionsResult, SessionParams};
+use crate::server::{RpcResult, Server};
+
+pub fn handle(server: &mut Server, params: SessionParams) -> RpcResult<CompactionsResult> {
+    let open = server.session(&params.session_id)?;
+    let compactions = open
+        .session
+        .compactions()
+        .iter()
+        .map(|r| CompactionInfo {
+            id: r.id.clone(),
+            trigger: r.trigger,
+            strategy: r.strategy,
+            summarizer: r.summarizer.clone(),
+            summary: r.full_summary(),
+            tokens_before: r.tokens_before,
+            tokens_after: r.tokens_after,
+            messages_summarized: r.messages_summarized,
+            chunks: r.chunks,
+            degraded: r.degraded,
+            recall: r.recall,
+            duration_ms: r.duration_ms,
+            created_at: r.created_at,
+            usage: r.usage,
+        })
+        .collect();
+    Ok(CompactionsResult {
+        session_id: params.session_id,
+        compactions,
+    })
+}
