@@ -273,6 +273,20 @@ fn apply(server: &mut Server, finished: &Finished) -> Result<CompactResult, RpcE
     if job.target == JobTarget::Handoff {
         return handoff(server, &finished.session_id, &record);
     }
+    if record.tokens_after >= record.tokens_before {
+        // A summary larger than what it replaces would only cost context.
+        let mut result = CompactResult::not_compacted(
+            format!(
+                "not applied: the compacted history would not be smaller ({} → {} tokens)",
+                record.tokens_before, record.tokens_after
+            ),
+            record.tokens_before,
+            record.strategy,
+        );
+        result.summary = record.full_summary();
+        result.tokens_after = record.tokens_after;
+        return Ok(result);
+    }
     open.log
         .append(&[LogEntry::Compaction(Box::new(record.clone()))], true)
         .map_err(|e| {

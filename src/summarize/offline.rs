@@ -80,7 +80,10 @@ const SECTIONS: [(&str, usize); 7] = [
     (FOCUS, 1),
 ];
 
-const REQUEST_CHARS: usize = 600;
+/// Characters kept of each user request, and of the current state.
+const REQUEST_CHARS: usize = 320;
+/// Characters of the latest request repeated under the next step.
+const NEXT_CHARS: usize = 160;
 const LINE_CHARS: usize = 160;
 
 /// Writes (or updates) the structured summary.
@@ -142,7 +145,7 @@ pub fn summarize_offline(request: &SummaryRequest) -> String {
             NEXT,
             format!(
                 "Continue with the latest request: {}",
-                quote(text, REQUEST_CHARS)
+                quote(text, NEXT_CHARS)
             ),
         );
     }

@@ -15,7 +15,7 @@ fn turns(prefix: &str) -> Vec<Value> {
             call(&format!("{prefix}-c2"), "Edit", json!({"file_path": format!("src/{prefix}_lex.rs")})),
             call(&format!("{prefix}-c3"), "write_file", json!({"path": format!("src/{prefix}_denied.rs")}))
         ]}),
-        json!({"role": "tool", "toolCallId": format!("{prefix}-c1"), "content": "fn parse() {}"}),
+        json!({"role": "tool", "toolCallId": format!("{prefix}-c1"), "content": "fn parse() { todo!() }\n".repeat(100)}),
         json!({"role": "tool", "toolCallId": format!("{prefix}-c2"), "content": "ok"}),
         json!({"role": "tool", "toolCallId": format!("{prefix}-c3"), "content": "permission denied", "isError": true}),
         json!({"role": "assistant", "content": "", "toolCalls": [call(&format!("{prefix}-c4"), "bash", json!({"command": "cargo test"}))]}),

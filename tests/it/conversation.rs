@@ -164,10 +164,10 @@ fn server_created_progress_tokens_when_client_supports_them() {
         .request(
             "conversation/append",
             json!({"sessionId": id, "messages": [
-                {"role": "user", "content": "first request with some words"},
-                {"role": "assistant", "content": "first answer with some words"},
-                {"role": "user", "content": "second request with some words"},
-                {"role": "assistant", "content": "second answer with some words"}
+                {"role": "user", "content": "first request with some words ".repeat(40)},
+                {"role": "assistant", "content": "first answer with some words ".repeat(40)},
+                {"role": "user", "content": "second request with some words ".repeat(40)},
+                {"role": "assistant", "content": "second answer with some words ".repeat(40)}
             ]}),
         )
         .unwrap();

@@ -83,7 +83,7 @@ fn compaction_survives_restart() {
     let mut server = Server::start(dir.path(), json!({"keepRecentTokens": 20}));
     let id = server.open(json!({"sessionId": "restart"}));
     let messages: Vec<_> = (0..12)
-        .map(|i| json!({"id": format!("m{i}"), "role": if i % 2 == 0 {"user"} else {"assistant"}, "content": format!("turn {i} says something useful")}))
+        .map(|i| json!({"id": format!("m{i}"), "role": if i % 2 == 0 {"user"} else {"assistant"}, "content": format!("turn {i} says something useful. ").repeat(30)}))
         .collect();
     server
         .request(

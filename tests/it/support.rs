@@ -97,16 +97,36 @@ impl Server {
     }
 
     pub fn initialize(&mut self, options: Value) -> Value {
+        self.initialize_with(json!({}), options)
+    }
+
+    pub fn initialize_with(&mut self, capabilities: Value, options: Value) -> Value {
         let mut init = json!({"dataDir": self.data_dir});
         merge(&mut init, options);
         let result = self
             .request(
                 "initialize",
-                json!({"processId": null, "capabilities": {}, "initializationOptions": init}),
+                json!({"processId": null, "capabilities": capabilities, "initializationOptions": init}),
             )
             .expect("initialize");
         self.notify("initialized", json!({}));
         result
+    }
+
+    /// Starts a server whose client advertises `window.workDoneProgress`,
+    /// so every compaction (automatic ones included) reports `$/progress`
+    /// begin and end: a definite signal that a job finished.
+    pub fn start_with_progress(data_dir: &Path, options: Value) -> Server {
+        let mut server = Server::spawn(data_dir);
+        server.initialize_with(json!({"window": {"workDoneProgress": true}}), options);
+        server
+    }
+
+    /// Waits for the end of the running compaction's progress.
+    pub fn wait_progress_end(&mut self) -> Value {
+        self.next_where(|m| m["method"] == "$/progress" && m["params"]["value"]["kind"] == "end")
+            ["params"]
+            .clone()
     }
 
     pub fn send_raw(&mut self, bytes: &[u8]) {
