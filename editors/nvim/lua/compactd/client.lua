@@ -56,6 +56,12 @@ M.handlers = {
     state.on_did_compact(params)
     require('compactd.ui').compacted_notice(params)
   end,
+  ['conversation/autoCompactStopped'] = function(_, params)
+    require('compactd.ui').warn(
+      ('auto-compaction stopped for %s: %s (:CompactAuto on resumes it)'):format(params.sessionId, params.reason)
+    )
+    vim.api.nvim_exec_autocmds('User', { pattern = 'CompactdAutoCompactStopped', modeline = false, data = params })
+  end,
   ['files/didChange'] = function(_, params)
     vim.api.nvim_exec_autocmds('User', { pattern = 'CompactdFileChanged', modeline = false, data = params })
   end,

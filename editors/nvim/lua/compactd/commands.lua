@@ -82,7 +82,8 @@ function M.auto(args)
       if err then
         return failed('conversation/check', err)
       end
-      ui.info(('auto-compaction is %s for %s'):format(result.autoCompact and 'on' or 'off', session))
+      local stopped = result.stoppedReason and (' (stopped: %s)'):format(result.stoppedReason) or ''
+      ui.info(('auto-compaction is %s for %s%s'):format(result.autoCompact and 'on' or 'off', session, stopped))
     end)
   end
   if arg ~= 'on' and arg ~= 'off' then
@@ -103,15 +104,10 @@ function M.summary()
     return
   end
   compactd.compactions({ sessionId = session }, function(err, result)
-    local last
-    if err and err.code ~= -32601 then
+    if err then
       return failed('conversation/compactions', err)
-    elseif err then
-      -- An older server: the last compaction this Neovim saw.
-      last = compactd.last_compaction(session)
-    else
-      last = result.compactions[#result.compactions]
     end
+    local last = result.compactions[#result.compactions]
     if not last then
       return ui.info('no compaction yet in ' .. session)
     end

@@ -5,6 +5,10 @@ function M.error(message)
   vim.notify('compactd: ' .. message, vim.log.levels.ERROR)
 end
 
+function M.warn(message)
+  vim.notify('compactd: ' .. message, vim.log.levels.WARN)
+end
+
 function M.info(message)
   vim.notify('compactd: ' .. message, vim.log.levels.INFO)
 end

@@ -1,0 +1,28 @@
+local H = require('helpers')
+
+describe(':CompactPreview', function()
+  before_each(H.reset)
+
+  it('shows the plan without compacting', function()
+    local compactd = H.setup({ keepRecentTokens = 20 })
+    local session = H.open({}).sessionId
+    H.append(H.conversation)
+    local plan = H.ok('preview', function(cb)
+      compactd.preview({}, cb)
+    end)
+    assert.is_false(plan.compacted)
+    assert.is_true(#plan.summarizeMessageIds > 0)
+    vim.cmd('CompactPreview')
+    H.wait_for('the preview buffer', function()
+      return vim.fn.bufnr('compactd://preview/' .. session) ~= -1
+    end)
+    local text = H.buffer_text(vim.fn.bufnr('compactd://preview/' .. session))
+    assert.is_truthy(text:find(('## summarize (%d)'):format(#plan.summarizeMessageIds), 1, true))
+    assert.is_truthy(text:find(('## keep (%d)'):format(#plan.keepMessageIds), 1, true))
+    assert.is_truthy(text:find('- m1 user: Rename foo to bar in src/lib.rs', 1, true))
+    local history = H.ok('history', function(cb)
+      compactd.history({}, cb)
+    end)
+    assert.are.equal(#H.conversation, #history.messages)
+  end)
+end)
