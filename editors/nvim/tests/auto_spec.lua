@@ -10,9 +10,7 @@ describe(':CompactAuto', function()
   }
 
   it('off stops auto-compaction and on brings it back', function()
-    local compactd = H.setup({ keepRecentTokens = 20, autoCompactTokenLimit = 1000 })
-    H.open({ contextWindow = 200000 })
-    H.append(H.conversation)
+    local compactd = H.compactable({ autoCompactTokenLimit = 1000 })
     vim.cmd('CompactAuto off')
     H.wait_notice('auto-compaction off')
     vim.cmd('CompactAuto')
@@ -49,19 +47,12 @@ describe(':CompactAuto', function()
 
   it('warns when the server stops auto-compaction', function()
     H.setup({})
-    local stopped
-    vim.api.nvim_create_autocmd('User', {
-      pattern = 'CompactdAutoCompactStopped',
-      once = true,
-      callback = function(args)
-        stopped = args.data
-      end,
-    })
+    local stopped = H.capture_event('CompactdAutoCompactStopped')
     -- The notification as the server's circuit breaker sends it.
     local params = { sessionId = 's1', reason = 'auto-compaction did not help 3 times' }
     require('compactd.client').handlers['conversation/autoCompactStopped'](nil, params, {})
     local notice = H.wait_notice('auto-compaction stopped for s1: auto-compaction did not help 3 times')
     assert.are.equal(vim.log.levels.WARN, notice.level)
-    assert.are.same(params, stopped)
+    assert.are.same(params, stopped.data)
   end)
 end)

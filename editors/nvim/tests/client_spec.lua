@@ -39,23 +39,20 @@ describe('the LSP client', function()
     compactd.open({}, function(e)
       err = e
     end)
-    -- Neovim raises the initialize error from a scheduled callback; here it
-    -- surfaces through vim.wait.
-    local raised = {}
+    local notice = H.wait_notice('compactd rejected its configuration: ')
     H.wait_for('the open request to fail', function()
-      local ok, thrown = pcall(vim.wait, 0)
-      if not ok then
-        raised[#raised + 1] = tostring(thrown)
-      end
       return err ~= nil
-    end)
+    end, 'rejected its configuration')
+    assert.matches('keepRecentTokenz', notice.message)
+    assert.are.equal(vim.log.levels.ERROR, notice.level)
     assert.matches('keepRecentTokenz', require('compactd.state').last_error)
     H.wait_for('the rejected server to stop', function()
       return compactd.client() == nil
-    end)
+    end, 'rejected its configuration')
     -- No restart with the same options: the reason comes back at once.
-    local again = H.await('open again', function(cb)
-      compactd.open({}, cb)
+    local again
+    compactd.open({}, function(e)
+      again = e
     end)
     assert.matches('rejected its configuration.*keepRecentTokenz', again.message)
   end)
@@ -84,20 +81,13 @@ describe('the LSP client', function()
       local client = compactd.client()
       return client and client.initialized
     end)
-    local tokens
-    vim.api.nvim_create_autocmd('User', {
-      pattern = 'CompactdTokens',
-      once = true,
-      callback = function(args)
-        tokens = args.data
-      end,
-    })
+    local tokens = H.capture_event('CompactdTokens')
     local opened = H.open({ contextWindow = 200000 })
     H.wait_for('conversation/tokens through the handler of lsp/compactd.lua', function()
-      return tokens ~= nil
+      return tokens.data ~= nil
     end)
-    assert.are.equal(opened.sessionId, tokens.sessionId)
-    assert.are.equal(200000, tokens.contextWindow)
+    assert.are.equal(opened.sessionId, tokens.data.sessionId)
+    assert.are.equal(200000, tokens.data.contextWindow)
     vim.lsp.enable('compactd', false)
   end)
 

@@ -8,9 +8,7 @@ describe(':Compact', function()
   before_each(H.reset)
 
   it('shows the compacted notice and the summary buffer', function()
-    local compactd = H.setup({ keepRecentTokens = 20 })
-    local session = H.open({ contextWindow = 200000 }).sessionId
-    H.append(H.conversation)
+    local compactd, session = H.compactable()
     vim.cmd('Compact keep the test names')
     local notice = H.wait_notice('conversation compacted (manual)')
     assert.matches('%d+ messages → summary; tokens %d+ → %d+', notice.message)
@@ -52,9 +50,7 @@ describe(':CompactSummary', function()
   before_each(H.reset)
 
   it('shows the last summary in a scratch buffer', function()
-    local compactd = H.setup({ keepRecentTokens = 20, open_summary = false })
-    local session = H.open({}).sessionId
-    H.append(H.conversation)
+    local compactd, session = H.compactable({ open_summary = false })
     vim.cmd('Compact')
     H.wait_notice('conversation compacted (manual)')
     assert.are.equal(-1, summary_buffer(session))
@@ -69,9 +65,7 @@ describe(':CompactSummary', function()
   end)
 
   it("reads the server's compactions after a restart", function()
-    local compactd = H.setup({ keepRecentTokens = 20 })
-    local session = H.open({}).sessionId
-    H.append(H.conversation)
+    local compactd, session = H.compactable()
     local result = H.ok('compact', function(cb)
       compactd.compact({}, cb)
     end)
@@ -83,10 +77,10 @@ describe(':CompactSummary', function()
     assert.is_nil(compactd.last_compaction())
     vim.cmd('CompactSummary')
     H.wait_for('the summary buffer', function()
-      return vim.fn.bufnr('compactd://summary/' .. session) ~= -1 or H.notice('no compaction yet') ~= nil
+      return summary_buffer(session) ~= -1 or H.notice('no compaction yet') ~= nil
     end)
     assert.is_nil(H.notice('no compaction yet'))
-    assert.are.equal(result.summary, H.buffer_text(vim.fn.bufnr('compactd://summary/' .. session)))
+    assert.are.equal(result.summary, H.buffer_text(summary_buffer(session)))
   end)
 
   it('says so when nothing was compacted yet', function()
@@ -102,10 +96,7 @@ describe('cancellation', function()
 
   -- The `test` summarizer waits 30 s per chunk: long enough to cancel.
   local function slow_session()
-    local compactd = H.setup({ keepRecentTokens = 20, summarizer = { provider = 'test', delayMs = 30000 } })
-    H.open({})
-    H.append(H.conversation)
-    return compactd
+    return H.compactable({ summarizer = { provider = 'test', delayMs = 30000 } })
   end
 
   local function wait_for_begin(compactd)

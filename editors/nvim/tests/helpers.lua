@@ -128,6 +128,28 @@ function H.append(messages)
   end)
 end
 
+--- Records the data of the next `User` autocmd `pattern`: `box.data`.
+function H.capture_event(pattern)
+  local box = {}
+  vim.api.nvim_create_autocmd('User', {
+    pattern = pattern,
+    once = true,
+    callback = function(args)
+      box.data = args.data
+    end,
+  })
+  return box
+end
+
+--- setup(opts) with a tiny kept tail, a session holding H.conversation:
+--- something to compact. Returns the plugin and the session id.
+function H.compactable(opts)
+  local compactd = H.setup(vim.tbl_deep_extend('force', { keepRecentTokens = 20 }, opts or {}))
+  local session = H.open({}).sessionId
+  H.append(H.conversation)
+  return compactd, session
+end
+
 --- The exchange from docs/protocol.md: a rename through an edit tool.
 H.conversation = {
   { role = 'user', content = 'Rename foo to bar in src/lib.rs' },

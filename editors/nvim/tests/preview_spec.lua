@@ -4,9 +4,7 @@ describe(':CompactPreview', function()
   before_each(H.reset)
 
   it('shows the plan without compacting', function()
-    local compactd = H.setup({ keepRecentTokens = 20 })
-    local session = H.open({}).sessionId
-    H.append(H.conversation)
+    local compactd, session = H.compactable()
     local plan = H.ok('preview', function(cb)
       compactd.preview({}, cb)
     end)

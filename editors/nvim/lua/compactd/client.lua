@@ -95,9 +95,10 @@ local function on_init()
   state.rejected = nil
 end
 
--- Starts the process. Neovim only asserts on an `initialize` error, so the
--- answer is read here: the reason is kept for :checkhealth, and the server
--- is not started again until setup() runs, instead of once per buffer.
+-- Starts the process. Neovim only asserts on an `initialize` error (a stack
+-- trace for the user), so the answer is read here: the reason is shown once
+-- and kept for :checkhealth, the process ends, and the server is not started
+-- again until setup() runs, instead of once per buffer.
 local function spawn(dispatchers, cfg)
   local rpc = vim.lsp.rpc.start(config.cmd(), dispatchers, {
     cwd = cfg and cfg.cmd_cwd,
@@ -108,14 +109,15 @@ local function spawn(dispatchers, cfg)
     if method == 'initialize' then
       local inner = callback
       callback = function(err, result)
-        if err then
-          state.rejected = ('compactd rejected its configuration: %s'):format(err.message)
-          state.last_error = state.rejected
-          vim.schedule(function()
-            rpc.terminate()
-          end)
+        if not err then
+          return inner(err, result)
         end
-        return inner(err, result)
+        state.rejected = ('compactd rejected its configuration: %s'):format(err.message)
+        state.last_error = state.rejected
+        vim.schedule(function()
+          vim.notify(state.rejected, vim.log.levels.ERROR)
+          rpc.terminate()
+        end)
       end
     end
     return request(method, params, callback, ...)
@@ -227,14 +229,6 @@ function M.request(method, params, callback, extra)
     client_id = client.id,
   })
   return id
-end
-
-function M.notify(method, params)
-  local client, why = M.start()
-  if not client then
-    return false, why
-  end
-  return call(client, 'notify', method, params)
 end
 
 --- Cancels a pending request: tells the server, forgets the request and

@@ -16,25 +16,31 @@ local function failed(method, err)
   end
 end
 
-local function current_session()
-  local session = compactd.session()
-  if not session then
-    ui.error('no conversation open: an agent opens one with require("compactd").open()')
+-- A command on the current session: `fn(session, args)`.
+local function on_session(fn)
+  return function(args)
+    local session = compactd.session()
+    if not session then
+      return ui.error('no conversation open: an agent opens one with require("compactd").open()')
+    end
+    fn(session, args or { args = '' })
   end
-  return session
+end
+
+-- Calls an API function; `on_result(result)` on success, a notice otherwise.
+local function ask(api, method, params, on_result)
+  api(params, function(err, result)
+    if err then
+      return failed(method, err)
+    end
+    on_result(result)
+  end)
 end
 
 --- :Compact [instructions]
-function M.compact(args)
-  local session = current_session()
-  if not session then
-    return
-  end
-  local instructions = args.args ~= '' and args.args or nil
-  compactd.compact({ sessionId = session, instructions = instructions }, function(err, result)
-    if err then
-      return failed('conversation/compact', err)
-    end
+M.compact = on_session(function(session, args)
+  local params = { sessionId = session, instructions = args.args ~= '' and args.args or nil }
+  ask(compactd.compact, 'conversation/compact', params, function(result)
     if not result.compacted then
       return ui.info(result.reason or 'nothing to compact')
     end
@@ -42,7 +48,7 @@ function M.compact(args)
       ui.show_summary(session, result)
     end
   end)
-end
+end)
 
 --- :CompactCancel
 function M.cancel()
@@ -52,36 +58,19 @@ function M.cancel()
 end
 
 --- :CompactPreview
-function M.preview()
-  local session = current_session()
-  if not session then
-    return
-  end
-  compactd.preview({ sessionId = session }, function(err, preview)
-    if err then
-      return failed('conversation/preview', err)
-    end
-    compactd.history({ sessionId = session }, function(history_err, history)
-      if history_err then
-        return failed('conversation/history', history_err)
-      end
+M.preview = on_session(function(session)
+  ask(compactd.preview, 'conversation/preview', { sessionId = session }, function(preview)
+    ask(compactd.history, 'conversation/history', { sessionId = session }, function(history)
       ui.scratch('compactd://preview/' .. session, ui.preview_lines(session, preview, history))
     end)
   end)
-end
+end)
 
 --- :CompactAuto [on|off]
-function M.auto(args)
-  local session = current_session()
-  if not session then
-    return
-  end
+M.auto = on_session(function(session, args)
   local arg = vim.trim(args.args)
   if arg == '' then
-    return compactd.check({ sessionId = session }, function(err, result)
-      if err then
-        return failed('conversation/check', err)
-      end
+    return ask(compactd.check, 'conversation/check', { sessionId = session }, function(result)
       local stopped = result.stoppedReason and (' (stopped: %s)'):format(result.stoppedReason) or ''
       ui.info(('auto-compaction is %s for %s%s'):format(result.autoCompact and 'on' or 'off', session, stopped))
     end)
@@ -89,42 +78,26 @@ function M.auto(args)
   if arg ~= 'on' and arg ~= 'off' then
     return ui.error(('CompactAuto takes `on` or `off`, not `%s`'):format(arg))
   end
-  compactd.set_auto_compact({ sessionId = session, enabled = arg == 'on' }, function(err, result)
-    if err then
-      return failed('conversation/setAutoCompact', err)
-    end
+  local params = { sessionId = session, enabled = arg == 'on' }
+  ask(compactd.set_auto_compact, 'conversation/setAutoCompact', params, function(result)
     ui.info(('auto-compaction %s for %s'):format(result.enabled and 'on' or 'off', result.sessionId))
   end)
-end
+end)
 
 --- :CompactSummary
-function M.summary()
-  local session = current_session()
-  if not session then
-    return
-  end
-  compactd.compactions({ sessionId = session }, function(err, result)
-    if err then
-      return failed('conversation/compactions', err)
-    end
+M.summary = on_session(function(session)
+  ask(compactd.compactions, 'conversation/compactions', { sessionId = session }, function(result)
     local last = result.compactions[#result.compactions]
     if not last then
       return ui.info('no compaction yet in ' .. session)
     end
     ui.show_summary(session, last)
   end)
-end
+end)
 
 --- :CompactFiles
-function M.files()
-  local session = current_session()
-  if not session then
-    return
-  end
-  compactd.files({ sessionId = session }, function(err, result)
-    if err then
-      return failed('files/list', err)
-    end
+M.files = on_session(function(session)
+  ask(compactd.files, 'files/list', { sessionId = session }, function(result)
     local items = ui.files_items(result)
     vim.fn.setqflist({}, ' ', { title = 'compactd files: ' .. session, items = items })
     if #items == 0 then
@@ -132,6 +105,6 @@ function M.files()
     end
     vim.cmd('botright copen')
   end)
-end
+end)
 
 return M
