@@ -11,3 +11,6 @@ echo "== cargo clippy"
 cargo clippy --all-targets --quiet -- -D warnings
 echo "== cargo test"
 cargo test --all-targets
+echo "== nvim plugin (editors/nvim)"
+cargo build --quiet
+editors/nvim/tests/run.sh

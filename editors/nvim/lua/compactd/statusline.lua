@@ -1,0 +1,114 @@
+-- The statusline component: `90.4k/200k 45%` for the current session.
+local config = require('compactd.config')
+local state = require('compactd.state')
+
+local M = {}
+
+M.groups = {
+  ok = 'CompactdStatus',
+  warn = 'CompactdStatusWarn',
+  error = 'CompactdStatusError',
+}
+
+--- Default highlight links; a colorscheme may override them.
+function M.define_highlights()
+  vim.api.nvim_set_hl(0, M.groups.ok, { link = 'StatusLine', default = true })
+  vim.api.nvim_set_hl(0, M.groups.warn, { link = 'DiagnosticWarn', default = true })
+  vim.api.nvim_set_hl(0, M.groups.error, { link = 'DiagnosticError', default = true })
+end
+
+--- 950, 1.3k, 90.4k, 200k, 1M.
+function M.human(n)
+  if n < 1000 then
+    return tostring(math.floor(n))
+  end
+  local value, suffix = n / 1000, 'k'
+  if n >= 999950 then
+    value, suffix = n / 1e6, 'M'
+  end
+  local text = ('%.1f'):format(value):gsub('%.0$', '')
+  return text .. suffix
+end
+
+local function percent(meter)
+  if meter.percent then
+    return meter.percent
+  end
+  if meter.contextWindow and meter.contextWindow > 0 then
+    return meter.contextTokens * 100 / meter.contextWindow
+  end
+  return 0
+end
+
+local function current_meter()
+  local session = state.current and state.sessions[state.current]
+  return session and session.meter
+end
+
+--- `90.4k/200k 45%` (plain text) for the meter; ' compacting' is added while a
+--- compaction runs.
+function M.format(meter)
+  local text = ('%s/%s %d%%'):format(
+    M.human(meter.contextTokens or 0),
+    M.human(meter.contextWindow or 0),
+    math.floor(percent(meter))
+  )
+  if state.compacting() then
+    text = text .. ' compacting'
+  end
+  return text
+end
+
+--- The highlight group for the meter's level.
+function M.group(meter)
+  meter = meter or current_meter()
+  if not meter then
+    return M.groups.ok
+  end
+  local thresholds = config.get().statusline
+  local pct = percent(meter)
+  local at_limit = (meter.autoCompactAt or 0) > 0 and (meter.contextTokens or 0) >= meter.autoCompactAt
+  if at_limit or pct >= thresholds.error then
+    return M.groups.error
+  end
+  if pct >= thresholds.warn then
+    return M.groups.warn
+  end
+  return M.groups.ok
+end
+
+--- The component. `opts.escape` doubles `%` for statusline strings
+--- (lualine); `opts.highlight` also wraps the text in its highlight group.
+--- Empty while no session is open.
+function M.render(opts)
+  opts = type(opts) == 'table' and opts or {}
+  local meter = current_meter()
+  if not meter then
+    return ''
+  end
+  local text = M.format(meter)
+  if opts.escape or opts.highlight then
+    text = text:gsub('%%', '%%%%')
+  end
+  if opts.highlight then
+    text = ('%%#%s#%s%%*'):format(M.group(meter), text)
+  end
+  return text
+end
+
+--- A lualine component: text, colour by level, hidden without a session.
+function M.lualine()
+  return {
+    function()
+      return M.render({ escape = true })
+    end,
+    color = function()
+      return M.group()
+    end,
+    cond = function()
+      return current_meter() ~= nil
+    end,
+  }
+end
+
+return M
