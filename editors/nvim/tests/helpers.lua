@@ -150,9 +150,17 @@ function H.compactable(opts)
   return compactd, session
 end
 
---- The exchange from docs/protocol.md: a rename through an edit tool.
+--- A rename through an edit tool, after reading a file long enough that a
+--- summary is smaller than what it replaces (the server refuses summaries
+--- that would not shrink the history).
 H.conversation = {
   { role = 'user', content = 'Rename foo to bar in src/lib.rs' },
+  {
+    role = 'assistant',
+    content = 'Reading it first.',
+    toolCalls = { { id = 'c0', name = 'read', arguments = { path = 'src/lib.rs' } } },
+  },
+  { role = 'tool', toolCallId = 'c0', content = string.rep('pub fn foo() -> u32 { 42 }\n', 80) },
   {
     role = 'assistant',
     content = 'Editing.',
