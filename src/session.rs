@@ -430,7 +430,7 @@ impl Session {
     /// interrupted tool calls closed.
     pub fn history(&self) -> Vec<Message> {
         let entries: Vec<Message> = self.view_entries().into_iter().map(|e| e.message).collect();
-        compaction::rebuild_history(self.system_prompt.as_deref(), None, &entries)
+        compaction::rebuild_history(self.system_prompt.as_deref(), entries)
     }
 
     fn slot_tokens(&self, slot: &Slot) -> u64 {

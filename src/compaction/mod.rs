@@ -1,5 +1,5 @@
 //! Compaction planning and history rebuilding. Pure: no I/O, no clock; the
-//! server calls a summarizer between `plan` and `rebuild_history`.
+//! server calls a summarizer between planning and applying.
 
 pub mod chunk;
 pub mod files;
@@ -48,23 +48,10 @@ impl Strategy {
     }
 }
 
-/// Where to cut the LLM view: messages before `cut` are summarized, the
-/// rest kept verbatim.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct CutPoint {
-    pub cut: usize,
-}
-
 /// Chooses the cut so that at least `keep_recent_tokens` of the newest
-/// messages stay verbatim, cutting only before a user or assistant message
-/// so that no tool result is separated from its call. `None` when nothing
-/// would be summarized.
-pub fn find_cut(messages: &[Message], tokens: &[u64], keep_recent_tokens: u64) -> Option<CutPoint> {
-    let cut_points: Vec<bool> = messages.iter().map(Message::is_cut_point).collect();
-    find_cut_at(tokens, &cut_points, keep_recent_tokens).map(|cut| CutPoint { cut })
-}
-
-/// `find_cut` over token counts and cut-point flags.
+/// messages stay verbatim, cutting only where `cut_points` allows (before a
+/// user or assistant message, so that no tool result is separated from its
+/// call). 0 keeps nothing. `None` when nothing would be summarized.
 pub fn find_cut_at(tokens: &[u64], cut_points: &[bool], keep_recent_tokens: u64) -> Option<usize> {
     debug_assert_eq!(tokens.len(), cut_points.len());
     if tokens.is_empty() {
@@ -88,19 +75,14 @@ pub fn find_cut_at(tokens: &[u64], cut_points: &[bool], keep_recent_tokens: u64)
     (cut > 0).then_some(cut)
 }
 
-/// The LLM-facing history: system prompt, the summary message (if any),
-/// then the kept and newer messages, with interrupted tool calls closed.
-pub fn rebuild_history(
-    system_prompt: Option<&str>,
-    summary_message: Option<Message>,
-    kept: &[Message],
-) -> Vec<Message> {
-    let mut out = Vec::with_capacity(kept.len() + 2);
+/// The LLM-facing history: the system prompt, then the view (summary
+/// messages included), with interrupted tool calls closed.
+pub fn rebuild_history(system_prompt: Option<&str>, view: Vec<Message>) -> Vec<Message> {
+    let mut out = Vec::with_capacity(view.len() + 1);
     if let Some(prompt) = system_prompt {
         out.push(Message::system("system", prompt));
     }
-    out.extend(summary_message);
-    out.extend(repair_for_model(kept.to_vec()));
+    out.extend(repair_for_model(view));
     out
 }
 
@@ -172,7 +154,8 @@ mod tests {
             });
         }
         let tokens = vec![10; messages.len()];
-        let got = find_cut(&messages, &tokens, keep).map(|c| c.cut);
+        let cut_points: Vec<bool> = messages.iter().map(Message::is_cut_point).collect();
+        let got = find_cut_at(&tokens, &cut_points, keep);
         assert_eq!(got, expected_cut, "shape {shape} keep {keep}");
         if let Some(cut) = got {
             if cut < messages.len() {
@@ -181,7 +164,7 @@ mod tests {
                     "cut at a tool result in {shape}"
                 );
             }
-            let kept = rebuild_history(None, None, &messages[cut..]);
+            let kept = rebuild_history(None, messages[cut..].to_vec());
             assert!(validate_history(&kept, true).is_ok(), "{shape}");
         }
     }
