@@ -108,8 +108,10 @@ pub struct CompactArgs {
     #[command(flatten)]
     pub common: CommonArgs,
     /// How to compact: checkpoint (summarize older history, keep the newest
-    /// tokens verbatim), or a strategy this build adds (incremental, prune,
-    /// handoff).
+    /// tokens verbatim), incremental (replace the oldest run outside the
+    /// retention window), prune (placeholders for old tool outputs, no
+    /// summarizer) or handoff (a first message for a new session; the
+    /// --instructions are its goal). Default: the configured strategy.
     #[arg(long, value_name = "STRATEGY")]
     pub strategy: Option<String>,
     /// Who writes the summary: offline (built in, deterministic, no key), or
