@@ -182,6 +182,28 @@ pub struct PlanOptions {
     pub update_prompt: Option<String>,
 }
 
+impl PlanOptions {
+    /// The options the configuration gives, for one strategy and tail.
+    pub fn from_config(
+        config: &crate::config::Config,
+        strategy: Strategy,
+        keep_recent_tokens: u64,
+        instructions: Option<String>,
+    ) -> PlanOptions {
+        PlanOptions {
+            strategy,
+            keep_recent_tokens,
+            retention_window: config.retention_window,
+            prune_protect_tokens: config.prune_protect_tokens,
+            prune_minimum_tokens: config.prune_minimum_tokens,
+            instructions,
+            max_tool_output_chars: config.max_tool_output_chars,
+            compact_prompt: config.compact_prompt.clone(),
+            update_prompt: config.update_prompt.clone(),
+        }
+    }
+}
+
 /// What a compaction will change once its summary exists.
 #[derive(Debug, Clone, PartialEq)]
 pub enum JobTarget {

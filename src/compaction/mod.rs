@@ -86,6 +86,14 @@ pub fn rebuild_history(system_prompt: Option<&str>, view: Vec<Message>) -> Vec<M
     out
 }
 
+/// The first message of the session a handoff starts.
+pub fn handoff_message(summary: &str) -> Message {
+    Message::user(
+        "handoff",
+        format!("{}\n\n{}", HANDOFF_PREFIX.trim_end(), summary),
+    )
+}
+
 /// The user message that carries a summary into the compacted history.
 pub fn summary_message(compaction_id: &str, prefix: &str, summary: &str) -> Message {
     Message::user(

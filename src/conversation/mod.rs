@@ -268,6 +268,53 @@ pub fn repair_for_model(messages: Vec<Message>) -> Vec<Message> {
     out
 }
 
+/// How the tool calls and results of a transcript pair up.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ToolPairing {
+    pub calls: usize,
+    pub results: usize,
+    /// Results that answer an earlier call not yet answered.
+    pub paired: usize,
+    /// Call ids of results with no earlier call (or a second result for
+    /// one call), in order.
+    pub orphan_results: Vec<String>,
+    /// Ids of calls that never got a result, in order.
+    pub unanswered_calls: Vec<String>,
+}
+
+/// Pairs every tool result with the earlier call it answers.
+pub fn tool_pairing<'a>(messages: impl IntoIterator<Item = &'a Message>) -> ToolPairing {
+    use std::collections::HashMap;
+    let mut pairing = ToolPairing::default();
+    // call id -> answered?
+    let mut open: HashMap<&str, bool> = HashMap::new();
+    let mut call_order: Vec<&str> = Vec::new();
+    for message in messages {
+        for call in message.tool_calls() {
+            pairing.calls += 1;
+            if open.insert(&call.id, false).is_none() {
+                call_order.push(&call.id);
+            }
+        }
+        if let Some(call_id) = message.answers() {
+            pairing.results += 1;
+            match open.get_mut(call_id) {
+                Some(answered @ false) => {
+                    *answered = true;
+                    pairing.paired += 1;
+                }
+                _ => pairing.orphan_results.push(call_id.to_string()),
+            }
+        }
+    }
+    pairing.unanswered_calls = call_order
+        .into_iter()
+        .filter(|id| open.get(id) == Some(&false))
+        .map(str::to_string)
+        .collect();
+    pairing
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -319,5 +366,21 @@ mod tests {
             "orphan dropped, c2 closed before u2, trailing c3 left running"
         );
         assert!(validate_history(&repaired, true).is_ok());
+    }
+
+    #[test]
+    fn pairing_counts_orphans_and_unanswered_calls() {
+        let history = vec![
+            Message::tool_result("orphan", "nowhere", "x", false),
+            Message::assistant("a1", "", vec![call("c1"), call("c2")]),
+            Message::tool_result("t1", "c1", "ok", false),
+            Message::tool_result("t1b", "c1", "again", false),
+        ];
+        let pairing = tool_pairing(&history);
+        assert_eq!(pairing.calls, 2);
+        assert_eq!(pairing.results, 3);
+        assert_eq!(pairing.paired, 1);
+        assert_eq!(pairing.orphan_results, ["nowhere", "c1"]);
+        assert_eq!(pairing.unanswered_calls, ["c2"]);
     }
 }

@@ -1,10 +1,12 @@
 //! OpenAI chat-completions message arrays (`[{role, content, tool_calls}]`),
-//! bare or under `messages` (or SWE-agent's `history`).
+//! bare or under `messages`, or SWE-agent's `.traj` `history` (whose tool
+//! messages name their calls in `tool_call_ids`).
 
 use serde_json::Value;
 
-use super::Imported;
+use super::{content_text, Builder, Format, Imported};
 use crate::conversation::{Message, MessageBody, ToolCall, Usage};
+use crate::store::SessionSettings;
 
 pub fn from_value(value: &Value) -> Result<Imported, String> {
     let array = match value {
@@ -16,77 +18,115 @@ pub fn from_value(value: &Value) -> Result<Imported, String> {
             .ok_or("a JSON object without a `messages` or `history` array")?,
         _ => return Err("JSON that is neither an array nor an object".into()),
     };
-    let mut imported = Imported {
-        format: "openai",
-        ..Imported::default()
-    };
+    let mut builder = Builder::new(Format::Openai);
+    let mut first_error = None;
     for (index, item) in array.iter().enumerate() {
-        match message_from(item) {
-            Ok(Some(message)) => imported.messages.push(message),
-            Ok(None) => {}
-            Err(why) => imported.skipped.push(format!("message {index}: {why}")),
+        // Array positions stand in for line numbers, 1-based like them.
+        let number = index + 1;
+        match messages_from(item) {
+            Ok(messages) => {
+                for message in messages {
+                    // A leading system message is the session's system prompt.
+                    let leading =
+                        builder.items.is_empty() && builder.settings.system_prompt.is_none();
+                    match (&message.body, leading) {
+                        (MessageBody::System { content }, true) => {
+                            builder.settings(SessionSettings {
+                                system_prompt: Some(content.clone()),
+                                ..SessionSettings::default()
+                            })
+                        }
+                        _ => {
+                            let id = item.get("id").and_then(Value::as_str);
+                            builder.message(number, id, message);
+                        }
+                    }
+                }
+            }
+            Err(why) => {
+                first_error.get_or_insert_with(|| why.clone());
+                builder.skip_because(number, "unreadable messages", why);
+            }
         }
     }
-    if imported.messages.is_empty() && !array.is_empty() {
+    if builder.items.is_empty() && builder.settings.system_prompt.is_none() && !array.is_empty() {
         return Err(format!(
-            "no chat messages found ({} items skipped: {})",
-            imported.skipped.len(),
-            imported.skipped.first().cloned().unwrap_or_default()
+            "not an OpenAI chat message array: none of its {} items is a message ({})",
+            array.len(),
+            first_error.unwrap_or_default()
         ));
     }
-    // A leading system message is the session's system prompt.
-    if let Some(MessageBody::System { content }) = imported.messages.first().map(|m| &m.body) {
-        imported.system_prompt = Some(content.clone());
-        imported.messages.remove(0);
-    }
-    Ok(imported)
+    Ok(builder.finish())
 }
 
-fn message_from(item: &Value) -> Result<Option<Message>, String> {
+/// Usually one message; a SWE-agent observation answering several calls
+/// becomes one result per call.
+fn messages_from(item: &Value) -> Result<Vec<Message>, String> {
     let role = item
         .get("role")
         .and_then(Value::as_str)
         .ok_or("no `role`")?;
     let content = content_text(item.get("content"));
-    let id = item
-        .get("id")
-        .and_then(Value::as_str)
-        .unwrap_or("")
-        .to_string();
+    let usage = item.get("usage").and_then(usage_from);
     let body = match role {
         "system" | "developer" => MessageBody::System { content },
         "user" => MessageBody::User { content },
-        "assistant" => {
-            let tool_calls = item
+        "assistant" => MessageBody::Assistant {
+            content,
+            thinking: item
+                .get("reasoning_content")
+                .or_else(|| item.get("thinking"))
+                .and_then(Value::as_str)
+                .map(str::to_string),
+            tool_calls: item
                 .get("tool_calls")
                 .and_then(Value::as_array)
                 .map(|calls| calls.iter().filter_map(tool_call_from).collect())
-                .unwrap_or_default();
-            MessageBody::Assistant {
-                content,
-                thinking: item
-                    .get("reasoning_content")
-                    .or_else(|| item.get("thinking"))
-                    .and_then(Value::as_str)
-                    .map(str::to_string),
-                tool_calls,
-                model: None,
-            }
-        }
-        "tool" | "function" => MessageBody::Tool {
-            tool_call_id: item
-                .get("tool_call_id")
+                .unwrap_or_default(),
+            model: item
+                .get("model")
                 .and_then(Value::as_str)
-                .ok_or("tool message without `tool_call_id`")?
-                .to_string(),
-            tool_name: item.get("name").and_then(Value::as_str).map(str::to_string),
-            content,
-            is_error: false,
+                .map(str::to_string),
         },
+        "tool" | "function" => {
+            let ids: Vec<String> = match item.get("tool_call_id").and_then(Value::as_str) {
+                Some(id) => vec![id.to_string()],
+                None => item
+                    .get("tool_call_ids")
+                    .and_then(Value::as_array)
+                    .map(|ids| {
+                        ids.iter()
+                            .filter_map(Value::as_str)
+                            .map(str::to_string)
+                            .collect()
+                    })
+                    .unwrap_or_default(),
+            };
+            if ids.is_empty() {
+                return Err("tool message without `tool_call_id`".into());
+            }
+            let name = item.get("name").and_then(Value::as_str).map(str::to_string);
+            return Ok(ids
+                .into_iter()
+                .map(|id| Message {
+                    id: String::new(),
+                    body: MessageBody::Tool {
+                        tool_call_id: id,
+                        tool_name: name.clone(),
+                        content: content.clone(),
+                        is_error: false,
+                    },
+                    usage: None,
+                })
+                .collect());
+        }
         other => return Err(format!("unknown role `{other}`")),
     };
-    let usage = item.get("usage").and_then(usage_from);
-    Ok(Some(Message { id, body, usage }))
+    Ok(vec![Message {
+        id: String::new(),
+        body,
+        usage,
+    }])
 }
 
 fn tool_call_from(call: &Value) -> Option<ToolCall> {
@@ -111,29 +151,17 @@ fn tool_call_from(call: &Value) -> Option<ToolCall> {
 
 fn usage_from(usage: &Value) -> Option<Usage> {
     let n = |k: &str| usage.get(k).and_then(Value::as_u64).unwrap_or(0);
+    let cached = usage
+        .pointer("/prompt_tokens_details/cached_tokens")
+        .and_then(Value::as_u64)
+        .unwrap_or(0);
+    // prompt_tokens already includes the cached ones.
     Some(Usage {
-        input: n("prompt_tokens"),
+        input: n("prompt_tokens").saturating_sub(cached),
         output: n("completion_tokens"),
-        cache_read: usage
-            .pointer("/prompt_tokens_details/cached_tokens")
-            .and_then(Value::as_u64)
-            .unwrap_or(0),
+        cache_read: cached,
         cache_write: 0,
     })
-}
-
-/// Text of a content field: a string, or an array of parts whose text
-/// parts are joined.
-pub fn content_text(content: Option<&Value>) -> String {
-    match content {
-        Some(Value::String(s)) => s.clone(),
-        Some(Value::Array(parts)) => parts
-            .iter()
-            .filter_map(|p| p.get("text").and_then(Value::as_str).or_else(|| p.as_str()))
-            .collect::<Vec<_>>()
-            .join("\n"),
-        _ => String::new(),
-    }
 }
 
 #[cfg(test)]
@@ -146,17 +174,39 @@ mod tests {
         let imported = from_value(&json!([
             {"role": "system", "content": "sys"},
             {"role": "user", "content": [{"type": "text", "text": "hi"}]},
-            {"role": "assistant", "content": null, "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "read_file", "arguments": "{\"path\":\"a.rs\"}"}}]},
+            {"role": "assistant", "content": null, "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "read_file", "arguments": "{\"path\":\"a.rs\"}"}}],
+             "usage": {"prompt_tokens": 100, "completion_tokens": 5, "prompt_tokens_details": {"cached_tokens": 60}}},
             {"role": "tool", "tool_call_id": "c1", "content": "fn a(){}"},
             {"role": "wizard", "content": "?"}
         ]))
         .unwrap();
-        assert_eq!(imported.system_prompt.as_deref(), Some("sys"));
-        assert_eq!(imported.messages.len(), 3);
+        assert_eq!(imported.settings.system_prompt.as_deref(), Some("sys"));
+        let messages: Vec<&Message> = imported.messages().collect();
+        assert_eq!(messages.len(), 3);
         assert_eq!(
-            imported.messages[1].tool_calls()[0].arguments,
+            messages[1].tool_calls()[0].arguments,
             json!({"path": "a.rs"})
         );
-        assert_eq!(imported.skipped, ["message 4: unknown role `wizard`"]);
+        assert_eq!(
+            messages[1].usage.unwrap().context_tokens(),
+            105,
+            "cached counted once"
+        );
+        assert_eq!(
+            imported.skipped.reasons(),
+            ["unreadable messages: 1 (first at line 5: unknown role `wizard`)"]
+        );
+    }
+
+    #[test]
+    fn swe_agent_observations_answer_by_tool_call_ids() {
+        let imported = from_value(&json!({"history": [
+            {"role": "user", "content": "fix it"},
+            {"role": "assistant", "content": "look", "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "bash", "arguments": "{\"command\":\"ls\"}"}}]},
+            {"role": "tool", "content": "a.py", "tool_call_ids": ["c1"], "message_type": "observation"}
+        ]}))
+        .unwrap();
+        let last = imported.messages().last().unwrap();
+        assert_eq!(last.answers(), Some("c1"));
     }
 }

@@ -14,6 +14,7 @@ pub mod methods {
     pub const APPEND: &str = "conversation/append";
     pub const HISTORY: &str = "conversation/history";
     pub const COMPACT: &str = "conversation/compact";
+    pub const IMPORT: &str = "conversation/import";
     /// Server → client: the meter changed.
     pub const TOKENS: &str = "conversation/tokens";
     /// Server → client: a compaction was applied.
@@ -387,6 +388,47 @@ pub struct MeterInfo {
     pub source: MeterSource,
 }
 
+/// `conversation/import`: a transcript (a file the server can read, or its
+/// content) becomes a new session.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ImportParams {
+    /// A transcript file on the server's machine (absolute, or relative to
+    /// the server's working directory). Give `path` or `content`.
+    #[serde(default)]
+    pub path: Option<String>,
+    /// The transcript itself.
+    #[serde(default)]
+    pub content: Option<String>,
+    /// The transcript's format; detected from the content when omitted.
+    #[serde(default)]
+    pub format: Option<crate::import::Format>,
+    /// The id of the new session; generated when omitted. Must not exist.
+    #[serde(default)]
+    pub session_id: Option<String>,
+    /// Overrides the model found in the transcript.
+    #[serde(default)]
+    pub model: Option<String>,
+    #[serde(default)]
+    pub context_window: Option<u64>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ImportResult {
+    pub session_id: String,
+    pub format: crate::import::Format,
+    /// Messages imported.
+    pub messages: usize,
+    /// Compactions the transcript recorded, imported as ours.
+    pub compactions: usize,
+    /// Lines (or array items) skipped.
+    pub skipped: usize,
+    /// Why, one line per kind: `summary lines: 6 (first at line 1)`.
+    pub skipped_reasons: Vec<String>,
+    pub meter: MeterInfo,
+}
+
 /// `conversation/tokens`: the meter of a session changed.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
@@ -438,6 +480,8 @@ pub fn schemas() -> Vec<(&'static str, serde_json::Value)> {
         schema!("HistoryResult", HistoryResult),
         schema!("CompactParams", CompactParams),
         schema!("CompactResult", CompactResult),
+        schema!("ImportParams", ImportParams),
+        schema!("ImportResult", ImportResult),
         schema!("TokensNotification", TokensNotification),
         schema!("DidCompactNotification", DidCompactNotification),
         schema!("CompactdCapabilities", CompactdCapabilities),

@@ -75,33 +75,16 @@ impl Server {
         keep: u64,
         instructions: Option<String>,
     ) -> PlanOptions {
-        PlanOptions {
-            strategy,
-            keep_recent_tokens: keep,
-            retention_window: self.config.retention_window,
-            prune_protect_tokens: self.config.prune_protect_tokens,
-            prune_minimum_tokens: self.config.prune_minimum_tokens,
-            instructions,
-            max_tool_output_chars: self.config.max_tool_output_chars,
-            compact_prompt: self.config.compact_prompt.clone(),
-            update_prompt: self.config.update_prompt.clone(),
-        }
+        PlanOptions::from_config(&self.config, strategy, keep, instructions)
     }
 
     pub(crate) fn driver_settings(&self, session_id: &str) -> DriverSettings {
-        let window = self.config.summarizer.context_window;
-        DriverSettings {
-            window,
-            // Room for the summary the summarizer writes.
-            output_budget: window
-                .map(|w| (w / 4).min(self.config.reserve_tokens.max(1024)))
-                .unwrap_or(0),
-            encoding: self
-                .sessions
-                .get(session_id)
-                .map(|o| o.session.encoding())
-                .unwrap_or_default(),
-        }
+        let encoding = self
+            .sessions
+            .get(session_id)
+            .map(|o| o.session.encoding())
+            .unwrap_or_default();
+        DriverSettings::from_config(&self.config, encoding)
     }
 }
 
@@ -313,14 +296,7 @@ fn handoff(
     };
     let new_id = uuid::Uuid::new_v4().to_string();
     let mut opened = super::handlers::open::create_session(server, &new_id, settings)?;
-    let first = crate::conversation::Message::user(
-        "handoff",
-        format!(
-            "{}\n\n{}",
-            crate::compaction::HANDOFF_PREFIX.trim_end(),
-            record.full_summary()
-        ),
-    );
+    let first = crate::compaction::handoff_message(&record.full_summary());
     opened
         .log
         .append(

@@ -3,8 +3,8 @@
 use lsp_server::{ErrorCode, Notification, Request};
 
 use super::handlers::{
-    append, branch, cancel, check, compact, compactions, history, lifecycle, open, pin, preview,
-    report_error, set_auto_compact,
+    append, branch, cancel, check, compact, compactions, history, import, lifecycle, open, pin,
+    preview, report_error, set_auto_compact,
 };
 use super::{parse_params, Reply, RpcError, Server};
 use crate::protocol::methods;
@@ -22,6 +22,7 @@ pub const REQUESTS: &[&str] = &[
     methods::BRANCH,
     methods::PIN,
     methods::REPORT_ERROR,
+    methods::IMPORT,
 ];
 
 pub const NOTIFICATIONS_SENT: &[&str] = &[
@@ -50,6 +51,7 @@ pub(crate) fn request(server: &mut Server, request: Request) -> Reply {
         methods::COMPACTIONS => now!(compactions::handle),
         methods::BRANCH => now!(branch::handle),
         methods::PIN => now!(pin::handle),
+        methods::IMPORT => now!(import::handle),
         methods::COMPACT => match parse_params(params) {
             Ok(p) => compact::start(server, id, p),
             Err(e) => Reply::Now(Err(e)),

@@ -58,6 +58,22 @@ pub struct DriverSettings {
     pub encoding: Encoding,
 }
 
+impl DriverSettings {
+    /// The settings the configuration gives for a conversation counted in
+    /// `encoding`.
+    pub fn from_config(config: &crate::config::Config, encoding: Encoding) -> DriverSettings {
+        let window = config.summarizer.context_window;
+        DriverSettings {
+            window,
+            // Room for the summary the summarizer writes.
+            output_budget: window
+                .map(|w| (w / 4).min(config.reserve_tokens.max(1024)))
+                .unwrap_or(0),
+            encoding,
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct DriverOutput {
     pub text: String,

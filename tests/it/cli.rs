@@ -35,7 +35,14 @@ fn compact_the_shipped_example() {
         .unwrap_or_else(|| panic!("{stdout}"));
     let (messages, tokens) = rest.split_once(" messages → summary; tokens ").unwrap();
     assert!(messages.parse::<u32>().unwrap() > 0);
-    let (a, b) = tokens.split_once(" → ").unwrap();
+    let (a, rest) = tokens.split_once(" → ").unwrap();
+    let (b, saved) = rest.split_once(" (saved ").unwrap();
+    let (saved, percent) = saved.split_once(", ").unwrap();
+    assert_eq!(
+        saved.parse::<u64>().unwrap(),
+        a.parse::<u64>().unwrap() - b.parse::<u64>().unwrap()
+    );
+    assert!(percent.ends_with("%)"), "{line}");
     assert!(
         b.parse::<u64>().unwrap() < a.parse::<u64>().unwrap(),
         "{line}"
@@ -70,4 +77,493 @@ fn compact_reports_bad_files_in_one_line() {
     }
     let out = compactd().args(["compact"]).output().unwrap();
     assert_eq!(out.status.code(), Some(2), "usage error");
+}
+
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+use crate::support::transcripts_dir;
+
+/// The seven shared sessions (pi, Claude Code, SWE-agent).
+fn shared_sessions(dir: &Path) -> Vec<PathBuf> {
+    let mut files = vec![
+        dir.join("pi-session-jsonl/large-session.jsonl"),
+        dir.join("pi-session-jsonl/before-compaction.jsonl"),
+        dir.join("swe-agent-traj/marshmallow-code__marshmallow-1867.traj"),
+    ];
+    for project in std::fs::read_dir(dir.join("claude-code-jsonl")).unwrap() {
+        for file in std::fs::read_dir(project.unwrap().path()).unwrap() {
+            files.push(file.unwrap().path());
+        }
+    }
+    files
+}
+
+/// `(before, after, saved, percent)` from the compacted line.
+fn compacted_line(stdout: &str) -> (u64, u64, u64, f64) {
+    let line = stdout
+        .lines()
+        .find(|l| l.starts_with("Conversation compacted: "))
+        .unwrap_or_else(|| panic!("no compacted line in:\n{stdout}"));
+    let tokens = line.split_once("; tokens ").unwrap().1;
+    let (before, rest) = tokens.split_once(" → ").unwrap();
+    let (after, rest) = rest.split_once(" (saved ").unwrap();
+    let (saved, percent) = rest.split_once(", ").unwrap();
+    (
+        before.parse().unwrap(),
+        after.parse().unwrap(),
+        saved.parse().unwrap(),
+        percent.trim_end_matches("%)").parse().unwrap(),
+    )
+}
+
+#[test]
+fn compact_each_shared_session_offline() {
+    let Some(dir) = transcripts_dir() else { return };
+    for file in shared_sessions(&dir) {
+        // The SWE-agent run is small: keep less so there is something to cut.
+        let keep = if file.extension().is_some_and(|e| e == "traj") {
+            "2000"
+        } else {
+            "20000"
+        };
+        let out = compactd()
+            .args(["compact", "--keep-recent-tokens", keep])
+            .arg(&file)
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{}: {stderr}", file.display());
+        let (before, after, saved, percent) = compacted_line(&stdout);
+        assert!(after < before, "{}: {before} → {after}", file.display());
+        assert_eq!(saved, before - after);
+        assert!((percent - saved as f64 * 100.0 / before as f64).abs() < 0.06);
+        assert!(!stderr.contains("panicked"), "{stderr}");
+        // Piped: no progress bar, at most the one note on skipped lines.
+        assert!(
+            !stderr.contains('\r') && stderr.lines().count() <= 1,
+            "{stderr}"
+        );
+    }
+}
+
+#[test]
+fn compact_writes_the_compacted_session_as_a_log() {
+    let Some(dir) = transcripts_dir() else { return };
+    let source = dir.join("pi-session-jsonl/before-compaction.jsonl");
+    let work = tempfile::tempdir().unwrap();
+    let out_file = work.path().join("compacted.jsonl");
+    let out = compactd()
+        .args([
+            "compact",
+            "--json",
+            "--quiet",
+            "--strategy",
+            "checkpoint",
+            "--summarizer",
+            "offline",
+        ])
+        .arg(&source)
+        .arg("--out")
+        .arg(&out_file)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        out.stderr.is_empty(),
+        "--quiet: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let result: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(result["format"], "pi");
+    assert_eq!(result["compacted"], true);
+    assert_eq!(result["skipped"], 5);
+    assert_eq!(result["summarizer"], "offline");
+
+    // The log holds every original message and all three compactions, and
+    // reads back as a compactd session.
+    let text = std::fs::read_to_string(&out_file).unwrap();
+    let entries: Vec<Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(entries[0]["type"], "header");
+    assert_eq!(entries[0]["sessionId"], "compacted");
+    let count = |kind: &str| entries.iter().filter(|e| e["type"] == kind).count();
+    assert_eq!(count("message"), 990);
+    assert_eq!(count("compaction"), 3);
+    let stats = compactd()
+        .args(["stats", "--json", "--quiet"])
+        .arg(&out_file)
+        .output()
+        .unwrap();
+    let stats: Vec<Value> = serde_json::from_slice(&stats.stdout).unwrap();
+    assert_eq!(stats[0]["format"], "compactd");
+    assert_eq!(stats[0]["sourceCompactions"], 3);
+
+    // History is never rewritten in place.
+    let refused = compactd()
+        .arg("compact")
+        .arg(&out_file)
+        .arg("--out")
+        .arg(&out_file)
+        .output()
+        .unwrap();
+    assert_eq!(refused.status.code(), Some(2));
+    assert_eq!(std::fs::read_to_string(&out_file).unwrap(), text);
+}
+
+#[test]
+fn bad_flag_values_are_usage_errors() {
+    let example = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/conversation.json");
+    let cases: [(&[&str], &str); 4] = [
+        (
+            &["--summarizer", "nope"],
+            "--summarizer nope: unknown variant `nope`",
+        ),
+        (&["--strategy", "nope"], "--strategy nope:"),
+        (
+            &["--format", "aider"],
+            "invalid value 'aider' for '--format",
+        ),
+        (&["--keep-recent-tokens", "lots"], "invalid value 'lots'"),
+    ];
+    for (flags, needle) in cases {
+        let out = compactd()
+            .arg("compact")
+            .arg(example)
+            .args(flags)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{flags:?}: {stderr}");
+        assert!(stderr.contains(needle), "{flags:?}: {stderr}");
+        assert!(out.stdout.is_empty());
+    }
+    let out = compactd().args(["replay", example]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2), "--window is required");
+}
+
+#[test]
+fn help_lists_every_command_and_flag() {
+    let out = compactd().arg("--help").output().unwrap();
+    let help = String::from_utf8_lossy(&out.stdout);
+    for word in [
+        "compact",
+        "stats",
+        "replay",
+        "Exit codes: 0 success, 1 failure",
+    ] {
+        assert!(help.contains(word), "{word}: {help}");
+    }
+    let out = compactd().args(["compact", "--help"]).output().unwrap();
+    let help = String::from_utf8_lossy(&out.stdout);
+    for flag in [
+        "--format",
+        "claude-code",
+        "--strategy",
+        "--summarizer",
+        "--model",
+        "--instructions",
+        "--keep-recent-tokens",
+        "--out",
+        "--json",
+        "--quiet",
+    ] {
+        assert!(help.contains(flag), "{flag}: {help}");
+    }
+}
+
+#[test]
+fn stats_scores_the_meter_against_provider_usage() {
+    let Some(dir) = transcripts_dir() else { return };
+    let files: Vec<PathBuf> = shared_sessions(&dir)
+        .into_iter()
+        .filter(|f| f.extension().is_some_and(|e| e == "jsonl"))
+        .collect();
+    let out = compactd()
+        .args(["stats", "--json"])
+        .args(&files)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let reports: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap();
+    for report in &reports {
+        let meter = &report["accuracy"]["meter"];
+        let turns = meter["turns"].as_u64().unwrap();
+        let assistants = report["byRole"]["assistant"].as_u64().unwrap();
+        assert!(
+            turns > 0 && turns < assistants,
+            "{}: {turns}",
+            report["file"]
+        );
+        // Anchored on the provider's own count, the meter stays close.
+        assert!(
+            meter["meanAbsPercent"].as_f64().unwrap() < 2.0,
+            "{}",
+            report["file"]
+        );
+        assert!(report["accuracy"]["estimate"]["turns"].as_u64().unwrap() > 0);
+        assert!(report["peakReportedContext"].as_u64().unwrap() > 50_000);
+    }
+    let text = compactd().arg("stats").args(&files).output().unwrap();
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert_eq!(
+        text.matches("meter (latest usage + count of newer messages)")
+            .count(),
+        files.len()
+    );
+    assert!(text.contains("mean error"), "{text}");
+}
+
+#[test]
+fn stats_reports_where_auto_compaction_fires() {
+    let Some(dir) = transcripts_dir() else { return };
+    let file = dir.join("pi-session-jsonl/large-session.jsonl");
+    let out = compactd()
+        .args(["stats", "--json", "--window", "128000"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    let report: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap();
+    let auto = &report[0]["autoCompaction"];
+    assert_eq!(auto["autoCompactAt"], 111_617, "128000 − 16384 reserve + 1");
+    let at = auto["firesAfterMessage"].as_u64().unwrap();
+    assert!(auto["contextTokens"].as_u64().unwrap() >= 111_617);
+    // It is the first point: a replay with the same window compacts there.
+    let out = compactd()
+        .args(["replay", "--json", "--window", "128000"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    let replay: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(replay["compactions"][0]["afterMessage"].as_u64(), Some(at));
+}
+
+#[test]
+fn replay_reports_each_compaction_that_fires() {
+    let Some(dir) = transcripts_dir() else { return };
+    let file = dir.join("pi-session-jsonl/large-session.jsonl");
+    let out = compactd()
+        .args(["replay", "--window", "128000"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout.contains("with a 128,000-token window; auto-compaction at 111,617 tokens"),
+        "{stdout}"
+    );
+    let fired: Vec<&str> = stdout
+        .lines()
+        .filter(|l| l.starts_with("compaction "))
+        .collect();
+    assert!(!fired.is_empty(), "{stdout}");
+    for line in &fired {
+        assert!(
+            line.contains(" after message ") && line.contains("/914 (line "),
+            "{line}"
+        );
+        assert!(line.contains("trigger ") && line.contains(" ms"), "{line}");
+    }
+
+    let out = compactd()
+        .args(["replay", "--json", "--window", "128000"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let compactions = report["compactions"].as_array().unwrap();
+    assert_eq!(compactions.len(), fired.len());
+    let mut previous = 0;
+    for c in compactions {
+        let before = c["tokensBefore"].as_u64().unwrap();
+        assert!(before >= 111_617, "{c}");
+        assert!(c["tokensAfter"].as_u64().unwrap() < before, "{c}");
+        let position = c["afterMessage"].as_u64().unwrap();
+        assert!(position > previous && position <= 914, "{c}");
+        previous = position;
+        assert!(!c["triggers"].as_array().unwrap().is_empty());
+    }
+    assert!(report["finalTokens"].as_u64().unwrap() < 128_000);
+}
+
+#[test]
+fn malformed_input_is_a_one_line_error_or_a_skip_count() {
+    let Some(dir) = transcripts_dir() else { return };
+    let work = tempfile::tempdir().unwrap();
+    let raw = std::fs::read(dir.join("pi-session-jsonl/large-session.jsonl")).unwrap();
+    // A truncated last line (a crash mid-write): skipped and counted.
+    let torn = work.path().join("torn.jsonl");
+    std::fs::write(&torn, &raw[..raw.len() - 40]).unwrap();
+    let out = compactd()
+        .args(["stats", "--json"])
+        .arg(&torn)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let report: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report[0]["messages"], 913);
+    assert!(
+        report[0]["skippedReasons"][1]
+            .as_str()
+            .unwrap()
+            .starts_with("unreadable lines: 1"),
+        "{}",
+        report[0]["skippedReasons"]
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(stderr.contains("torn last line"), "{stderr}");
+
+    let cases: Vec<(&str, Vec<u8>, &[&str], &str)> = vec![
+        ("empty.jsonl", Vec::new(), &[], "the file is empty"),
+        (
+            "binary.bin",
+            vec![0x7f, b'E', b'L', b'F', 0, 0, 1, 0xff],
+            &[],
+            "binary",
+        ),
+        (
+            "pi.jsonl",
+            raw.clone(),
+            &["--format", "codex"],
+            "not a Codex rollout JSONL file",
+        ),
+        (
+            "pi-as-openai.jsonl",
+            raw.clone(),
+            &["--format", "openai"],
+            "not an OpenAI chat message array",
+        ),
+    ];
+    for (name, bytes, flags, needle) in cases {
+        let path = work.path().join(name);
+        std::fs::write(&path, bytes).unwrap();
+        for command in ["compact", "stats", "replay"] {
+            let mut c = compactd();
+            c.arg(command).arg(&path).args(flags);
+            if command == "replay" {
+                c.args(["--window", "128000"]);
+            }
+            let out = c.output().unwrap();
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(out.status.code(), Some(1), "{command} {name}: {stderr}");
+            assert!(
+                stderr.contains(needle) && stderr.contains(name),
+                "{command} {name}: {stderr}"
+            );
+            let own: Vec<&str> = stderr.lines().filter(|l| l.contains(needle)).collect();
+            assert_eq!(own.len(), 1, "{stderr}");
+            assert!(!stderr.contains("panicked"), "{stderr}");
+        }
+    }
+    // Formats compactd does not read name what was tried.
+    for other in [
+        "openhands-trajectory/basic_gui_mode.json",
+        "aider-chat-history-md/AlexShchuka-mozgoslav/.aider.chat.history.md",
+    ] {
+        let out = compactd()
+            .arg("compact")
+            .arg(dir.join(other))
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{stderr}");
+        assert_eq!(stderr.lines().count(), 1, "{stderr}");
+        assert!(
+            stderr.contains("pi session JSONL, Claude Code JSONL, Codex rollout JSONL"),
+            "{stderr}"
+        );
+    }
+}
+
+#[test]
+fn progress_shows_on_a_terminal_only() {
+    let Some(dir) = transcripts_dir() else { return };
+    if Command::new("script").arg("--version").output().is_err() {
+        println!("SKIP: `script` (util-linux) is absent; it provides the terminal for this test");
+        return;
+    }
+    let file = dir.join("pi-session-jsonl/large-session.jsonl");
+    let run = |quiet: bool| {
+        let command = format!(
+            "{} --no-user-config replay {} --window 128000{}",
+            env!("CARGO_BIN_EXE_compactd"),
+            file.display(),
+            if quiet { " --quiet" } else { "" }
+        );
+        let out = Command::new("script")
+            .args(["-qec", &command, "/dev/null"])
+            .output()
+            .unwrap();
+        assert!(out.status.success());
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let shown = run(false);
+    assert!(
+        shown.contains("replaying [") && shown.contains("/914"),
+        "{shown}"
+    );
+    assert!(shown.contains("1 compaction"), "{shown}");
+    let quiet = run(true);
+    assert!(!quiet.contains("replaying ["), "{quiet}");
+    assert!(quiet.contains("1 compaction"), "{quiet}");
+}
+
+#[test]
+fn compact_runs_every_strategy_from_the_command_line() {
+    let Some(dir) = transcripts_dir() else { return };
+    let file = dir.join("pi-session-jsonl/large-session.jsonl");
+    let work = tempfile::tempdir().unwrap();
+    for (strategy, change) in [
+        ("prune", "Conversation pruned: "),
+        ("incremental", "Conversation compacted: "),
+        ("handoff", "Conversation handed off: "),
+    ] {
+        let out_file = work.path().join(format!("{strategy}.jsonl"));
+        let out = compactd()
+            .args(["compact", "--quiet", "--strategy", strategy])
+            .args(["--instructions", "finish the refactor"])
+            .arg(&file)
+            .arg("--out")
+            .arg(&out_file)
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success(),
+            "{strategy}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let line = stdout
+            .lines()
+            .find(|l| l.starts_with(change))
+            .unwrap_or_else(|| panic!("{strategy}: {stdout}"));
+        assert!(line.contains(" (saved "), "{line}");
+        let log = std::fs::read_to_string(&out_file).unwrap();
+        let messages = log
+            .lines()
+            .filter(|l| l.contains(r#""type":"message""#))
+            .count();
+        // A handoff starts a new session from its one first message; the
+        // others keep every message and add a compaction.
+        let expected = if strategy == "handoff" { 1 } else { 914 };
+        assert_eq!(messages, expected, "{strategy}");
+    }
 }

@@ -7,6 +7,7 @@ mod cli;
 mod compaction;
 mod conversation;
 mod engine;
+mod import;
 mod lifecycle;
 mod persistence;
 mod schemas;

@@ -274,6 +274,13 @@ pub fn merge(base: &mut Value, layer: Value) {
     }
 }
 
+/// The real binary for a CLI command, without the user's config.
+pub fn cli() -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_compactd"));
+    command.arg("--no-user-config");
+    command
+}
+
 /// `../shared/transcripts`, or `None` with a printed reason.
 pub fn transcripts_dir() -> Option<PathBuf> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/transcripts");

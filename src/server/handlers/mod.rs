@@ -8,6 +8,7 @@ pub mod check;
 pub mod compact;
 pub mod compactions;
 pub mod history;
+pub mod import;
 pub mod lifecycle;
 pub mod open;
 pub mod pin;

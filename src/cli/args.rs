@@ -1,0 +1,162 @@
+//! The command line as clap sees it. `main.rs` parses it; `cli::run` acts.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+use crate::import::Format;
+
+/// compactd keeps LLM coding conversations inside their context window.
+///
+/// Without a command it serves JSON-RPC (LSP framing) on stdin/stdout, for
+/// editors and agents. The commands below work on transcripts on disk:
+/// compactd session logs, pi and Claude Code sessions, Codex rollouts and
+/// OpenAI-style message arrays (including SWE-agent .traj files).
+///
+/// Exit codes: 0 success, 1 failure (unreadable file, unknown format,
+/// summarizer error), 2 usage error (bad flag or value).
+#[derive(Parser, Debug)]
+#[command(name = "compactd", version, about, long_about)]
+pub struct Cli {
+    /// Also write logs to this file (logs always go to stderr, never stdout).
+    #[arg(long, global = true, env = "COMPACTD_LOG_FILE", value_name = "FILE")]
+    pub log_file: Option<PathBuf>,
+    /// Ignore the user-level compactd.toml.
+    #[arg(long, global = true)]
+    pub no_user_config: bool,
+    #[command(subcommand)]
+    pub command: Option<Command>,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Serve JSON-RPC over stdio (the default).
+    Serve,
+    /// Compact a transcript offline and print the summary.
+    ///
+    /// Prints the summary, then `Conversation compacted: N messages →
+    /// summary; tokens A → B (saved S, x%)`. Token figures are compactd's own
+    /// count of the conversation before and after.
+    Compact(CompactArgs),
+    /// Report what a transcript holds and how well compactd meters it.
+    ///
+    /// Per file: messages by role, tool calls and results (orphans counted),
+    /// files read and modified, lines skipped and why, the error of
+    /// compactd's token meter against the context the provider reported at
+    /// each assistant turn, and where auto-compaction would first fire.
+    Stats(StatsArgs),
+    /// Feed a transcript message by message through compactd, as a client
+    /// would, and report each auto-compaction that fires.
+    ///
+    /// Compactions recorded in the transcript itself are ignored: compactd
+    /// decides. Provider usage reported after one of compactd's compactions
+    /// is lowered by the tokens that compaction removed, since the original
+    /// session did not compact there.
+    Replay(ReplayArgs),
+}
+
+/// Which importer reads the file.
+#[derive(ValueEnum, Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum FormatArg {
+    /// Detect from the content.
+    #[default]
+    Auto,
+    /// pi coding-agent session JSONL.
+    Pi,
+    /// Claude Code ~/.claude/projects/*/*.jsonl.
+    ClaudeCode,
+    /// Codex CLI rollout JSONL.
+    Codex,
+    /// OpenAI chat message array, or an object with `messages` or `history`
+    /// (SWE-agent .traj).
+    Openai,
+    /// compactd's own session log.
+    Compactd,
+}
+
+impl FormatArg {
+    pub fn format(self) -> Option<Format> {
+        match self {
+            FormatArg::Auto => None,
+            FormatArg::Pi => Some(Format::Pi),
+            FormatArg::ClaudeCode => Some(Format::ClaudeCode),
+            FormatArg::Codex => Some(Format::Codex),
+            FormatArg::Openai => Some(Format::Openai),
+            FormatArg::Compactd => Some(Format::Compactd),
+        }
+    }
+}
+
+/// Flags every transcript command shares.
+#[derive(Args, Debug, Clone)]
+pub struct CommonArgs {
+    /// The transcript's format.
+    #[arg(long, value_enum, default_value_t = FormatArg::Auto)]
+    pub format: FormatArg,
+    /// Print the result as JSON instead of text.
+    #[arg(long)]
+    pub json: bool,
+    /// No progress bar and no notes on stderr (errors still go there).
+    #[arg(long, short)]
+    pub quiet: bool,
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct CompactArgs {
+    /// The transcript to compact.
+    pub file: PathBuf,
+    #[command(flatten)]
+    pub common: CommonArgs,
+    /// How to compact: checkpoint (summarize older history, keep the newest
+    /// tokens verbatim), incremental (replace the oldest run outside the
+    /// retention window), prune (placeholders for old tool outputs, no
+    /// summarizer) or handoff (a first message for a new session; the
+    /// --instructions are its goal). Default: the configured strategy.
+    #[arg(long, value_name = "STRATEGY")]
+    pub strategy: Option<String>,
+    /// Who writes the summary: offline (built in, deterministic, no key), or
+    /// openai / anthropic where this build has them (key from the environment).
+    #[arg(long, value_name = "PROVIDER")]
+    pub summarizer: Option<String>,
+    /// The summarizer's model (LLM summarizers only).
+    #[arg(long, value_name = "MODEL")]
+    pub model: Option<String>,
+    /// Steer what the summary focuses on.
+    #[arg(long, value_name = "TEXT")]
+    pub instructions: Option<String>,
+    /// Newest tokens to keep verbatim (default: the configured
+    /// keepRecentTokens, 20000).
+    #[arg(long, value_name = "N")]
+    pub keep_recent_tokens: Option<u64>,
+    /// Also write the compacted session, as a compactd session log, to FILE
+    /// (never the input file).
+    #[arg(long, value_name = "FILE")]
+    pub out: Option<PathBuf>,
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct StatsArgs {
+    /// Transcripts to report on.
+    #[arg(required = true, value_name = "FILE")]
+    pub files: Vec<PathBuf>,
+    #[command(flatten)]
+    pub common: CommonArgs,
+    /// Context window for the auto-compaction point (default: the model's).
+    #[arg(long, value_name = "TOKENS")]
+    pub window: Option<u64>,
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct ReplayArgs {
+    /// The transcript to replay.
+    pub file: PathBuf,
+    #[command(flatten)]
+    pub common: CommonArgs,
+    /// The model's context window in tokens, e.g. 128000.
+    #[arg(long, value_name = "TOKENS")]
+    pub window: u64,
+    /// Newest tokens each compaction keeps verbatim (default: the configured
+    /// keepRecentTokens, 20000).
+    #[arg(long, value_name = "N")]
+    pub keep_recent_tokens: Option<u64>,
+}

@@ -1,0 +1,552 @@
+//! Importers against real transcripts: every shared file of the four
+//! formats goes through the real binary (`compactd stats --json`, and
+//! `conversation/import` over JSON-RPC), and the counts it reports are
+//! checked against counts this file computes from the raw lines itself.
+
+use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
+
+use serde_json::{json, Value};
+
+use crate::support::{cli, transcripts_dir, Server};
+
+/// What a transcript holds, counted straight from its raw JSON.
+#[derive(Debug, Default, PartialEq)]
+struct Expected {
+    messages: usize,
+    tool_calls: usize,
+    tool_results: usize,
+    /// Results whose call id was not seen earlier in the file.
+    orphan_results: usize,
+    /// Lines the importer must skip (neither a message nor a setting).
+    skipped: usize,
+}
+
+fn orphan(seen: &HashSet<String>, id: &str) -> usize {
+    usize::from(!seen.contains(id))
+}
+
+fn json_lines(path: &Path) -> Vec<Value> {
+    let text = std::fs::read_to_string(path).unwrap();
+    let trimmed = text.trim_start();
+    // A pretty-printed single entry (the catalog's `.json` twins).
+    if let Ok(value @ Value::Object(_)) = serde_json::from_str::<Value>(trimmed) {
+        return vec![value];
+    }
+    text.lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+fn expected_pi(path: &Path) -> Expected {
+    let mut e = Expected::default();
+    let mut seen = HashSet::new();
+    for entry in json_lines(path) {
+        assert!(
+            entry.get("parentId").is_none(),
+            "tree layout not expected here"
+        );
+        match entry["type"].as_str().unwrap() {
+            "message" => {
+                let m = &entry["message"];
+                e.messages += 1;
+                match m["role"].as_str().unwrap() {
+                    "assistant" => {
+                        for part in m["content"].as_array().unwrap() {
+                            if part["type"] == "toolCall" {
+                                e.tool_calls += 1;
+                                seen.insert(part["id"].as_str().unwrap().to_string());
+                            }
+                        }
+                    }
+                    "toolResult" => {
+                        e.tool_results += 1;
+                        e.orphan_results += orphan(&seen, m["toolCallId"].as_str().unwrap());
+                    }
+                    _ => {}
+                }
+            }
+            "session" | "model_change" | "compaction" => {}
+            _ => e.skipped += 1,
+        }
+    }
+    e
+}
+
+fn expected_claude(path: &Path) -> Expected {
+    let lines = json_lines(path);
+    let conversational = |v: &Value| v["type"] == "user" || v["type"] == "assistant";
+    let main = lines
+        .iter()
+        .any(|v| conversational(v) && v["isSidechain"] != true);
+    let mut e = Expected::default();
+    let mut responses: HashSet<String> = HashSet::new();
+    let mut seen: HashSet<String> = HashSet::new();
+    for v in &lines {
+        let used = conversational(v)
+            && !(main && v["isSidechain"] == true)
+            && v["isCompactSummary"] != true;
+        if !used {
+            e.skipped += 1;
+            continue;
+        }
+        let content = &v["message"]["content"];
+        if v["type"] == "assistant" {
+            if responses.insert(v["message"]["id"].as_str().unwrap().to_string()) {
+                e.messages += 1;
+            }
+            for block in content.as_array().unwrap() {
+                if block["type"] == "tool_use" && seen.insert(block["id"].as_str().unwrap().into())
+                {
+                    e.tool_calls += 1;
+                }
+            }
+            continue;
+        }
+        match content.as_array() {
+            None => e.messages += 1,
+            Some(blocks) => {
+                let results: Vec<&Value> = blocks
+                    .iter()
+                    .filter(|b| b["type"] == "tool_result")
+                    .collect();
+                e.messages += results.len() + usize::from(results.len() < blocks.len());
+                e.tool_results += results.len();
+                for r in results {
+                    e.orphan_results += orphan(&seen, r["tool_use_id"].as_str().unwrap());
+                }
+            }
+        }
+    }
+    e
+}
+
+fn expected_openai(path: &Path) -> Expected {
+    let document: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let items = document["history"].as_array().unwrap();
+    let mut e = Expected::default();
+    let mut seen = HashSet::new();
+    for (i, m) in items.iter().enumerate() {
+        match m["role"].as_str().unwrap() {
+            "system" if i == 0 => {} // the system prompt
+            "tool" => {
+                let ids = m["tool_call_ids"].as_array().unwrap();
+                e.messages += ids.len();
+                e.tool_results += ids.len();
+                for id in ids {
+                    e.orphan_results += orphan(&seen, id.as_str().unwrap());
+                }
+            }
+            _ => {
+                e.messages += 1;
+                for call in m["tool_calls"].as_array().into_iter().flatten() {
+                    e.tool_calls += 1;
+                    seen.insert(call["id"].as_str().unwrap().to_string());
+                }
+            }
+        }
+    }
+    e
+}
+
+/// Codex: the items of one model response (up to its `token_count`, or
+/// the next input item) are one assistant message.
+fn expected_codex(path: &Path) -> Expected {
+    let mut e = Expected::default();
+    let mut seen = HashSet::new();
+    let mut in_response = false;
+    for v in json_lines(path) {
+        let p = &v["payload"];
+        match (
+            v["type"].as_str().unwrap(),
+            p["type"].as_str().unwrap_or(""),
+        ) {
+            ("response_item", "message") if p["role"] == "assistant" => {
+                e.messages += usize::from(!in_response);
+                in_response = true;
+            }
+            ("response_item", "message") => {
+                e.messages += 1;
+                in_response = false;
+            }
+            ("response_item", "reasoning") => {
+                e.messages += usize::from(!in_response);
+                in_response = true;
+            }
+            ("response_item", "function_call" | "custom_tool_call") => {
+                e.messages += usize::from(!in_response);
+                in_response = true;
+                e.tool_calls += 1;
+                seen.insert(p["call_id"].as_str().unwrap().to_string());
+            }
+            ("response_item", "function_call_output" | "custom_tool_call_output") => {
+                e.messages += 1;
+                e.tool_results += 1;
+                e.orphan_results += orphan(&seen, p["call_id"].as_str().unwrap());
+                in_response = false;
+            }
+            ("event_msg", "token_count") => {
+                // The first report after a response is its usage.
+                e.skipped += usize::from(!in_response);
+                in_response = false;
+            }
+            ("event_msg", _) => e.skipped += 1,
+            _ => {}
+        }
+    }
+    e
+}
+
+/// `compactd stats --json` on files, keyed by path.
+fn stats(files: &[PathBuf]) -> HashMap<String, Value> {
+    let out = cli()
+        .arg("stats")
+        .arg("--json")
+        .args(files)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let reports: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(reports.len(), files.len());
+    reports
+        .into_iter()
+        .map(|r| (r["file"].as_str().unwrap().to_string(), r))
+        .collect()
+}
+
+fn files_under(dir: &Path, extensions: &[&str]) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            out.extend(files_under(&path, extensions));
+        } else if path
+            .extension()
+            .is_some_and(|e| extensions.iter().any(|x| e == *x))
+        {
+            out.push(path);
+        }
+    }
+    out.sort();
+    out
+}
+
+fn check(file: &Path, report: &Value, expected: &Expected, format: &str) {
+    let got = Expected {
+        messages: report["messages"].as_u64().unwrap() as usize,
+        tool_calls: report["toolCalls"].as_u64().unwrap() as usize,
+        tool_results: report["toolResults"].as_u64().unwrap() as usize,
+        orphan_results: report["orphanResults"].as_u64().unwrap() as usize,
+        skipped: report["skipped"].as_u64().unwrap() as usize,
+    };
+    assert_eq!(&got, expected, "{}", file.display());
+    assert_eq!(report["format"], format, "{}", file.display());
+    // Every result is either paired with its call or reported as an orphan.
+    assert_eq!(
+        report["pairedResults"].as_u64().unwrap() + report["orphanResults"].as_u64().unwrap(),
+        report["toolResults"].as_u64().unwrap(),
+        "{}",
+        file.display()
+    );
+}
+
+#[test]
+fn every_shared_transcript_imports_with_the_counts_of_its_raw_lines() {
+    let Some(dir) = transcripts_dir() else { return };
+    type Counter = fn(&Path) -> Expected;
+    let groups: [(&str, &[&str], Counter, &str); 4] = [
+        ("pi-session-jsonl", &["jsonl"], expected_pi, "pi"),
+        (
+            "claude-code-jsonl",
+            &["jsonl"],
+            expected_claude,
+            "claude-code",
+        ),
+        (
+            "claude-code-message-catalog",
+            &["jsonl", "json"],
+            expected_claude,
+            "claude-code",
+        ),
+        ("swe-agent-traj", &["traj"], expected_openai, "openai"),
+    ];
+    let mut checked = 0;
+    for (sub, extensions, count, format) in groups {
+        let files = files_under(&dir.join(sub), extensions);
+        assert!(!files.is_empty(), "{sub}");
+        let reports = stats(&files);
+        for file in &files {
+            let report = &reports[&file.display().to_string()];
+            check(file, report, &count(file), format);
+            checked += 1;
+        }
+    }
+    assert!(checked > 100, "{checked} files");
+}
+
+#[test]
+fn the_shared_sessions_have_the_documented_shape() {
+    // SOURCES.md: 914 messages, 391 calls / 373 results for large-session;
+    // 990 messages, 454 / 448 and two compactions for before-compaction.
+    let Some(dir) = transcripts_dir() else { return };
+    let files = [
+        dir.join("pi-session-jsonl/large-session.jsonl"),
+        dir.join("pi-session-jsonl/before-compaction.jsonl"),
+    ];
+    let reports = stats(&files);
+    let large = &reports[&files[0].display().to_string()];
+    assert_eq!(
+        (
+            large["messages"].as_u64(),
+            large["toolCalls"].as_u64(),
+            large["toolResults"].as_u64()
+        ),
+        (Some(914), Some(391), Some(373))
+    );
+    assert_eq!(large["callsWithoutResult"], 18);
+    let before = &reports[&files[1].display().to_string()];
+    assert_eq!(
+        (
+            before["messages"].as_u64(),
+            before["toolCalls"].as_u64(),
+            before["toolResults"].as_u64()
+        ),
+        (Some(990), Some(454), Some(448))
+    );
+    assert_eq!(before["sourceCompactions"], 2);
+}
+
+#[test]
+fn codex_rollout_fixture_imports_responses_and_their_usage() {
+    let file = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/codex/rollout-2025-10-30T10-15-02-019a3520-6f3c-7d51-9a0e-51b2c3a4d5e6.jsonl");
+    let reports = stats(std::slice::from_ref(&file));
+    let report = &reports[&file.display().to_string()];
+    check(&file, report, &expected_codex(&file), "codex");
+    assert_eq!(report["model"], "gpt-5-codex");
+    assert_eq!(
+        report["filesModified"],
+        json!(["tests/time.rs", "src/time.rs"])
+    );
+
+    // Over JSON-RPC: each response's token_count became its usage.
+    let data = tempfile::tempdir().unwrap();
+    let mut server = Server::start(data.path(), json!({}));
+    let result = server
+        .request("conversation/import", json!({"path": file}))
+        .unwrap();
+    assert_eq!(result["format"], "codex");
+    let history = server
+        .request(
+            "conversation/history",
+            json!({"sessionId": result["sessionId"]}),
+        )
+        .unwrap();
+    let assistants: Vec<&Value> = history["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "assistant")
+        .collect();
+    let reported: Vec<u64> = json_lines(&file)
+        .iter()
+        .filter(|v| v["payload"]["type"] == "token_count")
+        .filter_map(|v| v["payload"]["info"]["last_token_usage"]["input_tokens"].as_u64())
+        .collect();
+    // The last token_count repeats the one before it.
+    assert_eq!(reported.len(), assistants.len() + 1);
+    for (message, input) in assistants.iter().zip(&reported) {
+        let u = &message["usage"];
+        assert_eq!(
+            u["input"].as_u64().unwrap() + u["cacheRead"].as_u64().unwrap(),
+            *input,
+            "{message}"
+        );
+    }
+    assert_eq!(result["meter"]["source"], "usage");
+}
+
+#[test]
+fn claude_code_subagents_are_found_beside_the_session() {
+    let Some(dir) = transcripts_dir() else { return };
+    let catalog = dir.join("claude-code-message-catalog");
+    let project = tempfile::tempdir().unwrap();
+    let session = project.path().join("0b5c.jsonl");
+    let mut main = String::new();
+    for f in [
+        "user/user.jsonl",
+        "tools/Task-tool_use.jsonl",
+        "tools/Task-tool_result.jsonl",
+    ] {
+        main.push_str(&std::fs::read_to_string(catalog.join(f)).unwrap());
+    }
+    std::fs::write(&session, main).unwrap();
+    let subagents = project.path().join("0b5c/subagents");
+    std::fs::create_dir_all(&subagents).unwrap();
+    let mut side = String::new();
+    for f in [
+        "user/user_sidechain.jsonl",
+        "assistant/assistant_sidechain.jsonl",
+    ] {
+        side.push_str(&std::fs::read_to_string(catalog.join(f)).unwrap());
+    }
+    let agent = subagents.join("agent-b1f5d80e.jsonl");
+    std::fs::write(&agent, side).unwrap();
+
+    let reports = stats(&[session.clone(), agent.clone()]);
+    let main_report = &reports[&session.display().to_string()];
+    assert_eq!(
+        main_report["subagents"],
+        json!([agent.display().to_string()])
+    );
+    assert_eq!(main_report["messages"], 3);
+    // The subagent's own file is all sidechain lines, and they are its conversation.
+    let agent_report = &reports[&agent.display().to_string()];
+    assert_eq!(agent_report["messages"], 2);
+    assert_eq!(agent_report["skipped"], 0);
+}
+
+#[test]
+fn import_over_rpc_creates_a_session_that_meters_compacts_and_resumes() {
+    let Some(dir) = transcripts_dir() else { return };
+    let data = tempfile::tempdir().unwrap();
+    let mut server = Server::start(data.path(), json!({}));
+    let large = dir.join("pi-session-jsonl/large-session.jsonl");
+    let result = server
+        .request(
+            "conversation/import",
+            json!({"path": large, "sessionId": "pi-large"}),
+        )
+        .unwrap();
+    assert_eq!(result["sessionId"], "pi-large");
+    assert_eq!(result["format"], "pi");
+    assert_eq!(result["messages"], 914);
+    assert_eq!(result["skipped"], 103, "thinking_level_change entries");
+    assert_eq!(
+        result["skippedReasons"],
+        json!([
+            "thinking_level_change entries (not part of the conversation): 103 (first at line 216)"
+        ])
+    );
+    // The meter starts from the provider's last reported usage.
+    assert_eq!(result["meter"]["source"], "usage");
+    assert!(result["meter"]["contextTokens"].as_u64().unwrap() > 170_000);
+
+    let again = server
+        .request(
+            "conversation/import",
+            json!({"path": large, "sessionId": "pi-large"}),
+        )
+        .unwrap_err();
+    assert_eq!(again.code, -32602);
+    assert!(
+        again.message.contains("already exists"),
+        "{}",
+        again.message
+    );
+
+    let compacted = server
+        .request("conversation/compact", json!({"sessionId": "pi-large"}))
+        .unwrap();
+    assert_eq!(compacted["compacted"], true);
+
+    // pi's own compactions arrive as ours: the view starts with pi's summary.
+    let before = dir.join("pi-session-jsonl/before-compaction.jsonl");
+    let result = server
+        .request(
+            "conversation/import",
+            json!({"path": before, "format": "pi"}),
+        )
+        .unwrap();
+    assert_eq!(result["compactions"], 2);
+    let history = server
+        .request(
+            "conversation/history",
+            json!({"sessionId": result["sessionId"]}),
+        )
+        .unwrap();
+    let first = &history["messages"][0];
+    assert!(
+        first["content"]
+            .as_str()
+            .unwrap()
+            .contains("# Context Checkpoint: Coding Agent Refactoring"),
+        "{first}"
+    );
+    let kept_first = &history["messages"][1];
+    assert_eq!(
+        kept_first["content"], "can leave it",
+        "pi's firstKeptEntryIndex 551"
+    );
+    server.shutdown_and_exit();
+
+    // The imported session is an ordinary log: it resumes.
+    let mut server = Server::start(data.path(), json!({}));
+    let reopened = server
+        .request("conversation/open", json!({"sessionId": "pi-large"}))
+        .unwrap();
+    assert_eq!(reopened["resumed"], true);
+    assert_eq!(reopened["messageCount"], 914);
+}
+
+#[test]
+fn import_over_rpc_reports_bad_input_and_skips_bad_lines() {
+    let data = tempfile::tempdir().unwrap();
+    let mut server = Server::start(data.path(), json!({}));
+    let content = [
+        r#"{"type":"user","uuid":"u1","sessionId":"s","message":{"role":"user","content":"hi"}}"#,
+        r#"{"type":"assistant","uuid":"a1","sessionId":"s","message":{"id":"msg_1","role":"assistant","content":[{"type":"text","text":"hello"}]}}"#,
+        r#"{"type":"user","uuid":"u2","sessio"#,
+    ]
+    .join("\n");
+    let result = server
+        .request("conversation/import", json!({"content": content}))
+        .unwrap();
+    assert_eq!(result["format"], "claude-code");
+    assert_eq!(result["messages"], 2);
+    assert_eq!(result["skipped"], 1);
+    assert!(
+        result["skippedReasons"][0]
+            .as_str()
+            .unwrap()
+            .contains("torn last line"),
+        "{result}"
+    );
+
+    let cases = [
+        (json!({}), "give either `path` or `content`"),
+        (
+            json!({"path": "/x", "content": "y"}),
+            "give either `path` or `content`",
+        ),
+        (
+            json!({"content": "{\"type\":\"wat\"}\n{\"type\":\"wat\"}\n"}),
+            "tried: compactd session JSONL",
+        ),
+        (
+            json!({"content": "[1, 2]", "format": "codex"}),
+            "not a Codex rollout JSONL",
+        ),
+        (
+            json!({"content": "x", "format": "aider"}),
+            "unknown variant `aider`",
+        ),
+        (
+            json!({"path": data.path().join("missing.jsonl")}),
+            "missing.jsonl",
+        ),
+    ];
+    for (params, needle) in cases {
+        let err = server
+            .request("conversation/import", params.clone())
+            .unwrap_err();
+        assert_eq!(err.code, -32602, "{params}");
+        assert!(err.message.contains(needle), "{params}: {}", err.message);
+        assert_eq!(err.message.lines().count(), 1, "{}", err.message);
+    }
+}
