@@ -30,13 +30,25 @@ function describe(error: unknown, method?: string): string {
   return error instanceof Error ? error.message : String(error);
 }
 
-export async function openMarkdown(content: string): Promise<void> {
-  const doc = await vscode.workspace.openTextDocument({ language: 'markdown', content });
+/** Read-only documents (summaries, previews) under the `compactd:` scheme: never dirty, nothing to save. */
+const documents = new Map<string, string>();
+let nextDocument = 0;
+
+export function registerDocuments(): vscode.Disposable {
+  return vscode.workspace.registerTextDocumentContentProvider('compactd', {
+    provideTextDocumentContent: (uri) => documents.get(uri.toString()) ?? '',
+  });
+}
+
+async function openMarkdown(name: string, content: string): Promise<void> {
+  const uri = vscode.Uri.from({ scheme: 'compactd', path: `/${++nextDocument}/${name}.md` });
+  documents.set(uri.toString(), content);
+  const doc = await vscode.workspace.openTextDocument(uri);
   await vscode.window.showTextDocument(doc, { preview: true });
 }
 
 export async function showSummary(sessionId: string, n: DidCompactNotification): Promise<void> {
-  await openMarkdown(summaryDocument(sessionId, n));
+  await openMarkdown(`${sessionId} summary`, summaryDocument(sessionId, n));
 }
 
 /** "Conversation compacted: …" with an action that opens the summary. */
@@ -103,7 +115,7 @@ async function preview(deps: Deps): Promise<void> {
   const session = activeSession(deps);
   if (!session) return;
   try {
-    await openMarkdown(previewDocument(session.sessionId, await deps.requests.preview(session.sessionId)));
+    await openMarkdown(`${session.sessionId} preview`, previewDocument(session.sessionId, await deps.requests.preview(session.sessionId)));
   } catch (error) {
     void vscode.window.showErrorMessage(`compactd: preview failed: ${describe(error, 'conversation/preview')}`);
   }
@@ -138,7 +150,7 @@ async function showLastSummary(deps: Deps): Promise<void> {
       void vscode.window.showInformationMessage(`compactd: ${session.sessionId} has not been compacted yet.`);
       return;
     }
-    await openMarkdown(summaryDocument(session.sessionId, last));
+    await openMarkdown(`${session.sessionId} summary`, summaryDocument(session.sessionId, last));
   } catch (error) {
     void vscode.window.showErrorMessage(`compactd: could not read the summary: ${describe(error, 'conversation/compactions')}`);
   }
@@ -201,6 +213,7 @@ export function registerCommands(deps: Deps): vscode.Disposable[] {
   const guard = (run: (deps: Deps) => Promise<void>) => () =>
     run(deps).catch((error) => vscode.window.showErrorMessage(`compactd: ${describe(error)}`));
   return [
+    registerDocuments(),
     vscode.commands.registerCommand('compactd.compact', guard(compact)),
     vscode.commands.registerCommand('compactd.preview', guard(preview)),
     vscode.commands.registerCommand('compactd.toggleAutoCompact', guard(toggleAutoCompact)),

@@ -154,19 +154,7 @@ export async function shutdown(server: ChildProcessWithoutNullStreams, connectio
   connection.dispose();
 }
 
-/** A coding conversation of `turns` user/assistant/tool rounds, ~`toolChars` characters of tool output each. */
-export function conversation(turns: number, toolChars = 1200) {
-  const messages: any[] = [];
-  for (let i = 1; i <= turns; i++) {
-    messages.push({ role: 'user', content: `Step ${i}: fix the failing test in src/module${i}.rs and explain why it failed.` });
-    messages.push({
-      role: 'assistant',
-      content: `Reading src/module${i}.rs.`,
-      toolCalls: [{ id: `call${i}`, name: 'read', arguments: { path: `src/module${i}.rs` } }],
-    });
-    const line = `fn item_${i}(x: u64) -> u64 { x.wrapping_mul(${i}) + ${i * 7} } // module ${i}\n`;
-    messages.push({ role: 'tool', toolCallId: `call${i}`, toolName: 'read', content: line.repeat(Math.ceil(toolChars / line.length)) });
-    messages.push({ role: 'assistant', content: `Fixed item_${i}: the multiplier overflowed, so it now wraps.` });
-  }
-  return messages;
-}
+/** The sample conversation the end-to-end fixture extension appends too. */
+export const conversation: (turns: number, toolChars?: number) => any[] =
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  require(join(PACKAGE_ROOT, 'e2e/fixture-extension/conversation.js')).conversation;
