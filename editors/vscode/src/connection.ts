@@ -17,7 +17,7 @@ import { checkServerVersion, findServer, type ServerCandidate } from './core/loc
 import type { Requester } from './core/requests';
 import { serverConfiguration } from './core/settings';
 import * as m from './protocol/methods';
-import type { DidCompactNotification, TokensNotification } from './protocol/types';
+import type { AutoCompactStoppedNotification, DidCompactNotification, TokensNotification } from './protocol/types';
 
 export type ProgressValue = WorkDoneProgressBegin | WorkDoneProgressReport | WorkDoneProgressEnd;
 
@@ -35,9 +35,11 @@ export class ServerConnection implements vscode.Disposable {
   private starting: Promise<LanguageClient> | undefined;
   private readonly tokensEmitter = new vscode.EventEmitter<TokensNotification>();
   private readonly didCompactEmitter = new vscode.EventEmitter<DidCompactNotification>();
+  private readonly autoCompactStoppedEmitter = new vscode.EventEmitter<AutoCompactStoppedNotification>();
   private readonly stateEmitter = new vscode.EventEmitter<{ running: boolean; error?: string; server?: ServerCandidate }>();
   readonly onTokens = this.tokensEmitter.event;
   readonly onDidCompact = this.didCompactEmitter.event;
+  readonly onAutoCompactStopped = this.autoCompactStoppedEmitter.event;
   /** Started, stopped, or failed to start (with the reason). */
   readonly onState = this.stateEmitter.event;
   server: ServerCandidate | undefined;
@@ -100,6 +102,7 @@ export class ServerConnection implements vscode.Disposable {
     const client = new LanguageClient('compactd', 'compactd', serverOptions, clientOptions);
     client.onNotification(m.TOKENS, (n: TokensNotification) => this.tokensEmitter.fire(n));
     client.onNotification(m.DID_COMPACT, (n: DidCompactNotification) => this.didCompactEmitter.fire(n));
+    client.onNotification(m.AUTO_COMPACT_STOPPED, (n: AutoCompactStoppedNotification) => this.autoCompactStoppedEmitter.fire(n));
     client.onDidChangeState((e) => {
       if (e.newState === State.Stopped) this.stateEmitter.fire({ running: false });
     });
@@ -141,6 +144,7 @@ export class ServerConnection implements vscode.Disposable {
     void this.stop();
     this.tokensEmitter.dispose();
     this.didCompactEmitter.dispose();
+    this.autoCompactStoppedEmitter.dispose();
     this.stateEmitter.dispose();
   }
 }

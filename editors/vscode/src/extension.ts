@@ -33,6 +33,11 @@ export function activate(context: vscode.ExtensionContext): CompactdApi {
       refresh();
       void announceCompaction(n);
     }),
+    server.onAutoCompactStopped((n) => {
+      tracker.setAutoCompact(n.sessionId, false);
+      refresh();
+      void vscode.window.showWarningMessage(`compactd stopped auto-compacting ${n.sessionId}: ${n.reason}`);
+    }),
     server.onState((state) => {
       if (state.error) {
         meter.showError(state.error);

@@ -17,18 +17,27 @@ test('the committed generated files match schemas/', () => {
   assert.equal(run.status, 0, run.stderr);
 });
 
-test('a changed config schema makes the check fail, naming package.json', () => {
+/** A scratch copy of the package's generated files and of schemas/, for the generator to run on. */
+function scratchCopy() {
   const root = mkdtempSync(join(tmpdir(), 'compactd-generate-'));
-  cpSync(join(PACKAGE_ROOT, 'package.json'), join(root, 'package.json'));
-  cpSync(join(PACKAGE_ROOT, 'extension-settings.json'), join(root, 'extension-settings.json'));
+  for (const f of ['package.json', 'extension-settings.json']) cpSync(join(PACKAGE_ROOT, f), join(root, f));
   cpSync(join(PACKAGE_ROOT, 'src/protocol'), join(root, 'src/protocol'), { recursive: true });
   const schemas = join(root, 'schemas');
   cpSync(join(PACKAGE_ROOT, '../../schemas'), schemas, { recursive: true });
-  const configPath = join(schemas, 'config.json');
-  const config = JSON.parse(readFileSync(configPath, 'utf8'));
-  config.properties.keepRecentTokens.default = 12345;
-  config.properties.brandNewSetting = { type: 'boolean', default: false, description: 'New.' };
-  writeFileSync(configPath, JSON.stringify(config, null, 2));
+  const edit = (file: string, change: (schema: any) => void) => {
+    const schema = JSON.parse(readFileSync(join(schemas, file), 'utf8'));
+    change(schema);
+    writeFileSync(join(schemas, file), JSON.stringify(schema, null, 2));
+  };
+  return { root, schemas, edit };
+}
+
+test('a changed config schema makes the check fail, naming package.json', () => {
+  const { root, schemas, edit } = scratchCopy();
+  edit('config.json', (config) => {
+    config.properties.keepRecentTokens.default = 12345;
+    config.properties.brandNewSetting = { type: 'boolean', default: false, description: 'New.' };
+  });
 
   const stale = generate('--check', '--root', root, '--schemas', schemas);
   assert.equal(stale.status, 1);
@@ -44,19 +53,20 @@ test('a changed config schema makes the check fail, naming package.json', () => 
 });
 
 test('a changed wire type makes the check fail, naming the types', () => {
-  const root = mkdtempSync(join(tmpdir(), 'compactd-generate-'));
-  for (const f of ['package.json', 'extension-settings.json']) cpSync(join(PACKAGE_ROOT, f), join(root, f));
-  cpSync(join(PACKAGE_ROOT, 'src/protocol'), join(root, 'src/protocol'), { recursive: true });
-  const schemas = join(root, 'schemas');
-  cpSync(join(PACKAGE_ROOT, '../../schemas'), schemas, { recursive: true });
-  const path = join(schemas, 'CompactResult.json');
-  const schema = JSON.parse(readFileSync(path, 'utf8'));
-  schema.properties.recall = { type: 'number' };
-  writeFileSync(path, JSON.stringify(schema, null, 2));
+  const { root, schemas, edit } = scratchCopy();
+  edit('TokensNotification.json', (schema) => (schema.properties.brandNewField = { type: 'number' }));
   const stale = generate('--check', '--root', root, '--schemas', schemas);
   assert.equal(stale.status, 1);
   assert.match(stale.stderr, /types\.generated\.ts/);
   assert.doesNotMatch(stale.stderr, /package\.json/);
+});
+
+test('two schemas that define one type differently are refused', () => {
+  const { root, schemas, edit } = scratchCopy();
+  edit('message.json', (schema) => (schema.description = 'Something else.'));
+  const run = generate('--check', '--root', root, '--schemas', schemas);
+  assert.notEqual(run.status, 0);
+  assert.match(run.stderr, /schemas disagree on `Message`/);
 });
 
 test('the settings block keeps enums and descriptions from the schema', () => {

@@ -141,6 +141,37 @@ describe('against the real server', () => {
   });
 });
 
+describe('auto-compaction', () => {
+  test('a threshold compaction in the background reaches the tracker, with server-created progress', async () => {
+    const server = await startServer({
+      capabilities: { window: { workDoneProgress: true } },
+      initializationOptions: serverConfiguration((k) => ({ keepRecentTokens: 400, autoCompactTokenLimit: 3000 })[k]),
+    });
+    const created: unknown[] = [];
+    server.connection.onRequest('window/workDoneProgress/create', (params: { token: string }) => {
+      created.push(params.token);
+      return null;
+    });
+    const tracker = trackerFor(server);
+    try {
+      await server.requests.open({ sessionId: 'auto', model: 'gpt-4o' });
+      const appended = await server.requests.append('auto', conversation(8));
+      assert.equal(appended.shouldCompact, true);
+      const did = await server.waitFor('threshold didCompact', (e) => e.kind === 'notification' && e.method === 'conversation/didCompact');
+      const n = (did as any).params as DidCompactNotification;
+      assert.equal(n.trigger, 'threshold');
+      assert.equal(n.sessionId, 'auto');
+      await server.waitFor('meter after auto-compaction', (e) => isTokens('auto')(e) && (e as any).params.contextTokens === n.tokensAfter);
+      assert.equal(tracker.get('auto')?.lastCompaction?.trigger, 'threshold');
+      assert.equal(tracker.get('auto')?.meter.contextTokens, n.tokensAfter);
+      assert.equal(created.length, 1, 'the server created its own progress token');
+      assert.ok(server.events.some((e) => e.kind === 'progress' && e.token === created[0] && e.value.kind === 'begin'));
+    } finally {
+      await server.close();
+    }
+  });
+});
+
 describe('cancellation', () => {
   let server: TestServer;
   before(async () => {

@@ -9,7 +9,7 @@ const tokens = (sessionId: string, contextTokens: number): TokensNotification =>
 
 const didCompact = (sessionId: string, compacted = true): DidCompactNotification => ({
   sessionId, trigger: 'threshold', compacted, summary: 'S', tokensBefore: 9000, tokensAfter: 900, messagesSummarized: 12,
-  readFiles: [], modifiedFiles: [], summarizer: 'offline', chunks: 1, durationMs: 3,
+  readFiles: [], modifiedFiles: [], summarizer: 'offline', chunks: 1, durationMs: 3, strategy: 'checkpoint', recall: 1, degraded: false,
 });
 
 test('the newest session is shown until the user picks one', () => {

@@ -9,7 +9,6 @@ import type {
   BranchResult,
   CheckResult,
   CompactionsResult,
-  CompactionStrategy,
   CompactParams,
   CompactResult,
   FilesListResult,
@@ -17,6 +16,7 @@ import type {
   Message,
   OpenParams,
   OpenResult,
+  PreviewParams,
   PreviewResult,
   SetAutoCompactResult,
 } from '../protocol/types';
@@ -25,8 +25,7 @@ export interface Requester {
   sendRequest<R>(method: string, params: unknown, token?: CancellationToken): Promise<R>;
 }
 
-/** `conversation/compact` params, with the strategy fields issue 3 adds. */
-export type CompactRequest = CompactParams & { strategy?: CompactionStrategy; goal?: string };
+export type CompactRequest = CompactParams;
 
 export class CompactdRequests {
   /** `connection` is asked on every call, so a restarted server is picked up. */
@@ -61,7 +60,7 @@ export class CompactdRequests {
     return this.request(m.CHECK, { sessionId });
   }
 
-  preview(sessionId: string, options: { strategy?: CompactionStrategy; keepRecentTokens?: number } = {}): Promise<PreviewResult> {
+  preview(sessionId: string, options: Omit<PreviewParams, 'sessionId'> = {}): Promise<PreviewResult> {
     return this.request(m.PREVIEW, { sessionId, ...options });
   }
 

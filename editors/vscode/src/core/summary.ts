@@ -12,19 +12,18 @@ export function compactedMessage(c: Compaction): string {
 /** A summary as a Markdown document: what was compacted, then the summary as the model sees it. */
 export function summaryDocument(
   sessionId: string,
-  c: Pick<DidCompactNotification, 'summary' | 'tokensBefore' | 'tokensAfter' | 'messagesSummarized' | 'summarizer'> & {
-    trigger?: string;
-    readFiles?: string[];
-    modifiedFiles?: string[];
+  c: Pick<DidCompactNotification, 'summary' | 'tokensBefore' | 'tokensAfter' | 'messagesSummarized' | 'summarizer' | 'strategy' | 'trigger' | 'recall' | 'degraded'> & {
+    degradedReason?: string | null;
   },
 ): string {
   const facts = [
     `- Session: \`${sessionId}\``,
+    `- Strategy: ${c.strategy} (${c.trigger})`,
     `- Messages summarized: ${c.messagesSummarized}`,
     `- Tokens: ${c.tokensBefore} → ${c.tokensAfter}`,
-    `- Summarizer: ${c.summarizer}`,
+    `- Summarizer: ${c.summarizer}${c.degraded ? ` (degraded${c.degradedReason ? `: ${c.degradedReason}` : ''})` : ''}`,
+    `- Recall of what must survive: ${Math.round(c.recall * 100)}%`,
   ];
-  if (c.trigger) facts.push(`- Trigger: ${c.trigger}`);
   // The summary can hold Markdown fences itself: fence it with more backticks.
   const longestRun = Math.max(2, ...(c.summary.match(/`+/g) ?? []).map((run) => run.length));
   const fence = '`'.repeat(longestRun + 1);
@@ -41,8 +40,11 @@ export function previewDocument(sessionId: string, p: PreviewResult): string {
     `- Keep verbatim: ${p.keepMessageIds.length} messages${list(p.keepMessageIds)}`,
     `- Prune tool output: ${p.pruneMessageIds.length} messages${list(p.pruneMessageIds)}`,
     `- First kept message: ${p.firstKeptMessageId ?? 'none'}`,
-    '',
   );
+  if (p.required.length) {
+    lines.push('', 'The retention check will look for:', ...p.required.map((item) => `- ${item}`));
+  }
+  lines.push('');
   return lines.join('\n');
 }
 

@@ -16,6 +16,9 @@ export const TOKENS = 'conversation/tokens';
 /** Server → client: a compaction was applied. */
 export const DID_COMPACT = 'conversation/didCompact';
 
+/** Server → client: the circuit breaker stopped auto-compaction of a session. */
+export const AUTO_COMPACT_STOPPED = 'conversation/autoCompactStopped';
+
 /** JSON-RPC error codes the extension reacts to. */
 export const METHOD_NOT_FOUND = -32601;
 export const REQUEST_CANCELLED = -32800;

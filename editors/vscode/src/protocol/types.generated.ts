@@ -34,6 +34,14 @@ export type Message1 =
     };
 export type MeterSource = 'usage' | 'estimate';
 /**
+ * Which limit fired.
+ */
+export type TriggerKind = 'tokens' | 'percent' | 'reserve' | 'messages' | 'turns';
+/**
+ * How a compaction shrinks the history.
+ */
+export type Strategy = 'checkpoint' | 'incremental' | 'prune' | 'handoff';
+/**
  * A `$/progress` token, as LSP defines it.
  */
 export type ProgressToken = number | string;
@@ -41,19 +49,36 @@ export type ProgressToken = number | string;
  * Why a compaction ran.
  */
 export type Trigger = 'manual' | 'threshold' | 'overflow';
+/**
+ * How a compaction shrinks the history.
+ */
+export type Strategy1 = 'checkpoint' | 'incremental' | 'prune' | 'handoff';
 export type SummarizerProvider = 'offline' | 'test';
 
 export interface CompactdSchemas {
   AppendParams?: AppendParams;
   AppendResult?: AppendResult;
+  AutoCompactStoppedNotification?: AutoCompactStoppedNotification;
+  BranchParams?: BranchParams;
+  BranchResult?: BranchResult;
+  CheckResult?: CheckResult;
   CompactParams?: CompactParams;
   CompactResult?: CompactResult;
   CompactdCapabilities?: CompactdCapabilities;
+  CompactionsResult?: CompactionsResult;
   DidCompactNotification?: DidCompactNotification;
   HistoryResult?: HistoryResult;
   OpenParams?: OpenParams;
   OpenResult?: OpenResult;
+  PinParams?: PinParams;
+  PinResult?: PinResult;
+  PreviewParams?: PreviewParams;
+  PreviewResult?: PreviewResult;
+  ReportErrorParams?: ReportErrorParams;
+  ReportErrorResult?: ReportErrorResult;
   SessionParams?: SessionParams;
+  SetAutoCompactParams?: SetAutoCompactParams;
+  SetAutoCompactResult?: SetAutoCompactResult;
   TokensNotification?: TokensNotification;
   Config?: Config;
   Message?: Message;
@@ -94,12 +119,17 @@ export interface Usage {
 }
 export interface AppendResult {
   /**
+   * A compaction of this session is running (auto-compaction starts
+   * one when a trigger fires and it is allowed).
+   */
+  compacting: boolean;
+  /**
    * The ids of the appended messages, assigned where the client gave none.
    */
   ids: string[];
   meter: MeterInfo;
   /**
-   * The context reached the auto-compaction limit.
+   * A compaction trigger fired.
    */
   shouldCompact: boolean;
 }
@@ -119,7 +149,56 @@ export interface MeterInfo {
   percent: number;
   source: MeterSource;
 }
+/**
+ * `conversation/autoCompactStopped`: the circuit breaker stopped
+ * auto-compaction for a session.
+ */
+export interface AutoCompactStoppedNotification {
+  reason: string;
+  sessionId: string;
+}
+export interface BranchParams {
+  /**
+   * The new session holds everything logged before this message.
+   */
+  beforeMessageId: string;
+  sessionId: string;
+}
+export interface BranchResult {
+  messageCount: number;
+  meter: MeterInfo;
+  /**
+   * The new session's id.
+   */
+  sessionId: string;
+}
+export interface CheckResult {
+  /**
+   * Auto-compaction is on for this session (config, environment,
+   * `conversation/setAutoCompact` and the circuit breaker agree).
+   */
+  autoCompact: boolean;
+  /**
+   * A compaction of this session is running (perhaps just started by
+   * this check).
+   */
+  compacting: boolean;
+  meter: MeterInfo;
+  /**
+   * A trigger fired.
+   */
+  shouldCompact: boolean;
+  /**
+   * Why the circuit breaker stopped auto-compaction, if it did.
+   */
+  stoppedReason?: string | null;
+  triggers: TriggerKind[];
+}
 export interface CompactParams {
+  /**
+   * `handoff`: what the new session is for.
+   */
+  goal?: string | null;
   /**
    * Steers what the summary focuses on.
    */
@@ -130,24 +209,52 @@ export interface CompactParams {
   keepRecentTokens?: number | null;
   sessionId: string;
   /**
+   * Overrides the configured strategy for this compaction.
+   */
+  strategy?: Strategy | null;
+  /**
    * Report progress under this token.
    */
   workDoneToken?: ProgressToken | null;
 }
 export interface CompactResult {
+  /**
+   * Summarizer calls over chunks of the input (more than one when the
+   * input exceeded the summarizer's window).
+   */
   chunks: number;
   compacted: boolean;
+  /**
+   * A lower rung of the fallback ladder wrote the summary.
+   */
+  degraded: boolean;
+  degradedReason?: string | null;
   durationMs: number;
   firstKeptMessageId?: string | null;
+  /**
+   * `handoff`: the new session that starts with the handoff message.
+   */
+  handoffSessionId?: string | null;
   messagesSummarized: number;
   modifiedFiles: string[];
+  /**
+   * Tool results whose output `prune` replaced.
+   */
+  prunedMessageIds?: string[];
   readFiles: string[];
   /**
    * Why nothing was compacted.
    */
   reason?: string | null;
   /**
-   * Which summarizer wrote the summary.
+   * Share of what must survive (modified files, latest request, user
+   * rules, the task, pins) that the summary and kept messages held
+   * before `<preserved>` added the rest.
+   */
+  recall: number;
+  strategy: Strategy;
+  /**
+   * Which summarizer wrote the summary (`none` for `prune`).
    */
   summarizer: string;
   /**
@@ -156,6 +263,10 @@ export interface CompactResult {
   summary: string;
   tokensAfter: number;
   tokensBefore: number;
+  /**
+   * What the summarizer's provider reported for its calls.
+   */
+  usage?: Usage | null;
 }
 /**
  * What `initialize` reports under `capabilities.experimental.compactd`.
@@ -171,24 +282,71 @@ export interface CompactdCapabilities {
   notifications: string[];
   version: string;
 }
+export interface CompactionsResult {
+  /**
+   * Oldest first.
+   */
+  compactions: CompactionInfo[];
+  sessionId: string;
+}
+export interface CompactionInfo {
+  chunks: number;
+  createdAt: number;
+  degraded: boolean;
+  durationMs: number;
+  id: string;
+  messagesSummarized: number;
+  recall: number;
+  strategy: Strategy;
+  summarizer: string;
+  summary: string;
+  tokensAfter: number;
+  tokensBefore: number;
+  trigger: Trigger;
+  usage?: Usage | null;
+}
 /**
  * `conversation/didCompact`: a compaction was applied.
  */
 export interface DidCompactNotification {
+  /**
+   * Summarizer calls over chunks of the input (more than one when the
+   * input exceeded the summarizer's window).
+   */
   chunks: number;
   compacted: boolean;
+  /**
+   * A lower rung of the fallback ladder wrote the summary.
+   */
+  degraded: boolean;
+  degradedReason?: string | null;
   durationMs: number;
   firstKeptMessageId?: string | null;
+  /**
+   * `handoff`: the new session that starts with the handoff message.
+   */
+  handoffSessionId?: string | null;
   messagesSummarized: number;
   modifiedFiles: string[];
+  /**
+   * Tool results whose output `prune` replaced.
+   */
+  prunedMessageIds?: string[];
   readFiles: string[];
   /**
    * Why nothing was compacted.
    */
   reason?: string | null;
-  sessionId: string;
   /**
-   * Which summarizer wrote the summary.
+   * Share of what must survive (modified files, latest request, user
+   * rules, the task, pins) that the summary and kept messages held
+   * before `<preserved>` added the rest.
+   */
+  recall: number;
+  sessionId: string;
+  strategy: Strategy;
+  /**
+   * Which summarizer wrote the summary (`none` for `prune`).
    */
   summarizer: string;
   /**
@@ -198,6 +356,10 @@ export interface DidCompactNotification {
   tokensAfter: number;
   tokensBefore: number;
   trigger: Trigger;
+  /**
+   * What the summarizer's provider reported for its calls.
+   */
+  usage?: Usage | null;
 }
 export interface HistoryResult {
   /**
@@ -237,7 +399,90 @@ export interface OpenResult {
    */
   warnings: string[];
 }
+export interface PinParams {
+  sessionId: string;
+  /**
+   * Kept verbatim through every compaction.
+   */
+  text: string;
+}
+export interface PinResult {
+  pins: string[];
+}
+export interface PreviewParams {
+  keepRecentTokens?: number | null;
+  sessionId: string;
+  strategy?: Strategy | null;
+}
+/**
+ * A dry run: what a compaction would do, without calling a summarizer.
+ */
+export interface PreviewResult {
+  /**
+   * Always false: a preview changes nothing.
+   */
+  compacted: boolean;
+  /**
+   * Our estimate after the compaction; the summary's size is estimated.
+   */
+  estimatedTokensAfter: number;
+  firstKeptMessageId?: string | null;
+  keepMessageIds: string[];
+  pruneMessageIds: string[];
+  /**
+   * Why nothing would be compacted.
+   */
+  reason?: string | null;
+  /**
+   * Items the retention check will look for.
+   */
+  required: string[];
+  strategy: Strategy;
+  summarizeMessageIds: string[];
+  tokensBefore: number;
+}
+export interface ReportErrorParams {
+  /**
+   * The provider's error message, as received.
+   */
+  message: string;
+  sessionId: string;
+  /**
+   * The HTTP status of the failed model request, if known.
+   */
+  status?: number | null;
+  /**
+   * Report the recovery compaction's progress under this token.
+   */
+  workDoneToken?: ProgressToken | null;
+}
+/**
+ * `conversation/reportError`'s result.
+ */
+export interface ReportErrorResult {
+  compaction?: CompactResult | null;
+  /**
+   * `overflow`, `rateLimit`, `outputLimit` or `other`.
+   */
+  kind: string;
+  /**
+   * The error says the context window overflowed.
+   */
+  overflow: boolean;
+  /**
+   * Retry the turn: the history was compacted to fit.
+   */
+  retry: boolean;
+}
 export interface SessionParams {
+  sessionId: string;
+}
+export interface SetAutoCompactParams {
+  enabled: boolean;
+  sessionId: string;
+}
+export interface SetAutoCompactResult {
+  enabled: boolean;
   sessionId: string;
 }
 /**
@@ -271,6 +516,10 @@ export interface Config {
    */
   autoCompactTokenLimit?: number;
   /**
+   * Replaces the default prompt LLM summarizers get for a first summary.
+   */
+  compactPrompt?: string | null;
+  /**
    * The conversation model's context window in tokens. Default: from the
    * built-in table of common models, else `defaultContextWindow`.
    */
@@ -293,19 +542,47 @@ export interface Config {
    */
   maxToolOutputChars?: number;
   /**
+   * Auto-compact when the messages since the last compaction reach this
+   * count (0 disables).
+   */
+  messageThreshold?: number;
+  /**
    * The conversation's model, used to pick a tokenizer and a context window.
    */
   model?: string | null;
+  /**
+   * `prune`: act only when at least this many tokens can be freed.
+   */
+  pruneMinimumTokens?: number;
+  /**
+   * `prune`: the newest tool output (in tokens) that is never pruned.
+   */
+  pruneProtectTokens?: number;
   /**
    * Auto-compact when fewer than this many tokens remain in the window
    * (0 disables).
    */
   reserveTokens?: number;
+  /**
+   * `incremental`: the newest messages never replaced.
+   */
+  retentionWindow?: number;
+  strategy?: Strategy1;
   summarizer?: SummarizerConfig;
   /**
    * The message that introduces the summary in the compacted history.
    */
   summaryPrefix?: string | null;
+  /**
+   * Auto-compact when the user turns since the last compaction reach
+   * this count (0 disables).
+   */
+  turnThreshold?: number;
+  /**
+   * Replaces the default prompt LLM summarizers get to update a previous
+   * summary.
+   */
+  updatePrompt?: string | null;
 }
 /**
  * The summarizer that writes compaction summaries.

@@ -1,16 +1,14 @@
-// Protocol tests for the methods the commands use that other issues are
-// adding to the server (CONTRACTS: issue 3 and issue 5). They run against
-// the real binary with `npm run test:pending` and move into test/ once the
-// binary answers them; until then they fail with method-not-found.
+// The commands' other methods (Preview Compaction, Toggle Auto-Compact,
+// Show Last Summary, Branch Before Message) against the real binary.
 
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { branchItems, fileItems } from '../src/core/pickers';
+import { branchItems } from '../src/core/pickers';
 import { serverConfiguration } from '../src/core/settings';
 import { previewDocument, summaryDocument } from '../src/core/summary';
-import { conversation, startServer, type TestServer } from '../test/support/server';
+import { conversation, startServer, type TestServer } from './support/server';
 
-describe('issue 3 and 5 methods against the real server', () => {
+describe('command methods against the real server', () => {
   let server: TestServer;
   before(async () => {
     server = await startServer({ initializationOptions: serverConfiguration((k) => ({ keepRecentTokens: 400 })[k]) });
@@ -69,16 +67,5 @@ describe('issue 3 and 5 methods against the real server', () => {
       messages.filter((m) => m.role !== 'system').slice(0, 4).map((m) => m.content),
     );
     assert.equal((await server.requests.history('trunk')).messages.length, messages.length, 'the original is untouched');
-  });
-
-  test('files/list (Show Tracked Files) lists files the session read', async () => {
-    await server.requests.open({ sessionId: 'files' });
-    await server.connection.sendNotification('files/didRead', { sessionId: 'files', path: '/work/project/src/lib.rs' });
-    const { files, readFiles } = await server.requests.files('files');
-    const file = files.find((f) => f.path.endsWith('src/lib.rs'));
-    assert.ok(file, JSON.stringify(files));
-    assert.equal(file.status, 'read');
-    assert.ok(readFiles.some((p) => p.endsWith('src/lib.rs')));
-    assert.match(fileItems(files)[0].label, /lib\.rs/);
   });
 });
