@@ -15,6 +15,8 @@ interface Deps {
   tracker: SessionTracker;
   /** Re-renders the meter after the tracker changed. */
   refresh: () => void;
+  /** Restarts the server and resumes the sessions it had open. */
+  restart: () => Promise<void>;
 }
 
 let nextProgressToken = 0;
@@ -221,14 +223,7 @@ export function registerCommands(deps: Deps): vscode.Disposable[] {
     vscode.commands.registerCommand('compactd.showTrackedFiles', guard(showTrackedFiles)),
     vscode.commands.registerCommand('compactd.branch', guard(branch)),
     vscode.commands.registerCommand('compactd.selectSession', guard(selectSession)),
-    vscode.commands.registerCommand(
-      'compactd.restart',
-      guard(async () => {
-        deps.tracker.clear();
-        deps.refresh();
-        await deps.connection.restart();
-      }),
-    ),
+    vscode.commands.registerCommand('compactd.restart', guard(() => deps.restart())),
     vscode.commands.registerCommand('compactd.showLog', () => deps.connection.output.show()),
   ];
 }

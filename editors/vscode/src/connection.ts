@@ -115,12 +115,8 @@ export class ServerConnection implements vscode.Disposable {
     return client.onProgress(WorkDoneProgress.type, token, handler);
   }
 
-  /** Sends changed settings to the running server; a new server path restarts it. */
-  async configurationChanged(event: vscode.ConfigurationChangeEvent): Promise<void> {
-    if (event.affectsConfiguration('compactd.server.path')) {
-      await this.restart();
-      return;
-    }
+  /** Sends the server settings to the running server. */
+  async configurationChanged(): Promise<void> {
     if (this.client?.state !== State.Running) return;
     await this.client.sendNotification('workspace/didChangeConfiguration', {
       settings: currentServerConfiguration(),

@@ -5,7 +5,7 @@ import * as vscode from 'vscode';
 import type { CompactdApi } from './api';
 import { announceCompaction, registerCommands } from './commands';
 import { ServerConnection } from './connection';
-import { CompactdRequests } from './core/requests';
+import { CompactdRequests, resumeSessions } from './core/requests';
 import { SessionTracker } from './core/sessions';
 import { StatusBarMeter } from './statusBar';
 
@@ -19,6 +19,18 @@ export function activate(context: vscode.ExtensionContext): CompactdApi {
   const tracker = new SessionTracker();
   const meter = new StatusBarMeter();
   const refresh = () => meter.show(tracker.active);
+  // A new server process knows no session: reopen the ones this window shows.
+  const restart = async () => {
+    const sessionIds = tracker.list().map((s) => s.sessionId);
+    const shown = tracker.active?.sessionId;
+    tracker.clear();
+    refresh();
+    await server.restart();
+    const failed = await resumeSessions(requests, sessionIds);
+    if (shown) tracker.select(shown);
+    refresh();
+    for (const f of failed) output.appendLine(`[compactd] could not resume ${f.sessionId}: ${f.error}`);
+  };
 
   context.subscriptions.push(
     output,
@@ -50,9 +62,16 @@ export function activate(context: vscode.ExtensionContext): CompactdApi {
     }),
     vscode.workspace.onDidChangeConfiguration((event) => {
       if (event.affectsConfiguration('compactd.meter')) refresh();
-      if (event.affectsConfiguration('compactd')) void server.configurationChanged(event).catch(() => undefined);
+      if (event.affectsConfiguration('compactd.server.path')) {
+        void restart().catch(() => undefined);
+      } else if (event.affectsConfiguration('compactd') && !event.affectsConfiguration('compactd.meter')) {
+        void server.configurationChanged().catch(() => undefined);
+        void vscode.window
+          .showInformationMessage('compactd: settings sent to the server. Settings read at start-up apply after a restart.', 'Restart Server')
+          .then((action) => action && restart());
+      }
     }),
-    ...registerCommands({ connection: server, requests, tracker, refresh }),
+    ...registerCommands({ connection: server, requests, tracker, refresh, restart }),
   );
 
   // Start now so the meter and the file ledger work before the first request;

@@ -3,10 +3,14 @@
 // settings reaching the server.
 
 import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { CancellationTokenSource, ResponseError } from 'vscode-jsonrpc/node';
 import { meterText } from '../src/core/meter';
 import { SessionTracker } from '../src/core/sessions';
+import { resumeSessions } from '../src/core/requests';
 import { serverConfiguration } from '../src/core/settings';
 import { compactedMessage } from '../src/core/summary';
 import { METHOD_NOT_FOUND, REQUEST_CANCELLED } from '../src/protocol/methods';
@@ -234,6 +238,35 @@ describe('settings', () => {
     } finally {
       await connection.sendRequest('initialize', { processId: null, rootUri: null, capabilities: {} }).catch(() => undefined);
       await shutdown(server, connection);
+    }
+  });
+});
+
+describe('restart', () => {
+  test('a restarted server resumes the sessions the window had open, from their logs', async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'compactd-vscode-sessions-'));
+    const options = { initializationOptions: serverConfiguration((k) => ({ dataDir })[k]) };
+    const first = await startServer(options);
+    let historyBefore;
+    try {
+      await first.requests.open({ sessionId: 'kept', model: 'gpt-4o', systemPrompt: 'You are a coding agent.' });
+      await first.requests.append('kept', conversation(2));
+      historyBefore = await first.requests.history('kept');
+    } finally {
+      await first.close();
+    }
+    const second = await startServer(options);
+    const tracker = trackerFor(second);
+    try {
+      await assert.rejects(second.requests.history('kept'), /no open session/);
+      const failed = await resumeSessions(second.requests, ['kept', 'never-existed/..']);
+      assert.deepEqual(failed.map((f) => f.sessionId), ['never-existed/..']);
+      assert.match(failed[0].error, /sessionId/);
+      assert.deepEqual(await second.requests.history('kept'), historyBefore);
+      assert.equal(tracker.get('kept')?.meter.contextTokens, historyBefore.meter.contextTokens);
+    } finally {
+      await second.close();
+      rmSync(dataDir, { recursive: true, force: true });
     }
   });
 });
