@@ -3,7 +3,8 @@
 // "agent" extension into code-server, opens a workspace in headless
 // Chromium, appends a conversation through compactd's public API, and
 // asserts from the page that the status bar shows the meter, that Compact
-// Conversation shows the compacted message, and that the meter drops.
+// Conversation shows the compacted message, and that the meter drops; then
+// opens the summary, toggles auto-compact and previews a compaction.
 // Screenshots and the code-server log go to e2e-artifacts/.
 //
 // Needs: compactd.vsix (npm run package), the compactd binary (COMPACTD_BIN,
@@ -178,6 +179,12 @@ async function main() {
     await page.screenshot({ path: join(artifacts, '01-meter.png') });
     await page.mouse.move(700, 400);
 
+    // What a compaction would do, before doing it.
+    await runCommand(page, 'compactd: Preview Compaction');
+    await page.locator('.editor-instance .view-line', { hasText: '# Compaction preview' }).waitFor();
+    await page.locator('.editor-instance .view-line', { hasText: /Summarize:\s[1-9]\d*\smessages/ }).waitFor();
+    await page.screenshot({ path: join(artifacts, '02-preview.png') });
+
     await runCommand(page, 'compactd: Compact Conversation');
     const input = page.locator('.quick-input-widget', { hasText: 'Optional instructions for the summary' });
     await input.waitFor();
@@ -191,7 +198,7 @@ async function main() {
     step(`notification: ${announcement}`);
     const [, , tokensBefore, tokensAfter] = /Conversation compacted: (\d+) messages → summary; tokens (\d+) → (\d+)/.exec(announcement).map(Number);
     if (!(tokensAfter < tokensBefore)) throw new Error(`compaction did not reduce tokens: ${announcement}`);
-    await page.screenshot({ path: join(artifacts, '02-compacted.png') });
+    await page.screenshot({ path: join(artifacts, '03-compacted.png') });
 
     // The meter drops to the compacted count.
     await page.waitForFunction(
@@ -209,12 +216,16 @@ async function main() {
     if (Math.abs(meterTokens(after) - tokensAfter) > Math.max(50, tokensAfter * 0.05)) {
       throw new Error(`meter ${after} does not show the compacted ${tokensAfter} tokens`);
     }
-    await page.screenshot({ path: join(artifacts, '03-meter-after.png') });
+    await page.screenshot({ path: join(artifacts, '04-meter-after.png') });
 
     // The notification's action opens the summary in an editor.
     await compacted.getByRole('button', { name: 'Open Summary' }).click();
     await page.locator('.editor-instance .view-line', { hasText: '# Compaction summary' }).waitFor();
-    await page.screenshot({ path: join(artifacts, '04-summary.png') });
+    await page.screenshot({ path: join(artifacts, '05-summary.png') });
+
+    // Another command of the palette, against the same session.
+    await runCommand(page, 'compactd: Toggle Auto-Compact');
+    await page.locator('.notifications-toasts', { hasText: 'compactd: auto-compact is off for e2e-demo.' }).waitFor();
 
     writeFileSync(join(artifacts, 'browser-console.log'), consoleLines.join('\n'));
     step(`passed: meter ${before} → ${after}, "${announcement}"`);
@@ -241,25 +252,21 @@ async function main() {
   }
 }
 
-/** Runs a command from the command palette, by its exact title. */
-async function runCommand(page, title) {
-  await page.keyboard.press('F1');
+/** Opens the quick input with `key`, types `text`, and accepts the first entry showing it. */
+async function quickInput(page, key, text) {
+  await page.keyboard.press(key);
   const palette = page.locator('.quick-input-widget');
   await palette.locator('input').waitFor();
-  await page.keyboard.type(title);
-  await palette.locator('.quick-input-list-entry', { hasText: title }).first().waitFor();
+  await page.keyboard.type(text);
+  await palette.locator('.quick-input-list-entry', { hasText: text }).first().waitFor();
   await page.keyboard.press('Enter');
 }
 
+/** Runs a command from the command palette, by its exact title. */
+const runCommand = (page, title) => quickInput(page, 'F1', title);
+
 /** Opens a workspace file with Quick Open. */
-async function openFile(page, name) {
-  await page.keyboard.press('Control+P');
-  const palette = page.locator('.quick-input-widget');
-  await palette.locator('input').waitFor();
-  await page.keyboard.type(name);
-  await palette.locator('.quick-input-list-entry', { hasText: name }).first().waitFor();
-  await page.keyboard.press('Enter');
-}
+const openFile = (page, name) => quickInput(page, 'Control+P', name);
 
 main().catch((error) => {
   console.error(`e2e failed: ${error.stack ?? error}`);

@@ -40,7 +40,7 @@ export class ServerConnection implements vscode.Disposable {
   readonly onTokens = this.tokensEmitter.event;
   readonly onDidCompact = this.didCompactEmitter.event;
   readonly onAutoCompactStopped = this.autoCompactStoppedEmitter.event;
-  /** Started, stopped, or failed to start (with the reason). */
+  /** Running (after every start), stopped, or failed to start (with the reason). */
   readonly onState = this.stateEmitter.event;
   server: ServerCandidate | undefined;
   version: string | undefined;
@@ -74,9 +74,8 @@ export class ServerConnection implements vscode.Disposable {
       this.server = server;
       this.output.appendLine(`[compactd] starting ${server.path} (${this.version}, from ${server.source})`);
       const client = this.createClient(server);
-      await client.start();
       this.client = client;
-      this.stateEmitter.fire({ running: true, server });
+      await client.start();
       return client;
     } catch (error) {
       const message = error instanceof Error ? error.message : String(error);
@@ -93,17 +92,16 @@ export class ServerConnection implements vscode.Disposable {
       documentSelector: [{ scheme: 'file' }],
       outputChannel: this.output,
       initializationOptions: currentServerConfiguration(),
-      initializationFailedHandler: (error) => {
-        const message = error instanceof Error ? error.message : String(error);
-        void vscode.window.showErrorMessage(`compactd did not start: ${message}`);
-        return false;
-      },
+      // Invalid settings fail the same way every time: report (in launch), don't retry.
+      initializationFailedHandler: () => false,
     };
     const client = new LanguageClient('compactd', 'compactd', serverOptions, clientOptions);
     client.onNotification(m.TOKENS, (n: TokensNotification) => this.tokensEmitter.fire(n));
     client.onNotification(m.DID_COMPACT, (n: DidCompactNotification) => this.didCompactEmitter.fire(n));
     client.onNotification(m.AUTO_COMPACT_STOPPED, (n: AutoCompactStoppedNotification) => this.autoCompactStoppedEmitter.fire(n));
+    // Also after the client restarted a crashed server by itself.
     client.onDidChangeState((e) => {
+      if (e.newState === State.Running) this.stateEmitter.fire({ running: true, server });
       if (e.newState === State.Stopped) this.stateEmitter.fire({ running: false });
     });
     return client;

@@ -19,17 +19,16 @@ export function activate(context: vscode.ExtensionContext): CompactdApi {
   const tracker = new SessionTracker();
   const meter = new StatusBarMeter();
   const refresh = () => meter.show(tracker.active);
-  // A new server process knows no session: reopen the ones this window shows.
-  const restart = async () => {
-    const sessionIds = tracker.list().map((s) => s.sessionId);
-    const shown = tracker.active?.sessionId;
-    tracker.clear();
-    refresh();
-    await server.restart();
-    const failed = await resumeSessions(requests, sessionIds);
-    if (shown) tracker.select(shown);
-    refresh();
+  // A new server process knows no session: reopen the ones this window
+  // tracks, from their logs (after Restart Server, a changed server path, or
+  // a crash the client recovered from).
+  const resume = async () => {
+    const failed = await resumeSessions(requests, tracker.list().map((s) => s.sessionId));
     for (const f of failed) output.appendLine(`[compactd] could not resume ${f.sessionId}: ${f.error}`);
+    refresh();
+  };
+  const restart = async () => {
+    await server.restart();
   };
 
   context.subscriptions.push(
@@ -57,7 +56,7 @@ export function activate(context: vscode.ExtensionContext): CompactdApi {
           if (action) void vscode.commands.executeCommand('workbench.action.openSettings', 'compactd.server.path');
         });
       } else if (state.running) {
-        refresh();
+        void resume();
       }
     }),
     vscode.workspace.onDidChangeConfiguration((event) => {

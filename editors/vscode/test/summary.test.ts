@@ -43,10 +43,10 @@ test('previewDocument lists what would be summarized, kept and pruned', () => {
   assert.match(doc, /- Prune tool output: 0 messages\n/);
   assert.match(doc, /- First kept message: m30/);
   assert.match(doc, /The retention check will look for:\n- modified file src\/lib.rs\n- the latest request\n/);
-  assert.doesNotMatch(doc, /Nothing to compact/);
+  assert.doesNotMatch(doc, /Would not compact/);
   const nothing = previewDocument('demo', {
     strategy: 'checkpoint', compacted: false, firstKeptMessageId: null, summarizeMessageIds: [], keepMessageIds: ['m1'],
     pruneMessageIds: [], tokensBefore: 10, estimatedTokensAfter: 10, reason: 'fits in keepRecentTokens', required: [],
   });
-  assert.match(nothing, /Nothing to compact: fits in keepRecentTokens/);
+  assert.match(nothing, /- Would not compact: fits in keepRecentTokens/);
 });

@@ -33,7 +33,7 @@ export function summaryDocument(
 /** What a compaction would do, as Markdown. */
 export function previewDocument(sessionId: string, p: PreviewResult): string {
   const lines = [`# Compaction preview`, '', `- Session: \`${sessionId}\``, `- Strategy: ${p.strategy}`];
-  if (p.reason) lines.push(`- Nothing to compact: ${p.reason}`);
+  if (p.reason) lines.push(`- Would not compact: ${p.reason}`);
   lines.push(
     `- Tokens: ${p.tokensBefore} → about ${p.estimatedTokensAfter}`,
     `- Summarize: ${p.summarizeMessageIds.length} messages${list(p.summarizeMessageIds)}`,
