@@ -50,6 +50,10 @@ export type ProgressToken = number | string;
  */
 export type Trigger = 'manual' | 'threshold' | 'overflow';
 /**
+ * A conversation format compactd can read.
+ */
+export type Format = 'compactd' | 'pi' | 'claude-code' | 'codex' | 'openai';
+/**
  * How a compaction shrinks the history.
  */
 export type Strategy1 = 'checkpoint' | 'incremental' | 'prune' | 'handoff';
@@ -68,6 +72,8 @@ export interface CompactdSchemas {
   CompactionsResult?: CompactionsResult;
   DidCompactNotification?: DidCompactNotification;
   HistoryResult?: HistoryResult;
+  ImportParams?: ImportParams;
+  ImportResult?: ImportResult;
   OpenParams?: OpenParams;
   OpenResult?: OpenResult;
   PinParams?: PinParams;
@@ -369,6 +375,55 @@ export interface HistoryResult {
   messages: Message[];
   meter: MeterInfo;
   sessionId: string;
+}
+/**
+ * `conversation/import`: a transcript (a file the server can read, or its
+ * content) becomes a new session.
+ */
+export interface ImportParams {
+  /**
+   * The transcript itself.
+   */
+  content?: string | null;
+  contextWindow?: number | null;
+  /**
+   * The transcript's format; detected from the content when omitted.
+   */
+  format?: Format | null;
+  /**
+   * Overrides the model found in the transcript.
+   */
+  model?: string | null;
+  /**
+   * A transcript file on the server's machine (absolute, or relative to
+   * the server's working directory). Give `path` or `content`.
+   */
+  path?: string | null;
+  /**
+   * The id of the new session; generated when omitted. Must not exist.
+   */
+  sessionId?: string | null;
+}
+export interface ImportResult {
+  /**
+   * Compactions the transcript recorded, imported as ours.
+   */
+  compactions: number;
+  format: Format;
+  /**
+   * Messages imported.
+   */
+  messages: number;
+  meter: MeterInfo;
+  sessionId: string;
+  /**
+   * Lines (or array items) skipped.
+   */
+  skipped: number;
+  /**
+   * Why, one line per kind: `summary lines: 6 (first at line 1)`.
+   */
+  skippedReasons: string[];
 }
 export interface OpenParams {
   contextWindow?: number | null;
