@@ -14,3 +14,15 @@ cargo test --all-targets
 echo "== nvim plugin (editors/nvim)"
 cargo build --quiet
 editors/nvim/tests/run.sh
+
+echo "== editors/vscode: npm test, .vsix, e2e in code-server"
+if [[ -d editors/vscode/node_modules ]]; then
+  (cd editors/vscode && npm test && npm run package)
+  if [[ -x "${CHROMIUM:-/usr/bin/chromium}" || -n "${CI:-}" ]]; then
+    (cd editors/vscode && npm run e2e)
+  else
+    echo "SKIP: editors/vscode e2e: no chromium (apt-get install chromium, or .ci/run)"
+  fi
+else
+  echo "SKIP: editors/vscode: no node_modules (npm ci in editors/vscode, or .ci/run)"
+fi

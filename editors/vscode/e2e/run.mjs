@@ -1,0 +1,275 @@
+#!/usr/bin/env node
+// End to end in a real VS Code: installs compactd.vsix and a test-only
+// "agent" extension into code-server, opens a workspace in headless
+// Chromium, appends a conversation through compactd's public API, and
+// asserts from the page that the status bar shows the meter, that Compact
+// Conversation shows the compacted message, and that the meter drops; then
+// opens the summary, toggles auto-compact and previews a compaction.
+// Screenshots and the code-server log go to e2e-artifacts/.
+//
+// Needs: compactd.vsix (npm run package), the compactd binary (COMPACTD_BIN,
+// default ../../target/debug/compactd), code-server (e2e/install-code-server.sh,
+// cached) and Debian's chromium (CHROMIUM, default /usr/bin/chromium).
+
+import { execFileSync, spawn } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { chromium } from 'playwright-core';
+
+const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
+const artifacts = join(root, 'e2e-artifacts');
+const serverBin = resolve(process.env.COMPACTD_BIN ?? join(root, '../../target/debug/compactd'));
+const vsix = join(root, 'compactd.vsix');
+const chromiumPath = process.env.CHROMIUM ?? '/usr/bin/chromium';
+/** A bound on each wait, so a broken run fails instead of hanging. Never used to wait for something to happen. */
+const PATIENCE_MS = 120_000;
+const started = Date.now();
+
+function step(message) {
+  console.log(`[e2e ${((Date.now() - started) / 1000).toFixed(1)}s] ${message}`);
+}
+
+function need(path, hint) {
+  if (!existsSync(path)) throw new Error(`missing ${path}: ${hint}`);
+}
+
+function freePort() {
+  return new Promise((resolvePort, reject) => {
+    const probe = createServer();
+    probe.once('error', reject);
+    probe.listen(0, '127.0.0.1', () => {
+      const { port } = probe.address();
+      probe.close(() => resolvePort(port));
+    });
+  });
+}
+
+/** `90.4k/200k (45%)` → 90400. */
+function meterTokens(text) {
+  const match = /^([\d.]+)(k|M)?\/[\d.]+(?:k|M)? \(\d+%\)$/.exec(text.trim());
+  if (!match) throw new Error(`not a meter: ${JSON.stringify(text)}`);
+  return Number(match[1]) * (match[2] === 'k' ? 1e3 : match[2] === 'M' ? 1e6 : 1);
+}
+
+function writeJson(path, value) {
+  mkdirSync(dirname(path), { recursive: true });
+  writeFileSync(path, JSON.stringify(value, null, 2));
+}
+
+async function main() {
+  need(vsix, 'run `npm run package` first');
+  need(serverBin, 'run `cargo build` at the repository root or set COMPACTD_BIN');
+  need(chromiumPath, 'apt-get install chromium, or set CHROMIUM');
+  rmSync(artifacts, { recursive: true, force: true });
+  mkdirSync(artifacts, { recursive: true });
+
+  step('code-server');
+  const csDir = execFileSync(join(root, 'e2e/install-code-server.sh'), { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] }).trim();
+  const node24 = join(csDir, 'node/bin/node');
+  const entry = join(csDir, 'app/node_modules/code-server/out/node/entry.js');
+
+  const scratch = mkdtempSync(join(tmpdir(), 'compactd-e2e-'));
+  const userData = join(scratch, 'user-data');
+  const extensions = join(scratch, 'extensions');
+  const workspace = join(scratch, 'workspace');
+  const env = { ...process.env, HOME: scratch, XDG_CONFIG_HOME: join(scratch, 'config'), XDG_DATA_HOME: join(scratch, 'data') };
+  writeJson(join(userData, 'User/settings.json'), {
+    'workbench.startupEditor': 'none',
+    'workbench.tips.enabled': false,
+    'workbench.enableExperiments': false,
+    'security.workspace.trust.enabled': false,
+    'telemetry.telemetryLevel': 'off',
+    'update.mode': 'none',
+    'extensions.autoCheckUpdates': false,
+    'extensions.autoUpdate': false,
+    'chat.disableAIFeatures': true,
+  });
+  // The workspace's settings are what the extension sends as initializationOptions.
+  writeJson(join(workspace, '.vscode/settings.json'), {
+    'compactd.server.path': serverBin,
+    'compactd.dataDir': join(scratch, 'sessions'),
+    'compactd.keepRecentTokens': 400,
+  });
+  mkdirSync(join(workspace, 'src'), { recursive: true });
+  writeFileSync(join(workspace, 'src/main.rs'), 'fn main() {\n    println!("hello");\n}\n');
+
+  let codeServer;
+  let browser;
+  try {
+    step('packaging the fixture agent extension');
+    const fixtureVsix = join(scratch, 'compactd-e2e-agent.vsix');
+    execFileSync(
+      process.execPath,
+      [join(root, 'node_modules/@vscode/vsce/vsce'), 'package', '--skip-license', '--allow-missing-repository', '-o', fixtureVsix],
+      { cwd: join(root, 'e2e/fixture-extension'), stdio: ['ignore', 'ignore', 'inherit'] },
+    );
+
+    const common = ['--user-data-dir', userData, '--extensions-dir', extensions, '--config', join(scratch, 'code-server.yaml')];
+    step('installing compactd.vsix and the fixture into code-server');
+    execFileSync(node24, [entry, ...common, '--install-extension', vsix, '--install-extension', fixtureVsix], {
+      env,
+      stdio: ['ignore', 'inherit', 'inherit'],
+    });
+
+    const port = await freePort();
+    step(`starting code-server on 127.0.0.1:${port}`);
+    codeServer = spawn(
+      node24,
+      [entry, ...common, '--bind-addr', `127.0.0.1:${port}`, '--auth', 'none', '--disable-telemetry', '--disable-update-check',
+        '--disable-workspace-trust', '--disable-getting-started-override', '--ignore-last-opened', workspace],
+      { env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] },
+    );
+    const logPath = join(artifacts, 'code-server.log');
+    let log = '';
+    const appendLog = (chunk) => {
+      log += chunk;
+      writeFileSync(logPath, log);
+    };
+    codeServer.stdout.on('data', appendLog);
+    codeServer.stderr.on('data', appendLog);
+    await new Promise((resolveListening, reject) => {
+      const timer = setTimeout(() => reject(new Error(`code-server did not listen:\n${log}`)), PATIENCE_MS);
+      const check = () => {
+        if (/HTTP server listening/.test(log)) {
+          clearTimeout(timer);
+          resolveListening();
+        }
+      };
+      codeServer.stdout.on('data', check);
+      codeServer.stderr.on('data', check);
+      codeServer.once('exit', (code) => reject(new Error(`code-server exited (${code}):\n${log}`)));
+    });
+
+    step('opening the workspace in headless chromium');
+    browser = await chromium.launch({
+      executablePath: chromiumPath,
+      headless: true,
+      args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--disable-dev-shm-usage'],
+    });
+    const page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
+    page.setDefaultTimeout(PATIENCE_MS);
+    const consoleLines = [];
+    page.on('console', (m) => consoleLines.push(`[${m.type()}] ${m.text()}`));
+    await page.goto(`http://127.0.0.1:${port}/?folder=${encodeURIComponent(workspace)}`);
+    await page.locator('.monaco-workbench').waitFor();
+
+    const statusbar = page.locator('#workbench\\.parts\\.statusbar');
+    // The idle meter means compactd activated and its server passed `--version`.
+    // compactd's item: its id is `<extension id>.<item id>`.
+    const meter = statusbar.locator('.statusbar-item[id="compactd.compactd.compactd.meter"]');
+    await meter.filter({ hasText: 'compactd' }).waitFor();
+    step('compactd is active');
+
+    // Opening a file feeds the server's file ledger (textDocument/didOpen).
+    await openFile(page, 'main.rs');
+    await page.locator('.editor-instance .view-line', { hasText: 'println!' }).waitFor();
+
+    await runCommand(page, 'compactd E2E: Append Sample Conversation');
+    await meter.filter({ hasText: /\(\d+%\)/ }).waitFor();
+    await page.locator('.notifications-toasts', { hasText: 'compactd E2E: appended 32 messages to e2e-demo' }).waitFor();
+    const before = (await meter.innerText()).trim();
+    step(`meter shows ${before}`);
+    if (!/\/128k \(\d+%\)$/.test(before) || meterTokens(before) < 2000) throw new Error(`unexpected meter ${before}`);
+    await meter.hover();
+    // The tooltip breaks the meter down (Markdown, rendered).
+    await page.locator('.monaco-hover, .workbench-hover', { hasText: 'session e2e-demo' }).filter({ hasText: 'Auto-compact at' }).first().waitFor();
+    await page.screenshot({ path: join(artifacts, '01-meter.png') });
+    await page.mouse.move(700, 400);
+
+    // What a compaction would do, before doing it.
+    await runCommand(page, 'compactd: Preview Compaction');
+    await page.locator('.editor-instance .view-line', { hasText: '# Compaction preview' }).waitFor();
+    await page.locator('.editor-instance .view-line', { hasText: /Summarize:\s[1-9]\d*\smessages/ }).waitFor();
+    await page.screenshot({ path: join(artifacts, '02-preview.png') });
+
+    await runCommand(page, 'compactd: Compact Conversation');
+    const input = page.locator('.quick-input-widget', { hasText: 'Optional instructions for the summary' });
+    await input.waitFor();
+    await page.keyboard.type('keep the module names');
+    await page.keyboard.press('Enter');
+    const compacted = page.locator('.notifications-toasts .notification-toast', { hasText: /Conversation compacted: \d+ messages → summary; tokens \d+ → \d+/ });
+    await compacted.waitFor();
+    // The progress notification closes when the request is answered.
+    await page.locator('.notifications-toasts .notification-toast', { hasText: 'Compacting conversation' }).waitFor({ state: 'detached' });
+    const announcement = (await compacted.locator('.notification-list-item-message').innerText()).trim();
+    step(`notification: ${announcement}`);
+    const [, , tokensBefore, tokensAfter] = /Conversation compacted: (\d+) messages → summary; tokens (\d+) → (\d+)/.exec(announcement).map(Number);
+    if (!(tokensAfter < tokensBefore)) throw new Error(`compaction did not reduce tokens: ${announcement}`);
+    await page.screenshot({ path: join(artifacts, '03-compacted.png') });
+
+    // The meter drops to the compacted count.
+    await page.waitForFunction(
+      ({ before }) => {
+        const item = document.getElementById('compactd.compactd.compactd.meter');
+        const text = item?.textContent.trim();
+        return text !== undefined && /^[\d.]+[kM]?\/[\d.]+[kM]? \(\d+%\)$/.test(text) && text !== before;
+      },
+      { before },
+      { timeout: PATIENCE_MS },
+    );
+    const after = (await meter.innerText()).trim();
+    step(`meter drops: ${before} → ${after}`);
+    if (!(meterTokens(after) < meterTokens(before))) throw new Error(`meter did not drop: ${before} → ${after}`);
+    if (Math.abs(meterTokens(after) - tokensAfter) > Math.max(50, tokensAfter * 0.05)) {
+      throw new Error(`meter ${after} does not show the compacted ${tokensAfter} tokens`);
+    }
+    await page.screenshot({ path: join(artifacts, '04-meter-after.png') });
+
+    // The notification's action opens the summary in an editor.
+    await compacted.getByRole('button', { name: 'Open Summary' }).click();
+    await page.locator('.editor-instance .view-line', { hasText: '# Compaction summary' }).waitFor();
+    await page.screenshot({ path: join(artifacts, '05-summary.png') });
+
+    // Another command of the palette, against the same session.
+    await runCommand(page, 'compactd: Toggle Auto-Compact');
+    await page.locator('.notifications-toasts', { hasText: 'compactd: auto-compact is off for e2e-demo.' }).waitFor();
+
+    writeFileSync(join(artifacts, 'browser-console.log'), consoleLines.join('\n'));
+    step(`passed: meter ${before} → ${after}, "${announcement}"`);
+    console.log('e2e: 1 passed, 0 failed');
+  } catch (error) {
+    if (browser) {
+      const pages = browser.contexts().flatMap((c) => c.pages());
+      if (pages[0]) {
+        await pages[0].screenshot({ path: join(artifacts, 'failure.png') }).catch(() => undefined);
+        const html = await pages[0].locator('#workbench\\.parts\\.statusbar').innerHTML().catch(() => '');
+        writeFileSync(join(artifacts, 'failure-statusbar.html'), html);
+      }
+    }
+    throw error;
+  } finally {
+    await browser?.close().catch(() => undefined);
+    if (codeServer && codeServer.exitCode === null) {
+      // code-server and its extension host (and so compactd) are one process group.
+      try {
+        process.kill(-codeServer.pid, 'SIGTERM');
+      } catch {}
+    }
+    rmSync(scratch, { recursive: true, force: true });
+  }
+}
+
+/** Opens the quick input with `key`, types `text`, and accepts the first entry showing it. */
+async function quickInput(page, key, text) {
+  await page.keyboard.press(key);
+  const palette = page.locator('.quick-input-widget');
+  await palette.locator('input').waitFor();
+  await page.keyboard.type(text);
+  await palette.locator('.quick-input-list-entry', { hasText: text }).first().waitFor();
+  await page.keyboard.press('Enter');
+}
+
+/** Runs a command from the command palette, by its exact title. */
+const runCommand = (page, title) => quickInput(page, 'F1', title);
+
+/** Opens a workspace file with Quick Open. */
+const openFile = (page, name) => quickInput(page, 'Control+P', name);
+
+main().catch((error) => {
+  console.error(`e2e failed: ${error.stack ?? error}`);
+  console.log('e2e: 0 passed, 1 failed');
+  process.exit(1);
+});

@@ -1,0 +1,35 @@
+// The API other extensions get from `vscode.extensions.getExtension('compactd.compactd').activate()`.
+
+import type * as vscode from 'vscode';
+import type { CompactRequest } from './core/requests';
+import type {
+  AppendResult,
+  CompactResult,
+  DidCompactNotification,
+  HistoryResult,
+  Message,
+  OpenParams,
+  OpenResult,
+  TokensNotification,
+} from './protocol/types';
+
+export type { CompactRequest } from './core/requests';
+export type * from './protocol/types';
+
+export interface CompactdApi {
+  /** Bumped on incompatible changes. */
+  readonly apiVersion: 1;
+  /** Opens (or resumes) a conversation; it becomes the one the status bar shows. */
+  openSession(params?: OpenParams): Promise<OpenResult>;
+  append(sessionId: string, messages: Message[]): Promise<AppendResult>;
+  /** The history to send to the model: system prompt, summary, kept and newer messages. */
+  history(sessionId: string): Promise<HistoryResult>;
+  /** Compacts now; progress and the "compacted" message show in the window. */
+  compact(params: CompactRequest, token?: vscode.CancellationToken): Promise<CompactResult>;
+  /** Makes the status bar show this session. */
+  showSession(sessionId: string): void;
+  /** Any other method of the protocol (docs/protocol.md). */
+  sendRequest<R>(method: string, params: object, token?: vscode.CancellationToken): Promise<R>;
+  readonly onDidChangeMeter: vscode.Event<TokensNotification>;
+  readonly onDidCompact: vscode.Event<DidCompactNotification>;
+}

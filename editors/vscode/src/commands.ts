@@ -1,0 +1,229 @@
+// The commands. Texts and labels come from the vscode-free modules in core/.
+
+import * as vscode from 'vscode';
+import type { ServerConnection } from './connection';
+import { branchItems, fileItems, sessionItems } from './core/pickers';
+import type { CompactdRequests } from './core/requests';
+import type { SessionState, SessionTracker } from './core/sessions';
+import { compactedMessage, previewDocument, summaryDocument } from './core/summary';
+import { METHOD_NOT_FOUND, REQUEST_CANCELLED } from './protocol/methods';
+import type { DidCompactNotification } from './protocol/types';
+
+interface Deps {
+  connection: ServerConnection;
+  requests: CompactdRequests;
+  tracker: SessionTracker;
+  /** Re-renders the meter after the tracker changed. */
+  refresh: () => void;
+  /** Restarts the server and resumes the sessions it had open. */
+  restart: () => Promise<void>;
+}
+
+let nextProgressToken = 0;
+
+function errorCode(error: unknown): number | undefined {
+  return typeof error === 'object' && error !== null && 'code' in error ? Number((error as { code: unknown }).code) : undefined;
+}
+
+function describe(error: unknown, method?: string): string {
+  if (errorCode(error) === METHOD_NOT_FOUND && method) {
+    return `this compactd server does not support ${method}; update compactd.`;
+  }
+  return error instanceof Error ? error.message : String(error);
+}
+
+/** Read-only documents (summaries, previews) under the `compactd:` scheme: never dirty, nothing to save. */
+const documents = new Map<string, string>();
+let nextDocument = 0;
+
+export function registerDocuments(): vscode.Disposable {
+  return vscode.workspace.registerTextDocumentContentProvider('compactd', {
+    provideTextDocumentContent: (uri) => documents.get(uri.toString()) ?? '',
+  });
+}
+
+async function openMarkdown(name: string, content: string): Promise<void> {
+  const uri = vscode.Uri.from({ scheme: 'compactd', path: `/${++nextDocument}/${name}.md` });
+  documents.set(uri.toString(), content);
+  const doc = await vscode.workspace.openTextDocument(uri);
+  await vscode.window.showTextDocument(doc, { preview: true });
+}
+
+export async function showSummary(sessionId: string, n: DidCompactNotification): Promise<void> {
+  await openMarkdown(`${sessionId} summary`, summaryDocument(sessionId, n));
+}
+
+/** "Conversation compacted: …" with an action that opens the summary. */
+export async function announceCompaction(n: DidCompactNotification): Promise<void> {
+  if (!n.compacted) return;
+  const action = await vscode.window.showInformationMessage(compactedMessage(n), 'Open Summary');
+  if (action === 'Open Summary') await showSummary(n.sessionId, n);
+}
+
+function activeSession(deps: Deps): SessionState | undefined {
+  const session = deps.tracker.active;
+  if (!session) {
+    void vscode.window.showInformationMessage('compactd: no conversation is open yet.');
+  }
+  return session;
+}
+
+async function compact(deps: Deps): Promise<void> {
+  const session = activeSession(deps);
+  if (!session) return;
+  const instructions = await vscode.window.showInputBox({
+    title: `Compact Conversation (${session.sessionId})`,
+    prompt: 'Optional instructions for the summary. Press Enter for none.',
+    placeHolder: 'e.g. keep the failing test names',
+  });
+  if (instructions === undefined) return; // Escape: nothing happens.
+  const workDoneToken = `compactd-vscode/${++nextProgressToken}`;
+  await vscode.window.withProgress(
+    { location: vscode.ProgressLocation.Notification, title: 'compactd', cancellable: true },
+    async (progress, token) => {
+      let reported = 0;
+      const subscription = await deps.connection.onProgress(workDoneToken, (value) => {
+        if (value.kind === 'end') return;
+        const percentage = value.percentage ?? reported;
+        progress.report({
+          message: value.kind === 'begin' ? `${value.title}: ${value.message ?? ''}` : value.message,
+          increment: Math.max(0, percentage - reported),
+        });
+        reported = Math.max(reported, percentage);
+      });
+      try {
+        const result = await deps.requests.compact(
+          { sessionId: session.sessionId, instructions: instructions.trim() || undefined, workDoneToken },
+          token,
+        );
+        // A compaction that happened is announced by conversation/didCompact.
+        if (!result.compacted) {
+          void vscode.window.showInformationMessage(`compactd: nothing to compact. ${result.reason ?? ''}`.trim());
+        }
+      } catch (error) {
+        if (token.isCancellationRequested || errorCode(error) === REQUEST_CANCELLED) {
+          void vscode.window.showInformationMessage('Compaction cancelled; the conversation is unchanged.');
+        } else {
+          void vscode.window.showErrorMessage(`compactd: compaction failed: ${describe(error)}`);
+        }
+      } finally {
+        subscription.dispose();
+      }
+    },
+  );
+}
+
+async function preview(deps: Deps): Promise<void> {
+  const session = activeSession(deps);
+  if (!session) return;
+  try {
+    await openMarkdown(`${session.sessionId} preview`, previewDocument(session.sessionId, await deps.requests.preview(session.sessionId)));
+  } catch (error) {
+    void vscode.window.showErrorMessage(`compactd: preview failed: ${describe(error, 'conversation/preview')}`);
+  }
+}
+
+async function toggleAutoCompact(deps: Deps): Promise<void> {
+  const session = activeSession(deps);
+  if (!session) return;
+  try {
+    const current = session.autoCompact ?? (await deps.requests.check(session.sessionId)).autoCompact;
+    const result = await deps.requests.setAutoCompact(session.sessionId, !current);
+    deps.tracker.setAutoCompact(session.sessionId, result.enabled);
+    deps.refresh();
+    void vscode.window.showInformationMessage(`compactd: auto-compact is ${result.enabled ? 'on' : 'off'} for ${session.sessionId}.`);
+  } catch (error) {
+    void vscode.window.showErrorMessage(`compactd: could not toggle auto-compact: ${describe(error, 'conversation/setAutoCompact')}`);
+  }
+}
+
+async function showLastSummary(deps: Deps): Promise<void> {
+  const session = activeSession(deps);
+  if (!session) return;
+  const seen = session.lastCompaction?.notification;
+  if (seen) {
+    await showSummary(session.sessionId, seen);
+    return;
+  }
+  try {
+    const { compactions } = await deps.requests.compactions(session.sessionId);
+    const last = compactions[compactions.length - 1];
+    if (!last) {
+      void vscode.window.showInformationMessage(`compactd: ${session.sessionId} has not been compacted yet.`);
+      return;
+    }
+    await openMarkdown(`${session.sessionId} summary`, summaryDocument(session.sessionId, last));
+  } catch (error) {
+    void vscode.window.showErrorMessage(`compactd: could not read the summary: ${describe(error, 'conversation/compactions')}`);
+  }
+}
+
+async function showTrackedFiles(deps: Deps): Promise<void> {
+  const session = activeSession(deps);
+  if (!session) return;
+  try {
+    const { files } = await deps.requests.files(session.sessionId);
+    if (files.length === 0) {
+      void vscode.window.showInformationMessage(`compactd: no files tracked in ${session.sessionId} yet.`);
+      return;
+    }
+    const picked = await vscode.window.showQuickPick(fileItems(files), { title: `Files in ${session.sessionId}`, matchOnDetail: true });
+    if (picked && picked.value.status !== 'deleted') {
+      await vscode.window.showTextDocument(vscode.Uri.file(picked.value.path));
+    }
+  } catch (error) {
+    void vscode.window.showErrorMessage(`compactd: could not list files: ${describe(error, 'files/list')}`);
+  }
+}
+
+async function branch(deps: Deps): Promise<void> {
+  const session = activeSession(deps);
+  if (!session) return;
+  try {
+    const { messages } = await deps.requests.history(session.sessionId);
+    const picked = await vscode.window.showQuickPick(branchItems(messages), {
+      title: `Branch ${session.sessionId} before…`,
+      placeHolder: 'The new session keeps every message before the one you pick',
+      matchOnDescription: true,
+    });
+    if (!picked) return;
+    const result = await deps.requests.branch(session.sessionId, picked.value);
+    deps.tracker.onTokens({ sessionId: result.sessionId, ...result.meter });
+    deps.tracker.select(result.sessionId);
+    deps.refresh();
+    void vscode.window.showInformationMessage(`compactd: branched into ${result.sessionId} (${result.messageCount} messages).`);
+  } catch (error) {
+    void vscode.window.showErrorMessage(`compactd: branch failed: ${describe(error, 'conversation/branch')}`);
+  }
+}
+
+async function selectSession(deps: Deps): Promise<void> {
+  const sessions = deps.tracker.list();
+  if (sessions.length === 0) {
+    void vscode.window.showInformationMessage('compactd: no conversation is open yet.');
+    return;
+  }
+  const picked = await vscode.window.showQuickPick(sessionItems(sessions, deps.tracker.active?.sessionId), {
+    title: 'Show the meter of…',
+  });
+  if (!picked) return;
+  deps.tracker.select(picked.value);
+  deps.refresh();
+}
+
+export function registerCommands(deps: Deps): vscode.Disposable[] {
+  const guard = (run: (deps: Deps) => Promise<void>) => () =>
+    run(deps).catch((error) => vscode.window.showErrorMessage(`compactd: ${describe(error)}`));
+  return [
+    registerDocuments(),
+    vscode.commands.registerCommand('compactd.compact', guard(compact)),
+    vscode.commands.registerCommand('compactd.preview', guard(preview)),
+    vscode.commands.registerCommand('compactd.toggleAutoCompact', guard(toggleAutoCompact)),
+    vscode.commands.registerCommand('compactd.showLastSummary', guard(showLastSummary)),
+    vscode.commands.registerCommand('compactd.showTrackedFiles', guard(showTrackedFiles)),
+    vscode.commands.registerCommand('compactd.branch', guard(branch)),
+    vscode.commands.registerCommand('compactd.selectSession', guard(selectSession)),
+    vscode.commands.registerCommand('compactd.restart', guard(() => deps.restart())),
+    vscode.commands.registerCommand('compactd.showLog', () => deps.connection.output.show()),
+  ];
+}

@@ -1,0 +1,88 @@
+// The status-bar meter's text, colour level and tooltip. No `vscode` here, so
+// it is unit-tested in plain Node.
+
+import type { MeterInfo } from '../protocol/types';
+
+export type MeterLevel = 'normal' | 'warning' | 'error';
+
+export interface MeterThresholds {
+  warningPercent: number;
+  errorPercent: number;
+}
+
+export const DEFAULT_THRESHOLDS: MeterThresholds = { warningPercent: 75, errorPercent: 90 };
+
+/** `950`, `90.4k`, `200k`, `1.2M`: at most one decimal, none when it is zero. */
+export function formatTokens(tokens: number): string {
+  const scaled = (value: number, unit: string) => {
+    const rounded = Math.round(value * 10) / 10;
+    return `${Number.isInteger(rounded) ? rounded.toFixed(0) : rounded.toFixed(1)}${unit}`;
+  };
+  if (tokens < 1000) return String(Math.round(tokens));
+  // 999,950 rounds to 1000.0k: say 1M instead.
+  if (tokens < 999_950) return scaled(tokens / 1000, 'k');
+  return scaled(tokens / 1_000_000, 'M');
+}
+
+/** `90.4k/200k (45%)`. */
+export function meterText(meter: Pick<MeterInfo, 'contextTokens' | 'contextWindow' | 'percent'>): string {
+  return `${formatTokens(meter.contextTokens)}/${formatTokens(meter.contextWindow)} (${Math.round(meter.percent)}%)`;
+}
+
+export function meterLevel(percent: number, thresholds: MeterThresholds = DEFAULT_THRESHOLDS): MeterLevel {
+  if (percent >= thresholds.errorPercent) return 'error';
+  if (percent >= thresholds.warningPercent) return 'warning';
+  return 'normal';
+}
+
+/** The last compaction, as the tooltip shows it. */
+export interface CompactionSummary {
+  trigger: string;
+  tokensBefore: number;
+  tokensAfter: number;
+  messagesSummarized: number;
+  /** When it was applied, ms since the epoch. */
+  at: number;
+}
+
+const grouped = (n: number) => n.toLocaleString('en-US');
+
+export function timeAgo(at: number, now: number): string {
+  const seconds = Math.max(0, Math.round((now - at) / 1000));
+  if (seconds < 60) return 'just now';
+  const minutes = Math.round(seconds / 60);
+  if (minutes < 60) return `${minutes} min ago`;
+  const hours = Math.round(minutes / 60);
+  if (hours < 48) return `${hours} h ago`;
+  return `${Math.round(hours / 24)} days ago`;
+}
+
+/** The tooltip, as Markdown. */
+export function meterTooltip(
+  sessionId: string,
+  meter: MeterInfo,
+  options: { autoCompact?: boolean; lastCompaction?: CompactionSummary; now: number },
+): string {
+  const source =
+    meter.source === 'usage' ? "the provider's reported usage plus an estimate of later messages" : 'an estimate (o200k/cl100k tokenizer)';
+  const lines = [
+    `**compactd** — session \`${sessionId}\``,
+    '',
+    `Context: ${grouped(meter.contextTokens)} / ${grouped(meter.contextWindow)} tokens (${meter.percent.toFixed(1)}%)`,
+    '',
+    `Counted from: ${source}`,
+    '',
+    options.autoCompact === false
+      ? `Auto-compact: off (limit ${grouped(meter.autoCompactAt)} tokens)`
+      : `Auto-compact at: ${grouped(meter.autoCompactAt)} tokens`,
+    '',
+  ];
+  const last = options.lastCompaction;
+  lines.push(
+    last
+      ? `Last compaction: ${grouped(last.tokensBefore)} → ${grouped(last.tokensAfter)} tokens, ${last.messagesSummarized} messages summarized (${last.trigger}, ${timeAgo(last.at, options.now)})`
+      : 'Last compaction: none in this window',
+  );
+  lines.push('', 'Click to compact the conversation.');
+  return lines.join('\n');
+}

@@ -1,0 +1,68 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { formatTokens, meterLevel, meterText, meterTooltip, timeAgo } from '../src/core/meter';
+import type { MeterInfo } from '../src/protocol/types';
+
+test('formatTokens: one decimal at most, none when zero, k and M', () => {
+  const cases: [number, string][] = [
+    [0, '0'],
+    [950, '950'],
+    [999, '999'],
+    [1000, '1k'],
+    [1049, '1k'],
+    [1050, '1.1k'],
+    [90_400, '90.4k'],
+    [128_000, '128k'],
+    [200_000, '200k'],
+    [999_949, '999.9k'],
+    [999_950, '1M'],
+    [1_000_000, '1M'],
+    [1_250_000, '1.3M'],
+  ];
+  for (const [tokens, text] of cases) assert.equal(formatTokens(tokens), text, `${tokens}`);
+});
+
+test('meterText is `90.4k/200k (45%)`', () => {
+  assert.equal(meterText({ contextTokens: 90_400, contextWindow: 200_000, percent: 45.2 }), '90.4k/200k (45%)');
+  assert.equal(meterText({ contextTokens: 139, contextWindow: 128_000, percent: 0.1 }), '139/128k (0%)');
+  assert.equal(meterText({ contextTokens: 199_000, contextWindow: 200_000, percent: 99.5 }), '199k/200k (100%)');
+});
+
+test('meterLevel: warning from 75%, error from 90%, thresholds configurable', () => {
+  assert.equal(meterLevel(74.9), 'normal');
+  assert.equal(meterLevel(75), 'warning');
+  assert.equal(meterLevel(89.9), 'warning');
+  assert.equal(meterLevel(90), 'error');
+  assert.equal(meterLevel(100), 'error');
+  const custom = { warningPercent: 50, errorPercent: 60 };
+  assert.equal(meterLevel(49, custom), 'normal');
+  assert.equal(meterLevel(55, custom), 'warning');
+  assert.equal(meterLevel(60, custom), 'error');
+});
+
+const meter: MeterInfo = { contextTokens: 90_400, contextWindow: 200_000, percent: 45.2, autoCompactAt: 180_000, source: 'usage' };
+
+test('the tooltip breaks the meter down', () => {
+  const now = Date.UTC(2026, 0, 1, 12);
+  const tip = meterTooltip('demo', meter, {
+    now,
+    lastCompaction: { trigger: 'manual', tokensBefore: 120_000, tokensAfter: 9_000, messagesSummarized: 40, at: now - 5 * 60_000 },
+  });
+  assert.match(tip, /session `demo`/);
+  assert.match(tip, /90,400 \/ 200,000 tokens \(45\.2%\)/);
+  assert.match(tip, /provider's reported usage/);
+  assert.match(tip, /Auto-compact at: 180,000 tokens/);
+  assert.match(tip, /Last compaction: 120,000 → 9,000 tokens, 40 messages summarized \(manual, 5 min ago\)/);
+
+  const estimate = meterTooltip('demo', { ...meter, source: 'estimate' }, { now, autoCompact: false });
+  assert.match(estimate, /an estimate/);
+  assert.match(estimate, /Auto-compact: off/);
+  assert.match(estimate, /Last compaction: none/);
+});
+
+test('timeAgo', () => {
+  assert.equal(timeAgo(0, 30_000), 'just now');
+  assert.equal(timeAgo(0, 90_000), '2 min ago');
+  assert.equal(timeAgo(0, 3 * 3_600_000), '3 h ago');
+  assert.equal(timeAgo(0, 72 * 3_600_000), '3 days ago');
+});

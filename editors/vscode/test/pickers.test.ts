@@ -1,0 +1,37 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { branchItems, fileItems, sessionItems } from '../src/core/pickers';
+import type { Message, TrackedFile } from '../src/protocol/types';
+
+test('branchItems: newest first, no system prompt or summary, tool names shown', () => {
+  const messages: Message[] = [
+    { id: 'system', role: 'system', content: 'You are…' },
+    { id: 'summary-3f2a', role: 'user', content: 'The earlier part…' },
+    { id: 'm2', role: 'assistant', content: 'Editing.', toolCalls: [{ id: 'c1', name: 'edit', arguments: {} }] },
+    { id: 'm3', role: 'tool', toolCallId: 'c1', content: '' },
+    { id: 'm4', role: 'user', content: `Now run the tests.\nAll of them.${'x'.repeat(100)}` },
+  ];
+  const items = branchItems(messages);
+  assert.deepEqual(items.map((i) => i.value), ['m4', 'm3', 'm2']);
+  assert.equal(items[0].label, 'user: Now run the tests.');
+  assert.equal(items[1].label, 'tool: (empty)');
+  assert.equal(items[2].label, 'assistant: Editing. [edit]');
+});
+
+test('fileItems: changed files first, then by path', () => {
+  const file = (displayPath: string, status: TrackedFile['status']): TrackedFile => ({
+    path: `/w/${displayPath}`, displayPath, status, firstOp: null, lastOp: null, reads: 1, modifications: status === 'read' ? 0 : 1,
+    origins: ['tool'], generation: 0,
+  });
+  const items = fileItems([file('b.rs', 'read'), file('a.rs', 'read'), file('z.rs', 'modified'), file('n.rs', 'created')]);
+  assert.deepEqual(items.map((i) => i.value.displayPath), ['z.rs', 'n.rs', 'a.rs', 'b.rs']);
+  assert.equal(items[0].label, '$(edit) z.rs');
+  assert.equal(items[0].detail, '1 reads, 1 modifications · tool');
+});
+
+test('sessionItems marks the shown session', () => {
+  const meter = { contextTokens: 90_400, contextWindow: 200_000, percent: 45.2, autoCompactAt: 1, source: 'usage' as const };
+  const items = sessionItems([{ sessionId: 'a', meter, updatedAt: 2 }, { sessionId: 'b', meter, updatedAt: 1 }], 'b');
+  assert.equal(items[0].description, '90.4k/200k (45%)');
+  assert.equal(items[1].description, '90.4k/200k (45%) · shown');
+});
