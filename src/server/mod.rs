@@ -91,6 +91,9 @@ pub(crate) struct Server {
     pub out: Outbox,
     phase: Phase,
     pub config: Config,
+    /// Where the config files were found at `initialize`, so that
+    /// `workspace/didChangeConfiguration` resolves the same layers.
+    pub config_dirs: (Option<PathBuf>, Option<PathBuf>),
     pub store: SessionStore,
     pub sessions: HashMap<String, OpenSession>,
     /// The running compaction of each session.
@@ -119,6 +122,7 @@ where
         phase: Phase::Uninitialized,
         store: SessionStore::new(config.sessions_dir()),
         config,
+        config_dirs: (None, None),
         sessions: HashMap::new(),
         running: HashMap::new(),
         next_job: 0,

@@ -3,8 +3,8 @@
 use lsp_server::{ErrorCode, Notification, Request};
 
 use super::handlers::{
-    append, branch, cancel, check, compact, compactions, history, import, lifecycle, open, pin,
-    preview, report_error, set_auto_compact,
+    append, branch, cancel, check, compact, compactions, did_change_configuration, history, import,
+    lifecycle, open, pin, preview, report_error, set_auto_compact,
 };
 use super::{parse_params, Reply, RpcError, Server};
 use crate::protocol::methods;
@@ -73,6 +73,9 @@ pub(crate) fn notification(server: &mut Server, notification: Notification) {
         "initialized" => Ok(()),
         "$/cancelRequest" => parse_params(params).map(|p| cancel::handle(server, p)),
         methods::APPEND => parse_params(params).and_then(|p| append::handle(server, p).map(drop)),
+        "workspace/didChangeConfiguration" => {
+            parse_params(params).map(|p| did_change_configuration::handle(server, p))
+        }
         "$/setTrace" | "$/logTrace" => Ok(()),
         _ => {
             tracing::debug!("unknown notification `{method}` ignored");

@@ -132,3 +132,34 @@ fn logs_never_go_to_stdout() {
     assert!(server.stderr().contains("sessions in"), "logs reach stderr");
     assert!(server.received.iter().all(|m| m["jsonrpc"] == "2.0"));
 }
+
+#[test]
+fn live_configuration_changes_apply_and_bad_ones_are_ignored() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut server = Server::start(dir.path(), json!({}));
+    let id = server.open(json!({}));
+    server.notify(
+        "workspace/didChangeConfiguration",
+        json!({"settings": {"compactd": {"autoCompactTokenLimit": 1234}}}),
+    );
+    let meter = server.next_where(|m| m["method"] == "conversation/tokens")["params"].clone();
+    assert_eq!(meter["sessionId"], id);
+    assert_eq!(meter["autoCompactAt"], 1234);
+
+    server.notify(
+        "workspace/didChangeConfiguration",
+        json!({"settings": {"autoCompactTokenLimit": "lots"}}),
+    );
+    let check = server
+        .request("conversation/check", json!({"sessionId": id}))
+        .unwrap();
+    assert_eq!(
+        check["meter"]["autoCompactAt"], 1234,
+        "invalid settings keep the old ones"
+    );
+    assert!(
+        server.stderr().contains("autoCompactTokenLimit"),
+        "{}",
+        server.stderr()
+    );
+}

@@ -56,6 +56,7 @@ pub fn initialize(server: &mut Server, params: InitializeParams) -> RpcResult<se
     server.store = SessionStore::new(config.sessions_dir());
     tracing::info!("sessions in {}", server.store.dir().display());
     server.config = config;
+    server.config_dirs = (root, user_dir);
     server.client_work_done_progress = params
         .capabilities
         .pointer("/window/workDoneProgress")

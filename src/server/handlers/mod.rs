@@ -7,6 +7,7 @@ pub mod cancel;
 pub mod check;
 pub mod compact;
 pub mod compactions;
+pub mod did_change_configuration;
 pub mod history;
 pub mod import;
 pub mod lifecycle;

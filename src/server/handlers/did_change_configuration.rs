@@ -1,0 +1,45 @@
+//! `workspace/didChangeConfiguration`: live settings from an editor. The
+//! `settings` object has the shape of `initializationOptions` (optionally
+//! under a `compactd` key) and replaces it; the config files still fill what
+//! it does not set. Invalid settings are logged and the old ones kept. The
+//! data directory stays what it was at `initialize`: open session logs do
+//! not move.
+
+use serde::Deserialize;
+
+use crate::config::Config;
+use crate::server::Server;
+
+#[derive(Debug, Default, Deserialize)]
+pub struct DidChangeConfigurationParams {
+    #[serde(default)]
+    pub settings: serde_json::Value,
+}
+
+pub fn handle(server: &mut Server, params: DidChangeConfigurationParams) {
+    let settings = match params.settings {
+        serde_json::Value::Object(mut map) if map.contains_key("compactd") => {
+            map.remove("compactd").unwrap_or_default()
+        }
+        other => other,
+    };
+    let (root, user_dir) = &server.config_dirs;
+    match Config::resolve(Some(&settings), root.as_deref(), user_dir.as_deref()) {
+        Ok(mut config) => {
+            if config.sessions_dir() != server.config.sessions_dir() {
+                tracing::warn!(
+                    "dataDir changes take effect at the next start; sessions stay in {}",
+                    server.store.dir().display()
+                );
+            }
+            config.data_dir = server.config.data_dir.clone();
+            server.config = config;
+            tracing::info!("configuration updated");
+            let ids: Vec<String> = server.sessions.keys().cloned().collect();
+            for id in ids {
+                server.send_meter(&server.sessions[&id].session);
+            }
+        }
+        Err(e) => tracing::error!("workspace/didChangeConfiguration ignored: {e}"),
+    }
+}
