@@ -96,15 +96,59 @@ pub enum SummarizerProvider {
     /// The offline summarizer behind a pacing delay per chunk, for protocol
     /// tests of progress and cancellation.
     Test,
+    /// Any OpenAI-compatible `/chat/completions` endpoint (OpenAI,
+    /// OpenRouter, vLLM, llama.cpp's server, Ollama, LM Studio).
+    Openai,
+    /// Anthropic's Messages API.
+    Anthropic,
+}
+
+impl SummarizerProvider {
+    pub fn name(self) -> &'static str {
+        match self {
+            SummarizerProvider::Offline => "offline",
+            SummarizerProvider::Test => "test",
+            SummarizerProvider::Openai => "openai",
+            SummarizerProvider::Anthropic => "anthropic",
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", default, deny_unknown_fields)]
 pub struct SummarizerConfig {
     pub provider: SummarizerProvider,
+    /// The model that writes summaries; it may be a cheaper one than the
+    /// conversation's.
+    pub model: Option<String>,
+    /// The API base URL. Default: `https://api.openai.com/v1` (openai),
+    /// `https://api.anthropic.com` (anthropic). For openai, requests go to
+    /// `{baseUrl}/chat/completions`, so include the `/v1`.
+    pub base_url: Option<String>,
+    /// The NAME of the environment variable holding the API key, read at
+    /// call time. The key itself is never accepted in configuration.
+    /// Unset: no key is sent (local servers).
+    pub api_key_env: Option<String>,
+    /// The most tokens a summary may take. Default: 80% of `reserveTokens`.
+    pub max_tokens: Option<u64>,
+    /// Sampling temperature. Default: the provider's.
+    pub temperature: Option<f64>,
+    /// Sampling seed (openai only; servers that support it answer
+    /// deterministically).
+    pub seed: Option<u64>,
+    /// Extra fields merged into every request body, for provider options
+    /// compactd has no key for: `{"chat_template_kwargs": {"enable_thinking":
+    /// false}}` turns thinking off on llama.cpp or vLLM serving Qwen3,
+    /// `{"frequency_penalty": 0.5}` stops a small model from looping.
+    pub extra_body: Option<serde_json::Map<String, serde_json::Value>>,
+    /// Milliseconds to wait for the response to start and between any two
+    /// pieces of it before the attempt counts as timed out (and is retried).
+    pub timeout_ms: u64,
     /// The summarizer model's own context window; input larger than this
     /// is summarized in chunks.
     pub context_window: Option<u64>,
+    /// Stream the summary (progress reports characters received).
+    pub stream: bool,
     /// `test` provider only: milliseconds to wait per chunk.
     pub delay_ms: u64,
 }
@@ -113,10 +157,30 @@ impl Default for SummarizerConfig {
     fn default() -> Self {
         SummarizerConfig {
             provider: SummarizerProvider::Offline,
+            model: None,
+            base_url: None,
+            api_key_env: None,
+            max_tokens: None,
+            temperature: None,
+            seed: None,
+            extra_body: None,
+            timeout_ms: 120_000,
             context_window: None,
+            stream: true,
             delay_ms: 0,
         }
     }
+}
+
+/// The default `summarizer.maxTokens`: 80% of the reserve, which is what
+/// the summary has to fit in (or of the default reserve when it is off).
+fn default_summary_max_tokens(reserve_tokens: u64) -> u64 {
+    let reserve = if reserve_tokens == 0 {
+        Config::default().reserve_tokens
+    } else {
+        reserve_tokens
+    };
+    reserve * 4 / 5
 }
 
 impl Config {
@@ -154,7 +218,46 @@ impl Config {
                 merge(&mut merged, options.clone());
             }
         }
-        from_value(merged, "configuration")
+        reject_inline_keys(&merged, "configuration")?;
+        let mut config: Config = from_value(merged, "configuration")?;
+        config.summarizer.max_tokens = config
+            .summarizer
+            .max_tokens
+            .or(Some(default_summary_max_tokens(config.reserve_tokens)));
+        const OWN_FIELDS: [&str; 7] = [
+            "messages",
+            "system",
+            "stream",
+            "stream_options",
+            "model",
+            "max_tokens",
+            "temperature",
+        ];
+        if let Some(field) = config
+            .summarizer
+            .extra_body
+            .iter()
+            .flat_map(|extra| extra.keys())
+            .find(|k| OWN_FIELDS.contains(&k.as_str()))
+        {
+            return Err(ConfigError::Invalid {
+                source_name: "configuration".into(),
+                field: format!("summarizer.extraBody.{field}"),
+                message: "compactd sets this field itself; use the summarizer setting for it"
+                    .into(),
+            });
+        }
+        if config.summarizer.provider == SummarizerProvider::Anthropic
+            && config.summarizer.model.is_none()
+        {
+            return Err(ConfigError::Invalid {
+                source_name: "configuration".into(),
+                field: "summarizer.model".into(),
+                message: "the anthropic provider needs a model (for example \"claude-haiku-4-5\")"
+                    .into(),
+            });
+        }
+        Ok(config)
     }
 
     /// The user-level config directory (`$XDG_CONFIG_HOME/compactd`).
@@ -192,19 +295,87 @@ fn read_toml_layer(path: &Path) -> Result<Option<serde_json::Value>, ConfigError
     })?;
     // Validate the layer on its own so errors name the file.
     let json = serde_json::to_value(value).expect("TOML is representable as JSON");
+    reject_inline_keys(&json, &path.display().to_string())?;
     from_value::<Config>(json.clone(), &path.display().to_string())?;
     Ok(Some(json))
+}
+
+/// API keys live in the environment only. A key written into the
+/// configuration is refused with a pointer to `apiKeyEnv`, and the error
+/// never repeats the value.
+fn reject_inline_keys(layer: &serde_json::Value, source_name: &str) -> Result<(), ConfigError> {
+    let Some(summarizer) = layer.get("summarizer").and_then(|s| s.as_object()) else {
+        return Ok(());
+    };
+    let invalid = |field: &str, message: &str| ConfigError::Invalid {
+        source_name: source_name.to_string(),
+        field: format!("summarizer.{field}"),
+        message: message.to_string(),
+    };
+    for field in ["apiKey", "api_key", "key", "token", "authorization"] {
+        if summarizer.contains_key(field) {
+            return Err(invalid(
+                field,
+                "API keys are not accepted in configuration; put the key in an environment variable and name that variable in `summarizer.apiKeyEnv`",
+            ));
+        }
+    }
+    if let Some(name) = summarizer.get("apiKeyEnv") {
+        let valid = name.as_str().is_some_and(|n| {
+            !n.is_empty()
+                && n.len() <= 128
+                && !n.starts_with(|c: char| c.is_ascii_digit())
+                && n.chars()
+                    .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_')
+        });
+        // Upper case only: keys mix cases, so a key pasted here is refused
+        // (and never echoed) instead of being looked up and named in errors.
+        if !valid && !name.is_null() {
+            return Err(invalid(
+                "apiKeyEnv",
+                "must be the name of an environment variable (upper-case letters, digits, `_`), not a key",
+            ));
+        }
+    }
+    Ok(())
 }
 
 fn from_value<T: serde::de::DeserializeOwned>(
     value: serde_json::Value,
     source_name: &str,
 ) -> Result<T, ConfigError> {
-    serde_path_to_error::deserialize(value).map_err(|e| ConfigError::Invalid {
-        source_name: source_name.to_string(),
-        field: e.path().to_string(),
-        message: e.inner().to_string(),
+    serde_path_to_error::deserialize(value).map_err(|e| {
+        let field = e.path().to_string();
+        let mut message = e.inner().to_string();
+        // A misplaced key must not come back in the error text.
+        if field.starts_with("summarizer") {
+            message = redact_quoted(&message);
+        }
+        ConfigError::Invalid {
+            source_name: source_name.to_string(),
+            field,
+            message,
+        }
     })
+}
+
+/// Replaces the text inside double quotes (serde quotes offending values).
+fn redact_quoted(message: &str) -> String {
+    let mut out = String::with_capacity(message.len());
+    let mut inside = false;
+    for c in message.chars() {
+        if c == '"' {
+            if inside {
+                out.push_str("…\"");
+            } else {
+                out.push('"');
+            }
+            inside = !inside;
+        } else if !inside {
+            out.push(c);
+        }
+    }
+    out
 }
 
 /// Deep-merges `layer` over `base`: objects merge key by key, anything else
@@ -252,6 +423,81 @@ mod tests {
         assert_eq!(config.summarizer.delay_ms, 7, "nested fields merge");
         assert_eq!(config.summarizer.provider, SummarizerProvider::Test);
         assert_eq!(config.auto_compact_percent, 90.0, "defaults fill the rest");
+    }
+
+    #[test]
+    fn llm_summarizer_settings_and_the_max_tokens_default() {
+        let config = Config::resolve(
+            Some(&json!({"reserveTokens": 1000, "summarizer": {
+                "provider": "openai", "model": "smollm2", "baseUrl": "http://127.0.0.1:8765/v1",
+                "apiKeyEnv": "MY_LLM_KEY", "temperature": 0, "timeoutMs": 5000,
+                "contextWindow": 4096, "stream": false
+            }})),
+            None,
+            None,
+        )
+        .unwrap();
+        let s = &config.summarizer;
+        assert_eq!(s.provider, SummarizerProvider::Openai);
+        assert_eq!(s.max_tokens, Some(800), "80% of reserveTokens");
+        assert_eq!(s.api_key_env.as_deref(), Some("MY_LLM_KEY"));
+        assert_eq!(
+            (s.timeout_ms, s.context_window, s.stream),
+            (5000, Some(4096), false)
+        );
+        let config = Config::resolve(
+            Some(&json!({"summarizer": {"provider": "anthropic", "model": "m", "maxTokens": 99}})),
+            None,
+            None,
+        )
+        .unwrap();
+        assert_eq!(config.summarizer.max_tokens, Some(99), "explicit wins");
+        let err = Config::resolve(
+            Some(&json!({"summarizer": {"provider": "anthropic"}})),
+            None,
+            None,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(err.contains("summarizer.model"), "{err}");
+        let err = Config::resolve(
+            Some(&json!({"summarizer": {"provider": "openai", "extraBody": {"stream": false}}})),
+            None,
+            None,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(err.contains("summarizer.extraBody.stream"), "{err}");
+    }
+
+    #[test]
+    fn keys_in_configuration_are_refused_without_being_echoed() {
+        let key = "sk-proj-AbCdEf0123456789SECRET";
+        for summarizer in [
+            json!({"provider": "openai", "apiKey": key}),
+            json!({"provider": "openai", "apiKeyEnv": key}),
+            json!({"provider": "openai", "temperature": key}),
+            json!({"provider": "openai", "model": 1, "baseUrl": key, "stream": key}),
+        ] {
+            let err = Config::resolve(Some(&json!({ "summarizer": summarizer })), None, None)
+                .unwrap_err()
+                .to_string();
+            assert!(!err.contains("SECRET"), "key echoed: {err}");
+            assert!(err.contains("summarizer."), "{err}");
+        }
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join(CONFIG_FILE_NAME),
+            format!("[summarizer]\nprovider = \"openai\"\napiKey = \"{key}\"\n"),
+        )
+        .unwrap();
+        let err = Config::resolve(None, Some(dir.path()), None)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("apiKeyEnv") && !err.contains("SECRET"),
+            "{err}"
+        );
     }
 
     #[test]

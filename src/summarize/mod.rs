@@ -1,8 +1,14 @@
-//! Summarizers: the trait every provider implements, and the built-in
-//! offline one. Providers do I/O; they never touch the session.
+//! Summarizers: the trait every provider implements, the built-in offline
+//! one, and LLM providers over HTTP (`openai`, `anthropic`). Providers do
+//! I/O; they never touch the session.
 
+pub mod anthropic;
 pub mod driver;
+pub mod http;
 pub mod offline;
+pub mod openai;
+pub mod prompt;
+pub mod sse;
 
 use std::future::Future;
 use std::pin::Pin;
@@ -82,5 +88,13 @@ pub fn from_config(config: &SummarizerConfig) -> Box<dyn Summarizer> {
         SummarizerProvider::Test => Box::new(offline::PacedSummarizer {
             delay: std::time::Duration::from_millis(config.delay_ms),
         }),
+        SummarizerProvider::Openai => Box::new(http::HttpSummarizer::new(
+            openai::OpenAi,
+            http::Settings::from_config(config, openai::DEFAULT_BASE_URL),
+        )),
+        SummarizerProvider::Anthropic => Box::new(http::HttpSummarizer::new(
+            anthropic::Anthropic,
+            http::Settings::from_config(config, anthropic::DEFAULT_BASE_URL),
+        )),
     }
 }

@@ -1,6 +1,7 @@
 //! One integration binary: every suite talks to the real `compactd` binary
 //! over stdio (see `support`).
 
+mod fixture;
 mod support;
 
 mod cli;
@@ -9,7 +10,9 @@ mod conversation;
 mod engine;
 mod import;
 mod lifecycle;
+mod llm;
 mod persistence;
 mod schemas;
+mod summarizers;
 mod tokens;
 mod transcripts;
