@@ -12,6 +12,9 @@ use serde_json::{json, Value};
 /// A bound on waiting for output, so a broken server fails the test instead
 /// of hanging it. Never used to wait for something to happen.
 pub const PATIENCE: Duration = Duration::from_secs(60);
+/// The same guard for tests that wait on a real model, whose prompt
+/// processing alone can take minutes on a loaded 2-core machine.
+pub const MODEL_PATIENCE: Duration = Duration::from_secs(600);
 
 pub struct Server {
     child: Child,
@@ -21,6 +24,8 @@ pub struct Server {
     next_id: i64,
     /// Every message received, in arrival order.
     pub received: Vec<Value>,
+    /// How long `next` waits before failing the test.
+    pub patience: Duration,
     pub data_dir: PathBuf,
     _home: tempfile::TempDir,
 }
@@ -84,6 +89,7 @@ impl Server {
             stderr,
             next_id: 0,
             received: Vec::new(),
+            patience: PATIENCE,
             data_dir: data_dir.to_path_buf(),
             _home: home,
         }
@@ -172,10 +178,11 @@ impl Server {
 
     /// The next message from the server.
     pub fn next(&mut self) -> Value {
-        let message = match self.incoming.recv_timeout(PATIENCE) {
+        let message = match self.incoming.recv_timeout(self.patience) {
             Ok(message) => message,
             Err(RecvTimeoutError::Timeout) => panic!(
-                "no message from compactd in {PATIENCE:?}; stderr:\n{}",
+                "no message from compactd in {:?}; stderr:\n{}",
+                self.patience,
                 self.stderr()
             ),
             Err(RecvTimeoutError::Disconnected) => {
