@@ -284,8 +284,8 @@ impl<W: Wire> Call<'_, W> {
                         _ => "the stream ended without a reply".into(),
                     };
                     return Err(SummarizeError::Failed(format!(
-                        "{} summarizer: {message} (gave up after {attempt} attempts)",
-                        self.provider()
+                        "{} (gave up after {attempt} attempts)",
+                        self.named(&message)
                     )));
                 }
                 Err(e) => e,
@@ -304,8 +304,8 @@ impl<W: Wire> Call<'_, W> {
                 } => {
                     if wait > MAX_RETRY_AFTER {
                         return Err(SummarizeError::Failed(format!(
-                            "{} summarizer: {message}; the provider asks to wait {} s, longer than the {} s compactd waits",
-                            self.provider(),
+                            "{}; the provider asks to wait {} s, longer than the {} s compactd waits",
+                            self.named(&message),
                             wait.as_secs(),
                             MAX_RETRY_AFTER.as_secs()
                         )));
@@ -315,17 +315,14 @@ impl<W: Wire> Call<'_, W> {
                 AttemptError::Transient { message, .. } => (message, backoff(attempt)),
                 AttemptError::Fatal(_) => unreachable!("returned above"),
             };
+            let message = self.scrub(&self.named(&message));
             tracing::warn!(
-                "{} summarizer attempt {attempt} of {MAX_ATTEMPTS} failed: {}; retrying in {} ms",
-                self.provider(),
-                self.scrub(&message),
+                "summarizer attempt {attempt} of {MAX_ATTEMPTS} failed: {message}; retrying in {} ms",
                 delay.as_millis()
             );
             (self.progress)(Progress {
                 message: format!(
-                    "{}: {}; retrying in {:.1} s (attempt {} of {MAX_ATTEMPTS})",
-                    self.provider(),
-                    self.scrub(&message),
+                    "{message}; retrying in {:.1} s (attempt {} of {MAX_ATTEMPTS})",
                     delay.as_secs_f64(),
                     attempt + 1
                 ),
@@ -333,6 +330,15 @@ impl<W: Wire> Call<'_, W> {
             });
             tokio::time::sleep(delay).await;
             attempt += 1;
+        }
+    }
+
+    /// `message`, saying which provider it is about.
+    fn named(&self, message: &str) -> String {
+        if message.starts_with(self.provider()) {
+            message.to_string()
+        } else {
+            format!("{}: {message}", self.provider())
         }
     }
 
