@@ -57,6 +57,15 @@ fn start(fixture: &Fixture, data: &Path, options: Value, env: &[(&str, &str)]) -
     (server, id)
 }
 
+/// Compacts `id`, reporting progress under `token` if given.
+fn compact(server: &mut Server, id: &str, token: Option<&str>) -> Value {
+    let mut params = json!({"sessionId": id});
+    if let Some(token) = token {
+        params["workDoneToken"] = json!(token);
+    }
+    server.request("conversation/compact", params).unwrap()
+}
+
 /// `report` messages received under `token`.
 fn progress_reports(server: &Server, token: &str) -> Vec<String> {
     server
@@ -90,12 +99,7 @@ fn compact_streams_progress_and_stores_the_provider_usage() {
     )]);
     let data = tempfile::tempdir().unwrap();
     let (mut server, id) = start(&fixture, data.path(), json!({}), &[]);
-    let result = server
-        .request(
-            "conversation/compact",
-            json!({"sessionId": id, "workDoneToken": "t1"}),
-        )
-        .unwrap();
+    let result = compact(&mut server, &id, Some("t1"));
     assert_eq!(result["compacted"], true, "{result}");
     assert_eq!(result["summarizer"], "openai:fixture");
     assert!(
@@ -140,12 +144,7 @@ fn rate_limits_are_retried_after_the_stated_delay() {
     ]);
     let data = tempfile::tempdir().unwrap();
     let (mut server, id) = start(&fixture, data.path(), json!({}), &[]);
-    let result = server
-        .request(
-            "conversation/compact",
-            json!({"sessionId": id, "workDoneToken": "t"}),
-        )
-        .unwrap();
+    let result = compact(&mut server, &id, Some("t"));
     assert_eq!(result["compacted"], true, "{result}");
     let requests = fixture.requests();
     assert_eq!(requests.len(), 2);
@@ -169,9 +168,7 @@ fn a_server_error_then_success_compacts() {
     ]);
     let data = tempfile::tempdir().unwrap();
     let (mut server, id) = start(&fixture, data.path(), json!({}), &[]);
-    let result = server
-        .request("conversation/compact", json!({"sessionId": id}))
-        .unwrap();
+    let result = compact(&mut server, &id, None);
     assert_eq!(result["compacted"], true, "{result}");
     assert!(result["summary"].as_str().unwrap().starts_with(SUMMARY));
     let requests = fixture.requests();
@@ -191,9 +188,7 @@ fn a_mid_stream_disconnect_is_retried_without_keeping_the_partial_text() {
     ]);
     let data = tempfile::tempdir().unwrap();
     let (mut server, id) = start(&fixture, data.path(), json!({}), &[]);
-    let result = server
-        .request("conversation/compact", json!({"sessionId": id}))
-        .unwrap();
+    let result = compact(&mut server, &id, None);
     assert_eq!(result["compacted"], true, "{result}");
     let summary = result["summary"].as_str().unwrap();
     assert!(summary.starts_with(SUMMARY), "{summary}");
@@ -232,9 +227,7 @@ fn an_overflow_answer_leads_to_smaller_chunks() {
             json!({"sessionId": id, "messages": steps}),
         )
         .unwrap();
-    let result = server
-        .request("conversation/compact", json!({"sessionId": id}))
-        .unwrap();
+    let result = compact(&mut server, &id, None);
     assert_eq!(result["compacted"], true, "{result}");
     assert_eq!(result["degraded"], false, "{result}");
     assert_eq!(result["summarizer"], "openai:fixture");
@@ -343,9 +336,7 @@ fn an_api_key_from_the_environment_is_sent_but_never_shown() {
             options,
             &[("COMPACTD_FIXTURE_KEY", KEY), ("COMPACTD_LOG", "trace")],
         );
-        let first = server
-            .request("conversation/compact", json!({"sessionId": id}))
-            .unwrap();
+        let first = compact(&mut server, &id, None);
         assert_eq!(first["compacted"], true, "{provider}: {first}");
         let sent = &fixture.requests()[0];
         match provider {
@@ -369,9 +360,7 @@ fn an_api_key_from_the_environment_is_sent_but_never_shown() {
                 .unwrap();
             // The ladder falls back to offline and says why, quoting the
             // provider's error with the key taken out.
-            let result = server
-                .request("conversation/compact", json!({"sessionId": id}))
-                .unwrap();
+            let result = compact(&mut server, &id, None);
             assert_eq!(result["degraded"], true, "{provider}: {result}");
             let reason = result["degradedReason"].as_str().unwrap();
             assert!(reason.contains("[redacted]"), "{provider}: {reason}");
@@ -490,19 +479,24 @@ fn pi_messages(n: usize) -> Option<Vec<Value>> {
     Some(messages.into_iter().take(n).collect())
 }
 
-#[test]
-fn a_real_model_summarizes_a_real_transcript_with_progress_and_usage() {
-    let Some(url) = local_llm() else { return };
-    let Some(messages) = pi_messages(20) else {
-        return;
-    };
-    let _one_at_a_time = REAL_MODEL.lock().unwrap_or_else(|e| e.into_inner());
+/// Compacts the first `n` messages of the real pi session through the
+/// binary with the local model as summarizer (`summarizer` merged over the
+/// defaults); returns the data dir, the server, the session id and the
+/// result.
+fn compact_real_transcript(
+    url: &str,
+    n: usize,
+    max_tool_output_chars: usize,
+    summarizer: Value,
+    token: &str,
+) -> Option<(tempfile::TempDir, Server, String, Value)> {
+    let messages = pi_messages(n)?;
     let data = tempfile::tempdir().unwrap();
     let mut server = Server::start(
         data.path(),
         json!({
-            "keepRecentTokens": 200, "maxToolOutputChars": 200,
-            "summarizer": real_summarizer(&url, json!({"contextWindow": 4096}))
+            "keepRecentTokens": 200, "maxToolOutputChars": max_tool_output_chars,
+            "summarizer": real_summarizer(url, summarizer)
         }),
     );
     server.patience = MODEL_PATIENCE;
@@ -513,12 +507,20 @@ fn a_real_model_summarizes_a_real_transcript_with_progress_and_usage() {
             json!({"sessionId": id, "messages": messages}),
         )
         .unwrap();
-    let result = server
-        .request(
-            "conversation/compact",
-            json!({"sessionId": id, "workDoneToken": "real"}),
-        )
-        .unwrap();
+    let result = compact(&mut server, &id, Some(token));
+    Some((data, server, id, result))
+}
+
+#[test]
+fn a_real_model_summarizes_a_real_transcript_with_progress_and_usage() {
+    let Some(url) = local_llm() else { return };
+    let _one_at_a_time = REAL_MODEL.lock().unwrap_or_else(|e| e.into_inner());
+    // No summarizer window: one call (plus the split turn's prefix).
+    let Some((data, server, id, result)) =
+        compact_real_transcript(&url, 20, 200, json!({}), "real")
+    else {
+        return;
+    };
     assert_eq!(result["compacted"], true, "{result}");
     assert_eq!(result["summarizer"], "openai:smollm2", "{result}");
     assert_eq!(
@@ -552,32 +554,12 @@ fn a_real_model_summarizes_a_real_transcript_with_progress_and_usage() {
 #[test]
 fn a_real_model_takes_the_chunked_path_within_its_4096_token_window() {
     let Some(url) = local_llm() else { return };
-    let Some(messages) = pi_messages(40) else {
+    let _one_at_a_time = REAL_MODEL.lock().unwrap_or_else(|e| e.into_inner());
+    let Some((data, server, id, result)) =
+        compact_real_transcript(&url, 40, 300, json!({"contextWindow": 4096}), "chunks")
+    else {
         return;
     };
-    let _one_at_a_time = REAL_MODEL.lock().unwrap_or_else(|e| e.into_inner());
-    let data = tempfile::tempdir().unwrap();
-    let mut server = Server::start(
-        data.path(),
-        json!({
-            "keepRecentTokens": 200, "maxToolOutputChars": 300,
-            "summarizer": real_summarizer(&url, json!({"contextWindow": 4096}))
-        }),
-    );
-    server.patience = MODEL_PATIENCE;
-    let id = server.open(json!({"model": "claude-sonnet-4-5"}));
-    server
-        .request(
-            "conversation/append",
-            json!({"sessionId": id, "messages": messages}),
-        )
-        .unwrap();
-    let result = server
-        .request(
-            "conversation/compact",
-            json!({"sessionId": id, "workDoneToken": "chunks"}),
-        )
-        .unwrap();
     assert_eq!(result["compacted"], true, "{result}");
     let chunks = result["chunks"].as_u64().unwrap();
     assert!(chunks > 1, "the input exceeded the window: {result}");

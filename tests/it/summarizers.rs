@@ -68,6 +68,14 @@ fn summarize(config: &SummarizerConfig) -> (Result<SummaryOutput, SummarizeError
     (outcome, reports.into_inner().unwrap())
 }
 
+/// The message of a `Failed` outcome.
+fn failure(outcome: Result<SummaryOutput, SummarizeError>) -> String {
+    match outcome {
+        Err(SummarizeError::Failed(m)) => m,
+        other => panic!("expected a failure, got {other:?}"),
+    }
+}
+
 fn gaps_ms(fixture: &Fixture) -> Vec<u128> {
     let requests = fixture.requests();
     requests
@@ -181,16 +189,12 @@ fn server_errors_are_retried_with_growing_backoff_then_given_up() {
         json!({"error": {"message": "upstream unavailable"}}),
     )]);
     let (outcome, reports) = summarize(&config(&fixture));
-    match outcome {
-        Err(SummarizeError::Failed(m)) => {
-            assert!(
-                m.contains("HTTP 503") && m.contains("upstream unavailable"),
-                "{m}"
-            );
-            assert!(m.contains("after 4 attempts"), "{m}");
-        }
-        other => panic!("expected a failure, got {other:?}"),
-    }
+    let m = failure(outcome);
+    assert!(
+        m.contains("HTTP 503") && m.contains("upstream unavailable"),
+        "{m}"
+    );
+    assert!(m.contains("after 4 attempts"), "{m}");
     assert_eq!(fixture.requests().len(), 4, "at most 4 attempts");
     // 200 ms · 2ⁿ with ±10% jitter.
     let gaps = gaps_ms(&fixture);
@@ -221,15 +225,11 @@ fn request_timeouts_are_retried_and_other_client_errors_are_not() {
             status,
             json!({"error": {"message": "model `fixture` does not exist", "type": "invalid_request_error"}}),
         )]);
-        match summarize(&config(&fixture)).0 {
-            Err(SummarizeError::Failed(m)) => {
-                assert!(
-                    m.contains(&format!("HTTP {status}")) && m.contains("does not exist"),
-                    "{m}"
-                )
-            }
-            other => panic!("{status}: expected a failure, got {other:?}"),
-        }
+        let m = failure(summarize(&config(&fixture)).0);
+        assert!(
+            m.contains(&format!("HTTP {status}")) && m.contains("does not exist"),
+            "{m}"
+        );
         assert_eq!(
             fixture.requests().len(),
             1,
@@ -310,10 +310,8 @@ fn rate_limit_waits_are_bounded() {
         json!({"error": {"message": "Rate limit reached"}}),
     )
     .with_header("retry-after", "600")]);
-    match summarize(&config(&fixture)).0 {
-        Err(SummarizeError::Failed(m)) => assert!(m.contains("600 s"), "{m}"),
-        other => panic!("expected a failure, got {other:?}"),
-    }
+    let m = failure(summarize(&config(&fixture)).0);
+    assert!(m.contains("600 s"), "{m}");
     assert_eq!(fixture.requests().len(), 1);
 }
 
@@ -531,10 +529,8 @@ fn connection_errors_are_retried() {
         ..SummarizerConfig::default()
     };
     let (outcome, reports) = summarize(&config);
-    match outcome {
-        Err(SummarizeError::Failed(m)) => assert!(m.contains("after 4 attempts"), "{m}"),
-        other => panic!("expected a failure, got {other:?}"),
-    }
+    let m = failure(outcome);
+    assert!(m.contains("after 4 attempts"), "{m}");
     assert_eq!(
         reports
             .iter()
@@ -590,12 +586,10 @@ fn keys_come_from_the_environment_and_stay_out_of_errors() {
         api_key_env: Some("COMPACTD_TEST_UNSET_KEY".into()),
         ..config
     };
-    match summarize(&config).0 {
-        Err(SummarizeError::Failed(m)) => assert!(
-            m.contains("COMPACTD_TEST_UNSET_KEY") && m.contains("not set"),
-            "{m}"
-        ),
-        other => panic!("expected a failure, got {other:?}"),
-    }
+    let m = failure(summarize(&config).0);
+    assert!(
+        m.contains("COMPACTD_TEST_UNSET_KEY") && m.contains("not set"),
+        "{m}"
+    );
     assert_eq!(anthropic.requests().len(), 1, "no request without the key");
 }
