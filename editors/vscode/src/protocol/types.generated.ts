@@ -57,7 +57,7 @@ export type Format = 'compactd' | 'pi' | 'claude-code' | 'codex' | 'openai';
  * How a compaction shrinks the history.
  */
 export type Strategy1 = 'checkpoint' | 'incremental' | 'prune' | 'handoff';
-export type SummarizerProvider = 'offline' | 'test';
+export type SummarizerProvider = 'offline' | 'test' | 'openai' | 'anthropic';
 
 export interface CompactdSchemas {
   AppendParams?: AppendParams;
@@ -644,6 +644,18 @@ export interface Config {
  */
 export interface SummarizerConfig {
   /**
+   * The NAME of the environment variable holding the API key, read at
+   * call time. The key itself is never accepted in configuration.
+   * Unset: no key is sent (local servers).
+   */
+  apiKeyEnv?: string | null;
+  /**
+   * The API base URL. Default: `https://api.openai.com/v1` (openai),
+   * `https://api.anthropic.com` (anthropic). For openai, requests go to
+   * `{baseUrl}/chat/completions`, so include the `/v1`.
+   */
+  baseUrl?: string | null;
+  /**
    * The summarizer model's own context window; input larger than this
    * is summarized in chunks.
    */
@@ -652,5 +664,41 @@ export interface SummarizerConfig {
    * `test` provider only: milliseconds to wait per chunk.
    */
   delayMs?: number;
+  /**
+   * Extra fields merged into every request body, for provider options
+   * compactd has no key for: `{"chat_template_kwargs": {"enable_thinking":
+   * false}}` turns thinking off on llama.cpp or vLLM serving Qwen3,
+   * `{"frequency_penalty": 0.5}` stops a small model from looping.
+   */
+  extraBody?: {
+    [k: string]: unknown | undefined;
+  } | null;
+  /**
+   * The most tokens a summary may take. Default: 80% of `reserveTokens`.
+   */
+  maxTokens?: number | null;
+  /**
+   * The model that writes summaries; it may be a cheaper one than the
+   * conversation's.
+   */
+  model?: string | null;
   provider?: SummarizerProvider;
+  /**
+   * Sampling seed (openai only; servers that support it answer
+   * deterministically).
+   */
+  seed?: number | null;
+  /**
+   * Stream the summary (progress reports characters received).
+   */
+  stream?: boolean;
+  /**
+   * Sampling temperature. Default: the provider's.
+   */
+  temperature?: number | null;
+  /**
+   * Milliseconds to wait for the response to start and between any two
+   * pieces of it before the attempt counts as timed out (and is retried).
+   */
+  timeoutMs?: number;
 }
