@@ -313,10 +313,25 @@ fn add_usage(total: &mut Option<Usage>, more: Option<Usage>) {
     }
 }
 
+/// The message as a summarizer prompt shows it: tool outputs and call
+/// arguments clipped (see `prompt.rs`), so chunk sizes are not overrated.
 fn clipped(message: &Message, max_chars: usize) -> Message {
     match &message.body {
         MessageBody::Tool { content, .. } if content.chars().count() > max_chars => {
             with_text(message, &clip_middle(content, max_chars))
+        }
+        MessageBody::Assistant { tool_calls, .. } if !tool_calls.is_empty() => {
+            let mut out = message.clone();
+            if let MessageBody::Assistant { tool_calls, .. } = &mut out.body {
+                for call in tool_calls {
+                    let text = call.arguments.to_string();
+                    if text.chars().count() > max_chars {
+                        call.arguments =
+                            serde_json::Value::String(clip_middle(&text, max_chars).into_owned());
+                    }
+                }
+            }
+            out
         }
         _ => message.clone(),
     }
@@ -458,6 +473,32 @@ mod tests {
             .build()
             .unwrap();
         rt.block_on(summarize(s, input, settings(window), &|_| {}))
+    }
+
+    #[test]
+    fn chunk_sizes_count_clipped_arguments_and_outputs() {
+        let call = crate::conversation::ToolCall {
+            id: "c".into(),
+            name: "write".into(),
+            arguments: serde_json::json!({"path": "a.rs", "content": "x y z ".repeat(5000)}),
+        };
+        let messages = vec![
+            Message::assistant("a", "", vec![call]),
+            Message::tool_result("t", "c", "out put ".repeat(5000), false),
+        ];
+        let request = SummaryRequest {
+            previous_summary: None,
+            messages,
+            partial_summaries: Vec::new(),
+            instructions: None,
+            max_tool_output_chars: 2000,
+            compact_prompt: None,
+            update_prompt: None,
+        };
+        let input = SummaryInput::new(request, Encoding::O200k);
+        // Unclipped, each would be over 15,000 tokens.
+        assert!(input.tokens.iter().all(|t| *t < 1_200), "{:?}", input.tokens);
+        assert!(input.request.messages[1].text().len() > 30_000, "the request itself is not clipped");
     }
 
     #[test]
