@@ -2,10 +2,13 @@
 //! < `initializationOptions`. Every field is optional on the wire; the
 //! defaults live in `Default` impls so that one place states them.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
+
+use crate::files::{watch::WatchMode, FileToolRule};
 
 pub const CONFIG_FILE_NAME: &str = "compactd.toml";
 
@@ -58,6 +61,19 @@ pub struct Config {
     pub summary_prefix: Option<String>,
     /// The summarizer that writes compaction summaries.
     pub summarizer: SummarizerConfig,
+    /// Files listed in each of `<read-files>` and `<modified-files>`; the
+    /// rest are counted ("… and N more").
+    pub max_listed_files: usize,
+    /// Tool calls that read or change files, by tool name: added to the
+    /// shipped mapping (pi, Claude Code, OpenAI-style, `apply_patch`), or
+    /// replacing an entry of it; `null` removes one.
+    pub file_tools: BTreeMap<String, Option<FileToolRule>>,
+    /// How files in the ledger are watched for changes by others.
+    pub file_watcher: WatchMode,
+    /// Directories watched at most (one per directory holding ledger
+    /// files, plus the workspace roots); beyond it, the least recently
+    /// touched files go unwatched.
+    pub max_watched_paths: usize,
 }
 
 impl Default for Config {
@@ -83,6 +99,10 @@ impl Default for Config {
             max_tool_output_chars: 2_000,
             summary_prefix: None,
             summarizer: SummarizerConfig::default(),
+            max_listed_files: crate::files::DEFAULT_MAX_LISTED_FILES,
+            file_tools: BTreeMap::new(),
+            file_watcher: WatchMode::Auto,
+            max_watched_paths: 256,
         }
     }
 }

@@ -1,13 +1,15 @@
 //! compactd: keeps LLM coding conversations inside their context window.
 //!
-//! The core (`conversation`, `tokens`, `compaction`, `session`) is pure;
-//! I/O lives at the edges (`transport`, `server`, `store`, `summarize`,
-//! `import`). See `docs/ARCHITECTURE.md`.
+//! The core (`conversation`, `tokens`, `compaction`, `session`, the file
+//! ledger in `files`) is pure; I/O lives at the edges (`transport`,
+//! `server`, `store`, `summarize`, `import`, `files::watch`). See
+//! `docs/ARCHITECTURE.md`.
 
 pub mod cli;
 pub mod compaction;
 pub mod config;
 pub mod conversation;
+pub mod files;
 pub mod import;
 pub mod protocol;
 pub mod server;

@@ -16,8 +16,9 @@ use serde::{Deserialize, Serialize};
 use crate::compaction::plan::{self, EntryKind, ViewEntry};
 use crate::compaction::retention::{self, Required};
 use crate::compaction::trigger::{AutoCompactState, TriggerInput};
-use crate::compaction::{self, FileSections, Strategy};
+use crate::compaction::{self, FileMarks, FileSections, Strategy};
 use crate::conversation::{repair_for_model, Message, MessageBody, Role, Usage};
+use crate::files::{FileEvent, SessionFiles};
 use crate::summarize::driver::{DriverOutput, SummaryInput};
 use crate::summarize::SummaryRequest;
 use crate::tokens::{self, CountedTurn, Encoding, Meter};
@@ -74,6 +75,10 @@ pub struct CompactionRecord {
     pub read_files: Vec<String>,
     #[serde(default)]
     pub modified_files: Vec<String>,
+    /// Created and deleted files among `modified_files`, and how many
+    /// files the sections left out.
+    #[serde(default, skip_serializing_if = "FileMarks::is_empty")]
+    pub file_marks: FileMarks,
     pub trigger: Trigger,
     pub summarizer: String,
     #[serde(default)]
@@ -104,6 +109,7 @@ impl CompactionRecord {
         FileSections {
             read: self.read_files.clone(),
             modified: self.modified_files.clone(),
+            marks: self.file_marks.clone(),
         }
     }
 
@@ -166,6 +172,8 @@ pub struct Session {
     summary_tokens: Vec<u64>,
     system_tokens: u64,
     summary_prefix: String,
+    /// The file ledger, fed by file events applied in log order.
+    pub files: SessionFiles,
 }
 
 /// How to plan a compaction.
@@ -276,6 +284,7 @@ impl Session {
             summary_tokens: Vec::new(),
             system_tokens: 0,
             summary_prefix,
+            files: SessionFiles::default(),
         };
         session.set_system_prompt(system_prompt);
         session
@@ -312,6 +321,10 @@ impl Session {
 
     pub fn message_count(&self) -> usize {
         self.messages.len()
+    }
+
+    pub fn last_message_id(&self) -> Option<&str> {
+        self.messages.last().map(|c| c.message.id.as_str())
     }
 
     pub fn compactions(&self) -> &[CompactionRecord] {
@@ -388,6 +401,7 @@ impl Session {
     pub fn push(&mut self, messages: Vec<Message>) {
         let generation = self.compactions.len();
         for message in messages {
+            self.files.observe(&message);
             let tokens = tokens::count_message(self.encoding, &message);
             let index = self.messages.len();
             self.index.insert(message.id.clone(), index);
@@ -536,14 +550,10 @@ impl Session {
     pub fn plan(&self, options: &PlanOptions, tokens_before: u64) -> Result<CompactionJob, String> {
         let entries = self.view_entries();
         let total: u64 = self.system_tokens + entries.iter().map(|e| e.tokens).sum::<u64>();
-        let previous_files = self
-            .last_compaction()
-            .map(CompactionRecord::file_sections)
-            .unwrap_or_default();
         let raw_view: Vec<Message> = self.view_messages().cloned().collect();
-        // The sections describe the whole session so far, kept part
-        // included, so the model sees every file it touched in one place.
-        let files = FileSections::accumulate(&previous_files, &raw_view);
+        // The ledger covers the whole session so far, kept part included,
+        // so the model sees every file it touched in one place.
+        let files = self.files.sections();
         let ids = |range: std::ops::Range<usize>| -> Vec<String> {
             entries[range]
                 .iter()
@@ -811,6 +821,7 @@ impl Session {
             tokens_after: 0,
             read_files: job.files.read.clone(),
             modified_files: job.files.modified.clone(),
+            file_marks: job.files.marks.clone(),
             trigger,
             summarizer: main
                 .map(|o| o.summarizer.clone())
@@ -906,6 +917,11 @@ impl Session {
                 &record.full_summary(),
             ),
         }
+    }
+
+    /// Applies a file event (new or replayed from the log) to the ledger.
+    pub fn apply_file_event(&mut self, event: &FileEvent) {
+        self.files.apply(event, self.compactions.len());
     }
 
     /// Applies a compaction (new or replayed from the log).

@@ -8,8 +8,8 @@ use serde_json::json;
 
 use super::args::CompactArgs;
 use super::{
-    import_file, keep_recent_flag, resolve_config, summarize_job, summary_prefix, CliError,
-    ConfigFlag,
+    configure_files, import_file, keep_recent_flag, resolve_config, summarize_job, summary_prefix,
+    CliError, ConfigFlag,
 };
 use crate::compaction::Strategy;
 use crate::import::Format;
@@ -64,8 +64,9 @@ pub async fn run(args: &CompactArgs, no_user_config: bool) -> Result<(), CliErro
         refuse_input_as_output(&args.file, out)?;
     }
     let quiet = args.common.quiet;
-    let imported = import_file(&args.file, args.common.format.format(), quiet)?;
+    let imported = import_file(&args.file, args.common.format.format(), quiet, &config)?;
     let mut session = imported.session("cli", summary_prefix(&config));
+    configure_files(&mut session, &config);
     let messages = session.view_messages().count();
     let tokens_before = session.estimated_tokens();
     let keep = config.keep_recent_tokens;

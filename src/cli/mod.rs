@@ -19,6 +19,7 @@ pub use replay::auto_compaction_triggers;
 
 use crate::config::Config;
 use crate::conversation::Message;
+use crate::files::{disk, FileTools};
 use crate::import::{self, Format, Imported};
 use crate::session::{CompactionJob, Session};
 use crate::store::LogEntry;
@@ -121,11 +122,20 @@ fn keep_recent_flag(value: Option<u64>) -> Option<ConfigFlag> {
 }
 
 /// Imports a transcript behind a spinner and notes what was skipped.
-fn import_file(path: &Path, format: Option<Format>, quiet: bool) -> Result<Imported, CliError> {
+fn import_file(
+    path: &Path,
+    format: Option<Format>,
+    quiet: bool,
+    config: &Config,
+) -> Result<Imported, CliError> {
     let spinner = progress::spinner(format!("reading {}", path.display()), quiet);
     let imported = import::read_file(path, format);
     spinner.finish_and_clear();
-    let imported = imported?;
+    let mut imported = imported?;
+    imported.track_files(
+        &FileTools::new(&config.file_tools),
+        &disk::workspace(Vec::new()),
+    );
     if !quiet && imported.skipped.total() > 0 {
         eprintln!(
             "compactd: {}: skipped {} of its lines ({})",
@@ -147,9 +157,16 @@ fn message_or_apply<'a>(entry: &'a LogEntry, session: &mut Session) -> Option<&'
         }
         LogEntry::Compaction(record) => session.apply_compaction((**record).clone()),
         LogEntry::Pin { text } => session.add_pin(text.clone()),
+        LogEntry::File(event) => session.apply_file_event(event),
         LogEntry::Settings(_) | LogEntry::Header(_) => {}
     }
     None
+}
+
+/// Paths show relative to the working directory, listed up to the cap.
+fn configure_files(session: &mut Session, config: &Config) {
+    session.files.workspace = disk::workspace(Vec::new());
+    session.files.max_listed_files = config.max_listed_files;
 }
 
 /// A session to walk a transcript in, with `window` as its context window.

@@ -6,8 +6,8 @@ use serde::Serialize;
 
 use super::args::ReplayArgs;
 use super::{
-    import_file, keep_recent_flag, message_or_apply, resolve_config, summarize_job, thousands,
-    walking_session, CliError,
+    configure_files, import_file, keep_recent_flag, message_or_apply, resolve_config,
+    summarize_job, thousands, walking_session, CliError,
 };
 use crate::compaction::trigger::{self, auto_compact_at, AttemptVerdict, TriggerKind};
 use crate::compaction::Strategy;
@@ -103,10 +103,11 @@ pub async fn run(args: &ReplayArgs, no_user_config: bool) -> Result<(), CliError
             .collect(),
     )?;
     let quiet = args.common.quiet;
-    let imported = import_file(&args.file, args.common.format.format(), quiet)?;
+    let imported = import_file(&args.file, args.common.format.format(), quiet, &config)?;
     let window = args.window;
     let at = auto_compact_at(&config, window);
     let mut session = walking_session("replay", &imported, window, &config);
+    configure_files(&mut session, &config);
     // The transcript's own view (its compactions, not ours): provider usage
     // describes that context, so it is shifted by how far ours differs.
     let mut source = session.clone();
@@ -133,6 +134,7 @@ pub async fn run(args: &ReplayArgs, no_user_config: bool) -> Result<(), CliError
                 }
                 LogEntry::Compaction(_) => report.source_compactions += 1,
                 LogEntry::Pin { text } => session.add_pin(text.clone()),
+                LogEntry::File(event) => session.apply_file_event(event),
                 _ => {}
             }
             continue;

@@ -7,10 +7,11 @@ use super::args::StatsArgs;
 use super::replay::{auto_compaction_triggers, trigger_names};
 use super::{import_file, message_or_apply, resolve_config, thousands, walking_session, CliError};
 use crate::compaction::trigger::{auto_compact_at, TriggerKind};
-use crate::compaction::FileSections;
 use crate::config::Config;
 use crate::conversation::{tool_pairing, Message, Role};
+use crate::files::{disk, SessionFiles};
 use crate::import::{Format, Imported};
+use crate::store::LogEntry;
 use crate::tokens::{self, MeterSource};
 
 #[derive(Debug, Serialize)]
@@ -114,7 +115,7 @@ pub fn run(args: &StatsArgs, no_user_config: bool) -> Result<(), CliError> {
     let mut reports = Vec::new();
     let mut failures = Vec::new();
     for path in &args.files {
-        match import_file(path, args.common.format.format(), quiet) {
+        match import_file(path, args.common.format.format(), quiet, &config) {
             Ok(imported) => {
                 let mut stats = file_stats(&imported, &config, args.window);
                 stats.file = path.display().to_string();
@@ -159,8 +160,13 @@ pub fn file_stats(imported: &Imported, config: &Config, window: Option<u64>) -> 
         }
     }
     let pairing = tool_pairing(messages.iter().copied());
-    let owned: Vec<Message> = messages.iter().map(|m| (*m).clone()).collect();
-    let files = FileSections::accumulate(&FileSections::default(), &owned);
+    let mut ledger = SessionFiles::new(disk::workspace(Vec::new()), usize::MAX);
+    for entry in &imported.entries {
+        if let LogEntry::File(event) = entry {
+            ledger.apply(event, 0);
+        }
+    }
+    let files = ledger.sections();
     let model = imported.settings.model.clone();
     let window = window
         .or(imported.settings.context_window)

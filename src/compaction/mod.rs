@@ -8,7 +8,7 @@ pub mod plan;
 pub mod retention;
 pub mod trigger;
 
-pub use files::{FileOp, FileSections};
+pub use files::{FileMarks, FileSections};
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};

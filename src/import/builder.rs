@@ -268,6 +268,7 @@ fn record(
         tokens_after: 0,
         read_files: foreign.read_files.clone(),
         modified_files: foreign.modified_files.clone(),
+        file_marks: Default::default(),
         trigger: foreign.trigger,
         summarizer: format!("{} (imported)", format.name()),
         chunks: 1,

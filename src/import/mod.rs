@@ -23,6 +23,7 @@ use serde_json::Value;
 pub(crate) use builder::{Builder, FirstKept, ForeignCompaction};
 
 use crate::conversation::Message;
+use crate::files::{FileTools, Workspace};
 use crate::session::Session;
 use crate::store::{self, LogEntry, SessionHeader, SessionSettings, LOG_VERSION};
 
@@ -166,6 +167,13 @@ pub struct Imported {
 }
 
 impl Imported {
+    /// Adds the file events of the transcript's successful tool calls, so
+    /// the session it becomes has its file ledger.
+    pub fn track_files(&mut self, tools: &FileTools, workspace: &Workspace) {
+        let entries = std::mem::take(&mut self.entries);
+        self.entries = store::with_tool_file_events(entries, tools, workspace);
+    }
+
     pub fn messages(&self) -> impl Iterator<Item = &Message> {
         self.entries.iter().filter_map(|e| match e {
             LogEntry::Message { message } => Some(message),

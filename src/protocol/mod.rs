@@ -9,7 +9,12 @@ use crate::compaction::Strategy;
 use crate::conversation::{Message, Usage};
 use crate::session::Trigger;
 
+mod files;
+pub use files::*;
+
 pub mod methods {
+    pub use super::files::methods::*;
+
     pub const OPEN: &str = "conversation/open";
     pub const APPEND: &str = "conversation/append";
     pub const HISTORY: &str = "conversation/history";
@@ -501,5 +506,14 @@ pub fn schemas() -> Vec<(&'static str, serde_json::Value)> {
             "AutoCompactStoppedNotification",
             AutoCompactStoppedNotification
         ),
+        schema!("FileNotificationParams", FileNotificationParams),
+        schema!("FilesListResult", FilesListResult),
+        schema!("UnchangedSinceReadResult", UnchangedSinceReadResult),
+        schema!("FileDidChangeNotification", FileDidChangeNotification),
+        schema!("DidOpenTextDocumentParams", DidOpenTextDocumentParams),
+        schema!("DidChangeTextDocumentParams", DidChangeTextDocumentParams),
+        schema!("DidSaveTextDocumentParams", DidSaveTextDocumentParams),
+        schema!("DidCloseTextDocumentParams", DidCloseTextDocumentParams),
+        schema!("DidChangeWatchedFilesParams", DidChangeWatchedFilesParams),
     ]
 }

@@ -5,6 +5,7 @@
 //! always precede its response, and every request is answered exactly once.
 
 mod compactor;
+mod files;
 mod handlers;
 mod routes;
 
@@ -85,6 +86,8 @@ pub(crate) struct OpenSession {
 /// What a background job hands back to the state owner.
 pub(crate) enum JobDone {
     Compaction(Box<compactor::Finished>),
+    /// The file watcher saw changes on disk.
+    FilesChanged(Vec<crate::files::watch::DiskChange>),
 }
 
 pub(crate) struct Server {
@@ -104,6 +107,7 @@ pub(crate) struct Server {
     pub client_work_done_progress: bool,
     next_server_request: u64,
     options: ServeOptions,
+    pub files: files::ServerFiles,
 }
 
 /// Serves one client until `exit` or end of input. Returns the process
@@ -130,6 +134,7 @@ where
         client_work_done_progress: false,
         next_server_request: 0,
         options,
+        files: files::ServerFiles::default(),
     };
     let mut exit_code = 1;
     loop {
@@ -315,6 +320,7 @@ impl Server {
     fn finish_job(&mut self, done: JobDone) {
         match done {
             JobDone::Compaction(finished) => compactor::finish(self, *finished),
+            JobDone::FilesChanged(changes) => self.on_disk_changes(changes),
         }
     }
 

@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::conversation::Message;
+use crate::files::{FileEvent, FileTools, SessionFiles, Workspace};
 use crate::session::{CompactionRecord, Session};
 
 pub const LOG_VERSION: u32 = 1;
@@ -28,6 +29,8 @@ pub enum LogEntry {
     Pin {
         text: String,
     },
+    /// A change to the file ledger.
+    File(FileEvent),
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -213,6 +216,31 @@ impl SessionLog {
     }
 }
 
+/// Adds, after each result that completes a successful tool call, the
+/// file events of that call: for logs written without them (imported
+/// transcripts). A log that already has file events is left as it is.
+pub fn with_tool_file_events(
+    entries: Vec<LogEntry>,
+    tools: &FileTools,
+    workspace: &Workspace,
+) -> Vec<LogEntry> {
+    if entries.iter().any(|e| matches!(e, LogEntry::File(_))) {
+        return entries;
+    }
+    let mut files = SessionFiles::new(workspace.clone(), 0);
+    let mut out = Vec::with_capacity(entries.len());
+    for entry in entries {
+        let mut events = Vec::new();
+        if let LogEntry::Message { message } = &entry {
+            events = files.tool_events(std::slice::from_ref(message), tools);
+            files.observe(message);
+        }
+        out.push(entry);
+        out.extend(events.into_iter().map(|(_, event)| LogEntry::File(event)));
+    }
+    out
+}
+
 /// Rebuilds a session from its entries. Only the latest compaction decides
 /// the view; earlier ones are history.
 pub fn replay(id: &str, entries: Vec<LogEntry>, summary_prefix: String) -> Session {
@@ -233,6 +261,7 @@ pub fn replay(id: &str, entries: Vec<LogEntry>, summary_prefix: String) -> Sessi
             }
             LogEntry::Compaction(record) => session.apply_compaction(*record),
             LogEntry::Pin { text } => session.add_pin(text),
+            LogEntry::File(event) => session.apply_file_event(&event),
         }
     }
     session

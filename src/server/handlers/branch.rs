@@ -30,13 +30,15 @@ pub fn handle(server: &mut Server, params: BranchParams) -> RpcResult<BranchResu
         .map_err(|e| RpcError::internal(e.to_string()))?;
     log.append(&entries, true)
         .map_err(|e| RpcError::internal(e.to_string()))?;
-    let session = store::replay(&new_id, entries, server.summary_prefix());
+    let mut session = store::replay(&new_id, entries, server.summary_prefix());
+    server.files.configure(&mut session.files);
     let meter = server.meter_info(&session);
     let message_count = session.message_count();
     server.send_meter(&session);
     server
         .sessions
         .insert(new_id.clone(), OpenSession { session, log });
+    server.sync_watches();
     Ok(BranchResult {
         session_id: new_id,
         message_count,

@@ -34,6 +34,7 @@ pub fn handle(server: &mut Server, params: ImportParams) -> RpcResult<ImportResu
     if params.context_window.is_some() {
         imported.settings.context_window = params.context_window;
     }
+    imported.track_files(&server.files.tools, &server.files.workspace);
     let entries = imported.log_entries(&id, now_ms());
     let mut log = server
         .store
@@ -46,12 +47,14 @@ pub fn handle(server: &mut Server, params: ImportParams) -> RpcResult<ImportResu
             "could not write the session log: {e}"
         )));
     }
-    let session = store::replay(&id, entries, server.summary_prefix());
+    let mut session = store::replay(&id, entries, server.summary_prefix());
+    server.files.configure(&mut session.files);
     let meter = server.meter_info(&session);
     server.send_meter(&session);
     server
         .sessions
         .insert(id.clone(), OpenSession { session, log });
+    server.sync_watches();
     Ok(ImportResult {
         session_id: id,
         format: imported.format,

@@ -4,6 +4,7 @@ use serde::Deserialize;
 
 use crate::config::Config;
 use crate::protocol::CompactdCapabilities;
+use crate::server::files::ServerFiles;
 use crate::server::routes::{NOTIFICATIONS_SENT, REQUESTS};
 use crate::server::{RpcError, RpcResult, Server};
 use crate::store::SessionStore;
@@ -30,14 +31,22 @@ pub struct WorkspaceFolder {
 }
 
 pub fn initialize(server: &mut Server, params: InitializeParams) -> RpcResult<serde_json::Value> {
-    let root = params
+    let folders: Vec<PathBuf> = params
         .workspace_folders
-        .as_ref()
-        .and_then(|f| f.first())
-        .map(|f| f.uri.as_str())
-        .or(params.root_uri.as_deref())
-        .and_then(path_from_uri)
+        .iter()
+        .flatten()
+        .filter_map(|f| path_from_uri(&f.uri))
+        .collect();
+    let root = folders
+        .first()
+        .cloned()
+        .or_else(|| params.root_uri.as_deref().and_then(path_from_uri))
         .or(params.root_path.as_deref().map(PathBuf::from));
+    let roots = if folders.is_empty() {
+        root.iter().cloned().collect()
+    } else {
+        folders
+    };
     let user_dir = if server.options().no_user_config {
         None
     } else {
@@ -55,6 +64,7 @@ pub fn initialize(server: &mut Server, params: InitializeParams) -> RpcResult<se
     .map_err(|e| RpcError::invalid_params(format!("initializationOptions: {e}")))?;
     server.store = SessionStore::new(config.sessions_dir());
     tracing::info!("sessions in {}", server.store.dir().display());
+    server.files = ServerFiles::start(&config, roots, server.jobs.clone());
     server.config = config;
     server.config_dirs = (root, user_dir);
     server.client_work_done_progress = params

@@ -35,7 +35,8 @@ pub fn handle(server: &mut Server, params: OpenParams) -> RpcResult<OpenResult> 
                     tracing::warn!("session {id}: {warning}");
                 }
                 warnings = loaded.warnings;
-                let session = store::replay(&id, loaded.entries, prefix);
+                let mut session = store::replay(&id, loaded.entries, prefix);
+                server.files.configure(&mut session.files);
                 let log = server
                     .store
                     .open_log(&id, loaded.torn_tail)
@@ -48,6 +49,7 @@ pub fn handle(server: &mut Server, params: OpenParams) -> RpcResult<OpenResult> 
             }
         };
         server.sessions.insert(id.clone(), opened);
+        server.sync_watches();
     }
     let open = server.sessions.get_mut(&id).expect("inserted above");
     // Settings given on reopen replace the stored ones and are logged.
@@ -115,6 +117,7 @@ pub fn create_session(
         server.summary_prefix(),
     );
     session.auto_compact = settings.auto_compact;
+    server.files.configure(&mut session.files);
     Ok(OpenSession { session, log })
 }
 

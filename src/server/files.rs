@@ -1,0 +1,246 @@
+//! The server's side of file tracking: the workspace, the tool mapping, the
+//! watcher and the editor's open buffers, and the plumbing that logs file
+//! events and applies them to sessions (persist, then apply). The decisions
+//! themselves are in `crate::files`.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use tokio::sync::mpsc::UnboundedSender;
+
+use super::handlers::lifecycle::path_from_uri;
+use super::{JobDone, RpcError, RpcResult, Server};
+use crate::config::Config;
+use crate::files::watch::{DiskChange, FileWatcher};
+use crate::files::{disk, FileEvent, FileOp, FileTools, SessionFiles, Workspace};
+use crate::protocol::{methods, FileDidChangeNotification};
+use crate::store::LogEntry;
+
+pub(crate) struct ServerFiles {
+    pub workspace: Workspace,
+    pub tools: Arc<FileTools>,
+    pub watcher: Option<FileWatcher>,
+    /// Open editor buffers: the hash of each one's text, `None` once an
+    /// incremental change made it unknown. A change on disk to a buffer's
+    /// content is the editor saving it.
+    pub documents: HashMap<PathBuf, Option<String>>,
+    pub max_listed_files: usize,
+}
+
+impl Default for ServerFiles {
+    fn default() -> ServerFiles {
+        ServerFiles {
+            workspace: disk::workspace(Vec::new()),
+            tools: Arc::new(FileTools::default()),
+            watcher: None,
+            documents: HashMap::new(),
+            max_listed_files: crate::files::DEFAULT_MAX_LISTED_FILES,
+        }
+    }
+}
+
+impl ServerFiles {
+    pub fn start(
+        config: &Config,
+        roots: Vec<PathBuf>,
+        jobs: UnboundedSender<JobDone>,
+    ) -> ServerFiles {
+        let watcher = FileWatcher::start(config.file_watcher, config.max_watched_paths, {
+            move |changes| {
+                // The state owner applies them; if it is gone, so is the need.
+                let _ = jobs.send(JobDone::FilesChanged(changes));
+            }
+        });
+        ServerFiles {
+            workspace: disk::workspace(roots),
+            tools: Arc::new(FileTools::new(&config.file_tools)),
+            watcher,
+            documents: HashMap::new(),
+            max_listed_files: config.max_listed_files,
+        }
+    }
+
+    /// Gives a session this server's workspace and listing cap.
+    pub fn configure(&self, files: &mut SessionFiles) {
+        files.workspace = self.workspace.clone();
+        files.max_listed_files = self.max_listed_files;
+    }
+
+    /// A path from a client: absolute, workspace-relative, `~/…` or a
+    /// `file://` URI.
+    pub fn resolve(&self, raw: &str) -> Option<PathBuf> {
+        if raw.starts_with("file://") {
+            return self.resolve_uri(raw);
+        }
+        self.workspace.resolve(raw)
+    }
+
+    /// A document URI from an editor; `None` for anything but `file://`
+    /// (unsaved buffers, virtual documents).
+    pub fn resolve_uri(&self, uri: &str) -> Option<PathBuf> {
+        let path = path_from_uri(uri)?;
+        path.is_absolute()
+            .then(|| self.workspace.resolve(&path.to_string_lossy()))
+            .flatten()
+    }
+
+    pub fn is_watched(&self, path: &Path) -> bool {
+        match (&self.watcher, path.parent()) {
+            (Some(watcher), Some(dir)) => watcher.is_watching(dir),
+            _ => false,
+        }
+    }
+}
+
+/// Fills each event's content hash from the file as it is now, right after
+/// the operation (deleted files have none).
+pub(crate) fn hash_from_disk<'a>(events: impl IntoIterator<Item = &'a mut FileEvent>) {
+    for event in events {
+        if event.op != FileOp::Delete && event.content_hash.is_none() {
+            event.content_hash = disk::content_hash(&event.path);
+        }
+    }
+}
+
+impl Server {
+    /// The sessions an event without a session id applies to: every open
+    /// one (they all share this server's workspace), in a stable order.
+    pub fn file_targets(&self, session_id: Option<&str>) -> RpcResult<Vec<String>> {
+        match session_id {
+            Some(id) => self.session(id).map(|_| vec![id.to_string()]),
+            None => {
+                let mut ids: Vec<String> = self.sessions.keys().cloned().collect();
+                ids.sort();
+                Ok(ids)
+            }
+        }
+    }
+
+    /// Logs file events, then applies them to the session's ledger.
+    pub fn record_file_events(&mut self, session_id: &str, events: &[FileEvent]) -> RpcResult<()> {
+        if events.is_empty() {
+            return Ok(());
+        }
+        let open = self.session_mut(session_id)?;
+        let entries: Vec<LogEntry> = events.iter().cloned().map(LogEntry::File).collect();
+        open.log
+            .append(&entries, false)
+            .map_err(|e| RpcError::internal(format!("could not record file events: {e}")))?;
+        for event in events {
+            open.session.apply_file_event(event);
+        }
+        Ok(())
+    }
+
+    /// Records an event reported from outside the conversation (an editor,
+    /// an explicit notification) in the target sessions for which `wanted`
+    /// holds, stamped with each session's newest message.
+    pub fn record_external(
+        &mut self,
+        session_id: Option<&str>,
+        event: FileEvent,
+        wanted: fn(&SessionFiles, &FileEvent) -> bool,
+    ) -> RpcResult<()> {
+        let mut result = Ok(());
+        for id in self.file_targets(session_id)? {
+            let session = &self.sessions[&id].session;
+            if !wanted(&session.files, &event) {
+                continue;
+            }
+            let mut event = event.clone();
+            event.message_id = session.last_message_id().map(str::to_string);
+            if let Err(e) = self.record_file_events(&id, &[event]) {
+                result = result.and(Err(e));
+            }
+        }
+        self.sync_watches();
+        result
+    }
+
+    /// Changes the watcher saw: each session tracking the file records the
+    /// ones that are news (origin `disk`) and the client hears of them.
+    pub fn on_disk_changes(&mut self, changes: Vec<DiskChange>) {
+        for change in changes {
+            let target = match &change {
+                DiskChange::Changed(path) | DiskChange::Renamed { to: path, .. } => Some(path),
+                DiskChange::Removed(_) => None,
+            };
+            let hash = target.and_then(|p| disk::content_hash(p));
+            // The editor saving one of its buffers is not someone else;
+            // after an atomic save only the source's disappearance can be.
+            let own_save = matches!((target, &hash), (Some(path), Some(hash))
+                if self.files.documents.get(path) == Some(&Some(hash.clone())));
+            let change = match change {
+                DiskChange::Changed(_) if own_save => continue,
+                DiskChange::Renamed { from, .. } if own_save => DiskChange::Removed(from),
+                change => change,
+            };
+            let mut ids: Vec<String> = self.sessions.keys().cloned().collect();
+            ids.sort();
+            for id in ids {
+                let session = &self.sessions[&id].session;
+                let Some((mut events, kind)) =
+                    session
+                        .files
+                        .disk_events(&change, hash.as_deref(), &self.files.tools)
+                else {
+                    continue;
+                };
+                let newest = session.last_message_id().map(str::to_string);
+                for event in &mut events {
+                    event.message_id = newest.clone();
+                }
+                if let Err(e) = self.record_file_events(&id, &events) {
+                    tracing::error!("session {id}: {}", e.message);
+                    continue;
+                }
+                let (path, new_path) = match &change {
+                    DiskChange::Renamed { from, to } if events.len() == 2 => {
+                        (from, Some(to.display().to_string()))
+                    }
+                    DiskChange::Renamed { to, .. } => (to, None),
+                    DiskChange::Changed(path) | DiskChange::Removed(path) => (path, None),
+                };
+                self.out.notify(
+                    methods::FILES_DID_CHANGE,
+                    FileDidChangeNotification {
+                        session_id: id.clone(),
+                        path: path.display().to_string(),
+                        kind,
+                        new_path,
+                    },
+                );
+            }
+        }
+        self.sync_watches();
+    }
+
+    /// Points the watcher at the directories of every open session's
+    /// ledger files, most recently touched first (sessions taking turns),
+    /// then the workspace roots; the watcher keeps the cap.
+    pub fn sync_watches(&mut self) {
+        let Some(watcher) = self.files.watcher.as_mut() else {
+            return;
+        };
+        let per_session: Vec<Vec<PathBuf>> = self
+            .sessions
+            .values()
+            .map(|open| {
+                open.session
+                    .files
+                    .ledger
+                    .records()
+                    .iter()
+                    .filter_map(|r| r.path.parent().map(Path::to_path_buf))
+                    .collect()
+            })
+            .collect();
+        let longest = per_session.iter().map(Vec::len).max().unwrap_or(0);
+        let dirs = (0..longest)
+            .flat_map(|rank| per_session.iter().filter_map(move |dirs| dirs.get(rank)))
+            .cloned()
+            .chain(self.files.workspace.roots.iter().cloned());
+        watcher.set_dirs(dirs.collect::<Vec<_>>());
+    }
+}

@@ -1,0 +1,33 @@
+//! `workspace/didChangeWatchedFiles`: the editor's watcher saw files
+//! created, changed or deleted. What a session already knows (its own
+//! writes) is not recorded again.
+
+use crate::files::{disk, FileEvent, FileOp, Origin, SessionFiles};
+use crate::protocol::DidChangeWatchedFilesParams;
+use crate::server::{RpcError, RpcResult, Server};
+
+pub fn handle(server: &mut Server, params: DidChangeWatchedFilesParams) -> RpcResult<()> {
+    let mut result = Ok(());
+    for (index, change) in params.changes.into_iter().enumerate() {
+        let op = match change.kind {
+            1 => FileOp::Create,
+            2 => FileOp::Modify,
+            3 => FileOp::Delete,
+            other => {
+                result = result.and(Err(RpcError::invalid_params(format!(
+                    "changes[{index}].type: {other} is not 1 (created), 2 (changed) or 3 (deleted)"
+                ))));
+                continue;
+            }
+        };
+        let Some(path) = server.files.resolve_uri(&change.uri) else {
+            continue;
+        };
+        let mut event = FileEvent::new(path, op, Origin::Lsp);
+        if op != FileOp::Delete {
+            event.content_hash = disk::content_hash(&event.path);
+        }
+        result = result.and(server.record_external(None, event, SessionFiles::is_news));
+    }
+    result
+}

@@ -1,0 +1,12 @@
+//! `textDocument/didClose`: the editor closed a buffer. Nothing happened to
+//! the file; its buffer no longer explains changes on disk.
+
+use crate::protocol::DidCloseTextDocumentParams;
+use crate::server::{RpcResult, Server};
+
+pub fn handle(server: &mut Server, params: DidCloseTextDocumentParams) -> RpcResult<()> {
+    if let Some(path) = server.files.resolve_uri(&params.text_document.uri) {
+        server.files.documents.remove(&path);
+    }
+    Ok(())
+}

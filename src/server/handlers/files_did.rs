@@ -1,0 +1,22 @@
+//! `files/didRead`, `files/didModify`, `files/didCreate`, `files/didDelete`:
+//! an agent says what it did to a file, for one session or (without a
+//! `sessionId`) for every open one.
+
+use crate::files::{disk, FileEvent, FileOp, Origin};
+use crate::protocol::FileNotificationParams;
+use crate::server::{RpcError, RpcResult, Server};
+
+pub fn handle(server: &mut Server, params: FileNotificationParams, op: FileOp) -> RpcResult<()> {
+    let path = server.files.resolve(&params.path).ok_or_else(|| {
+        RpcError::invalid_params(format!(
+            "path: `{}` is neither absolute nor a file URI, and there is no workspace root",
+            params.path
+        ))
+    })?;
+    let mut event = FileEvent::new(path, op, Origin::Explicit);
+    event.range = params.range;
+    if op != FileOp::Delete {
+        event.content_hash = disk::content_hash(&event.path);
+    }
+    server.record_external(params.session_id.as_deref(), event, |_, _| true)
+}
