@@ -181,6 +181,8 @@ impl SessionFiles {
                     changed(to)
                 }
             }
+            // The server turns it into a change per ledger file first.
+            DiskChange::Rescan => None,
         }
     }
 
@@ -235,5 +237,80 @@ mod tests {
         assert_eq!(events[0].path, PathBuf::from("/w/src/x.rs"));
         assert_eq!(events[0].op, FileOp::Modify);
         assert_eq!(events[0].message_id.as_deref(), Some("a1"));
+    }
+
+    #[test]
+    fn disk_changes_are_news_only_when_someone_else_made_them() {
+        let tools = FileTools::default();
+        let mut files = SessionFiles {
+            workspace: Workspace::new(vec![PathBuf::from("/w")], None),
+            ..SessionFiles::default()
+        };
+        let mut read = FileEvent::new("/w/a.rs".into(), FileOp::Read, Origin::Tool);
+        read.content_hash = Some("h1".into());
+        files.apply(&read, 0);
+        let changed = DiskChange::Changed("/w/a.rs".into());
+        assert_eq!(
+            files.disk_events(&changed, Some("h1"), &tools),
+            None,
+            "same content"
+        );
+        let (events, kind) = files.disk_events(&changed, Some("h2"), &tools).unwrap();
+        assert_eq!(kind, ChangeKind::Changed);
+        assert_eq!(
+            (events[0].op, events[0].origin),
+            (FileOp::Modify, Origin::Disk)
+        );
+        assert_eq!(
+            files.disk_events(
+                &DiskChange::Changed("/w/other.rs".into()),
+                Some("h"),
+                &tools
+            ),
+            None,
+            "not in the ledger"
+        );
+
+        // A call still running on the file explains the change.
+        files.observe(&Message::assistant(
+            "a1",
+            "",
+            vec![ToolCall {
+                id: "c1".into(),
+                name: "write".into(),
+                arguments: json!({"path": "a.rs"}),
+            }],
+        ));
+        assert_eq!(files.disk_events(&changed, Some("h2"), &tools), None);
+        files.observe(&Message::user("u", "next"));
+
+        let renamed = DiskChange::Renamed {
+            from: "/w/a.rs".into(),
+            to: "/w/b.rs".into(),
+        };
+        let (events, kind) = files.disk_events(&renamed, Some("h1"), &tools).unwrap();
+        assert_eq!(kind, ChangeKind::Renamed);
+        let ops: Vec<_> = events.iter().map(|e| (e.path.clone(), e.op)).collect();
+        assert_eq!(
+            ops,
+            [
+                (PathBuf::from("/w/a.rs"), FileOp::Delete),
+                (PathBuf::from("/w/b.rs"), FileOp::Create)
+            ]
+        );
+        for event in &events {
+            files.apply(event, 0);
+        }
+        let removed = DiskChange::Removed("/w/a.rs".into());
+        assert_eq!(
+            files.disk_events(&removed, None, &tools),
+            None,
+            "already gone"
+        );
+        let back = DiskChange::Changed("/w/a.rs".into());
+        assert_eq!(
+            files.disk_events(&back, Some("h3"), &tools).unwrap().1,
+            ChangeKind::Created
+        );
     }
 }

@@ -37,6 +37,9 @@ pub enum DiskChange {
         from: PathBuf,
         to: PathBuf,
     },
+    /// Events were lost (the kernel queue overflowed): anything may have
+    /// changed.
+    Rescan,
 }
 
 /// How files are watched (config `fileWatcher`).
@@ -258,7 +261,9 @@ pub fn coalesce(events: Vec<Event>, exists: impl Fn(&Path) -> bool) -> Vec<DiskC
     let mut touched: Vec<PathBuf> = Vec::new();
     let mut seen: HashSet<PathBuf> = HashSet::new();
     let mut renames: Vec<(PathBuf, PathBuf)> = Vec::new();
+    let mut rescan = false;
     for event in events {
+        rescan |= event.need_rescan();
         if event.kind == EventKind::Modify(ModifyKind::Name(RenameMode::Both))
             && event.paths.len() == 2
         {
@@ -296,6 +301,9 @@ pub fn coalesce(events: Vec<Event>, exists: impl Fn(&Path) -> bool) -> Vec<DiskC
         } else {
             DiskChange::Removed(path)
         });
+    }
+    if rescan {
+        changes.push(DiskChange::Rescan);
     }
     changes
 }
@@ -352,6 +360,12 @@ mod tests {
                 DiskChange::Removed("/d/gone".into()),
             ]
         );
+    }
+
+    #[test]
+    fn lost_events_ask_for_a_rescan() {
+        let overflow = Event::new(EventKind::Other).set_flag(notify::event::Flag::Rescan);
+        assert_eq!(coalesce(vec![overflow], |_| true), vec![DiskChange::Rescan]);
     }
 
     #[test]

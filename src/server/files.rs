@@ -161,10 +161,14 @@ impl Server {
     /// Changes the watcher saw: each session tracking the file records the
     /// ones that are news (origin `disk`) and the client hears of them.
     pub fn on_disk_changes(&mut self, changes: Vec<DiskChange>) {
+        let changes: Vec<DiskChange> = changes
+            .into_iter()
+            .flat_map(|c| self.expand_rescan(c))
+            .collect();
         for change in changes {
             let target = match &change {
                 DiskChange::Changed(path) | DiskChange::Renamed { to: path, .. } => Some(path),
-                DiskChange::Removed(_) => None,
+                DiskChange::Removed(_) | DiskChange::Rescan => None,
             };
             let hash = target.and_then(|p| disk::content_hash(p));
             // The editor saving one of its buffers is not someone else;
@@ -201,6 +205,7 @@ impl Server {
                     }
                     DiskChange::Renamed { to, .. } => (to, None),
                     DiskChange::Changed(path) | DiskChange::Removed(path) => (path, None),
+                    DiskChange::Rescan => continue,
                 };
                 self.out.notify(
                     methods::FILES_DID_CHANGE,
@@ -214,6 +219,30 @@ impl Server {
             }
         }
         self.sync_watches();
+    }
+
+    /// After lost events every ledger file is looked at again; the ledger
+    /// then tells what is news (by its known content hashes).
+    fn expand_rescan(&self, change: DiskChange) -> Vec<DiskChange> {
+        if change != DiskChange::Rescan {
+            return vec![change];
+        }
+        let paths: std::collections::BTreeSet<PathBuf> = self
+            .sessions
+            .values()
+            .flat_map(|open| open.session.files.ledger.records())
+            .map(|record| record.path.clone())
+            .collect();
+        paths
+            .into_iter()
+            .map(|path| {
+                if path.symlink_metadata().is_ok() {
+                    DiskChange::Changed(path)
+                } else {
+                    DiskChange::Removed(path)
+                }
+            })
+            .collect()
     }
 
     /// Points the watcher at the directories of every open session's

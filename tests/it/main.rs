@@ -8,6 +8,7 @@ mod cli;
 mod compaction;
 mod conversation;
 mod engine;
+mod files;
 mod import;
 mod lifecycle;
 mod llm;

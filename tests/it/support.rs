@@ -103,18 +103,21 @@ impl Server {
     }
 
     pub fn initialize(&mut self, options: Value) -> Value {
-        self.initialize_with(json!({}), options)
+        self.initialize_params(options, json!({}))
     }
 
     pub fn initialize_with(&mut self, capabilities: Value, options: Value) -> Value {
+        self.initialize_params(options, json!({"capabilities": capabilities}))
+    }
+
+    /// Initializes with `extra` merged into the `initialize` params.
+    pub fn initialize_params(&mut self, options: Value, extra: Value) -> Value {
         let mut init = json!({"dataDir": self.data_dir});
         merge(&mut init, options);
-        let result = self
-            .request(
-                "initialize",
-                json!({"processId": null, "capabilities": capabilities, "initializationOptions": init}),
-            )
-            .expect("initialize");
+        let mut params =
+            json!({"processId": null, "capabilities": {}, "initializationOptions": init});
+        merge(&mut params, extra);
+        let result = self.request("initialize", params).expect("initialize");
         self.notify("initialized", json!({}));
         result
     }
@@ -133,6 +136,18 @@ impl Server {
         self.next_where(|m| m["method"] == "$/progress" && m["params"]["value"]["kind"] == "end")
             ["params"]
             .clone()
+    }
+
+    /// Spawns and initializes with `root` as the workspace root.
+    pub fn start_in_workspace(data_dir: &Path, root: &Path, options: Value) -> Server {
+        let mut server = Server::spawn(data_dir);
+        server.initialize_params(options, json!({"rootUri": file_uri(root)}));
+        server
+    }
+
+    /// The HOME the server runs with.
+    pub fn home(&self) -> &Path {
+        self._home.path()
     }
 
     pub fn send_raw(&mut self, bytes: &[u8]) {
@@ -288,6 +303,11 @@ pub fn cli() -> Command {
     command
 }
 
+/// `file:///…` for an absolute path (test paths need no escaping).
+pub fn file_uri(path: &Path) -> String {
+    format!("file://{}", path.display())
+}
+
 /// `../shared/transcripts`, or `None` with a printed reason.
 pub fn transcripts_dir() -> Option<PathBuf> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/transcripts");
@@ -351,7 +371,85 @@ pub fn read_pi_session(path: &Path) -> Vec<Value> {
                 "content": text_of(&m["content"]),
                 "isError": m["isError"],
             })),
+            // A command the user ran in pi's shell, not part of the model's turn.
+            "bashExecution" => {}
             other => panic!("unexpected role {other}"),
+        }
+    }
+    out
+}
+
+/// A small test-only reader for Claude Code JSONL (`~/.claude/projects`):
+/// lines sharing `message.id` are one API message and are merged where the
+/// first of them stands; `tool_use` parts become calls and `tool_result`
+/// parts tool messages. Other line types (summaries, snapshots) are skipped.
+pub fn read_claude_code_session(path: &Path) -> Vec<Value> {
+    let text = std::fs::read_to_string(path).unwrap();
+    let mut out: Vec<Value> = Vec::new();
+    let mut by_message_id: std::collections::HashMap<String, usize> = Default::default();
+    let text_of = |content: &Value| -> String {
+        match content {
+            Value::String(s) => s.clone(),
+            Value::Array(parts) => parts
+                .iter()
+                .filter_map(|p| p["text"].as_str())
+                .collect::<Vec<_>>()
+                .join("\n"),
+            _ => String::new(),
+        }
+    };
+    for line in text.lines() {
+        let entry: Value = serde_json::from_str(line).unwrap();
+        let m = &entry["message"];
+        match entry["type"].as_str() {
+            Some("assistant") => {
+                let id = m["id"].as_str().unwrap().to_string();
+                let index = *by_message_id.entry(id).or_insert_with(|| {
+                    out.push(json!({"role": "assistant", "content": "", "toolCalls": [], "model": m["model"]}));
+                    out.len() - 1
+                });
+                for part in m["content"].as_array().unwrap() {
+                    let merged = &mut out[index];
+                    match part["type"].as_str() {
+                        Some("text") => {
+                            let joined = format!(
+                                "{}{}",
+                                merged["content"].as_str().unwrap(),
+                                part["text"].as_str().unwrap()
+                            );
+                            merged["content"] = json!(joined);
+                        }
+                        Some("tool_use") => merged["toolCalls"]
+                            .as_array_mut()
+                            .unwrap()
+                            .push(json!({"id": part["id"], "name": part["name"], "arguments": part["input"]})),
+                        _ => {}
+                    }
+                }
+            }
+            Some("user") => match &m["content"] {
+                Value::String(s) => out.push(json!({"role": "user", "content": s})),
+                Value::Array(parts) => {
+                    let mut texts = Vec::new();
+                    for part in parts {
+                        match part["type"].as_str() {
+                            Some("tool_result") => out.push(json!({
+                                "role": "tool",
+                                "toolCallId": part["tool_use_id"],
+                                "content": text_of(&part["content"]),
+                                "isError": part["is_error"] == true,
+                            })),
+                            Some("text") => texts.push(part["text"].as_str().unwrap().to_string()),
+                            _ => {}
+                        }
+                    }
+                    if !texts.is_empty() {
+                        out.push(json!({"role": "user", "content": texts.join("\n")}));
+                    }
+                }
+                _ => {}
+            },
+            _ => {}
         }
     }
     out
