@@ -521,6 +521,43 @@ mod tests {
     }
 
     #[test]
+    fn file_tools_extend_the_shipped_mapping() {
+        let workspace = tempfile::tempdir().unwrap();
+        std::fs::write(
+            workspace.path().join(CONFIG_FILE_NAME),
+            "[fileTools.open_doc]\noperation = \"read\"\npathField = \"uri\"\n",
+        )
+        .unwrap();
+        let options = json!({"fileTools": {"Write": null}});
+        let config = Config::resolve(Some(&options), Some(workspace.path()), None).unwrap();
+        let tools = crate::files::FileTools::new(&config.file_tools);
+        let call = |name: &str, args| crate::conversation::ToolCall {
+            id: "c".into(),
+            name: name.into(),
+            arguments: args,
+        };
+        assert_eq!(
+            tools.ops(&call("open_doc", json!({"uri": "a.rs"}))).len(),
+            1
+        );
+        assert!(tools
+            .ops(&call("Write", json!({"file_path": "b.rs"})))
+            .is_empty());
+        assert_eq!(
+            tools.ops(&call("Edit", json!({"file_path": "b.rs"}))).len(),
+            1
+        );
+        let err = Config::resolve(
+            Some(&json!({"fileTools": {"x": {"operation": "rename"}}})),
+            None,
+            None,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(err.contains("fileTools.x.operation"), "{err}");
+    }
+
+    #[test]
     fn errors_name_the_field() {
         let err = Config::resolve(
             Some(&json!({"summarizer": {"provider": "nope"}})),
