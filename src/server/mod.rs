@@ -112,7 +112,7 @@ pub(crate) struct Server {
 
 /// Serves one client until `exit` or end of input. Returns the process
 /// exit code: 0 after `shutdown` then `exit`, else 1.
-pub async fn serve<R, W>(mut input: R, output: W, options: ServeOptions) -> i32
+pub async fn serve<R, W>(input: R, output: W, options: ServeOptions) -> i32
 where
     R: AsyncBufRead + Unpin,
     W: AsyncWrite + Unpin + Send + 'static,
@@ -137,9 +137,16 @@ where
         files: files::ServerFiles::default(),
     };
     let mut exit_code = 1;
+    // The frame being read survives the other branch winning: `read_frame`
+    // is not cancel-safe, and a job or watcher event arriving mid-frame
+    // must not lose the bytes already read.
+    let reading = next_frame(input);
+    tokio::pin!(reading);
     loop {
         tokio::select! {
-            frame = transport::read_frame(&mut input) => match frame {
+            (input, frame) = &mut reading => {
+                reading.set(next_frame(input));
+                match frame {
                 Ok(Some(Frame::Message(message))) => {
                     if let Some(code) = server.handle_message(message) {
                         exit_code = code;
@@ -156,6 +163,7 @@ where
                     tracing::error!("reading input failed: {e}");
                     break;
                 }
+                }
             },
             Some(done) = jobs_rx.recv() => server.finish_job(done),
         }
@@ -170,6 +178,12 @@ where
         Err(e) => tracing::warn!("writer task failed: {e}"),
     }
     exit_code
+}
+
+/// Reads one frame, handing the reader back with it.
+async fn next_frame<R: AsyncBufRead + Unpin>(mut input: R) -> (R, std::io::Result<Option<Frame>>) {
+    let frame = transport::read_frame(&mut input).await;
+    (input, frame)
 }
 
 impl Server {

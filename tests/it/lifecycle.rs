@@ -163,3 +163,38 @@ fn live_configuration_changes_apply_and_bad_ones_are_ignored() {
         server.stderr()
     );
 }
+
+#[test]
+fn a_frame_split_around_a_finishing_job_is_read_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut server = Server::start(
+        dir.path(),
+        json!({"keepRecentTokens": 1, "summarizer": {"provider": "test", "delayMs": 200}}),
+    );
+    let id = server.open(json!({}));
+    server
+        .request(
+            "conversation/append",
+            json!({"sessionId": id, "messages": [
+                {"role": "user", "content": "first request"},
+                {"role": "assistant", "content": "done"},
+                {"role": "user", "content": "second request"}
+            ]}),
+        )
+        .unwrap();
+    let compact = server.send_request("conversation/compact", json!({"sessionId": id}));
+    // A large frame whose second half arrives only after the compaction
+    // finished: the job's completion must not cost the bytes already read.
+    let body = serde_json::to_string(&json!({
+        "jsonrpc": "2.0", "id": 1000, "method": "conversation/append",
+        "params": {"sessionId": id, "messages": [{"role": "user", "content": "x".repeat(100_000)}]}
+    }))
+    .unwrap();
+    let frame = format!("Content-Length: {}\r\n\r\n{body}", body.len());
+    let (head, tail) = frame.split_at(frame.len() / 2);
+    server.send_raw(head.as_bytes());
+    assert_eq!(server.response(compact).unwrap()["compacted"], true);
+    server.send_raw(tail.as_bytes());
+    let appended = server.response(1000).unwrap();
+    assert_eq!(appended["ids"].as_array().unwrap().len(), 1);
+}
