@@ -35,7 +35,6 @@ pub const NOTIFICATIONS_SENT: &[&str] = &[
     methods::DID_COMPACT,
     methods::AUTO_COMPACT_STOPPED,
     "$/progress",
-    "$/progress",
     methods::FILES_DID_CHANGE,
 ];
 

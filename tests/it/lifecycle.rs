@@ -20,9 +20,15 @@ fn initialize_advertises_compactd_capabilities() {
         "conversation/append",
         "conversation/history",
         "conversation/compact",
+        "files/list",
+        "files/unchangedSinceRead",
     ] {
         assert!(methods.contains(&method), "{method} not advertised");
     }
+    let notifications = caps["notifications"].as_array().unwrap();
+    assert!(notifications.contains(&json!("files/didChange")));
+    let unique: std::collections::HashSet<_> = notifications.iter().collect();
+    assert_eq!(unique.len(), notifications.len(), "{notifications:?}");
     assert_eq!(server.shutdown_and_exit(), 0);
 }
 
