@@ -1,13 +1,14 @@
 //! File tracking through the real binary: every source of file events, the
 //! watcher, persistence, and the ledger against real transcripts.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::path::{Component, Path, PathBuf};
 
 use serde_json::{json, Value};
 
 use crate::support::{
-    file_uri, read_claude_code_session, read_pi_session, transcripts_dir, Server,
+    claude_code_edited_paths, file_uri, pi_edited_paths, read_claude_code_session, read_pi_session,
+    summary_section, transcripts_dir, Server,
 };
 
 fn list(server: &mut Server, id: &str) -> Value {
@@ -47,28 +48,15 @@ fn unchanged(server: &mut Server, id: &str) -> Vec<String> {
     serde_json::from_value(result["files"].clone()).unwrap()
 }
 
-/// The lines of a `<tag>` section of a summary.
-fn section(summary: &str, tag: &str) -> Vec<String> {
-    let open = format!("<{tag}>\n");
-    let Some(start) = summary.find(&open) else {
-        return Vec::new();
-    };
-    let body = &summary[start + open.len()..];
-    let end = body.find(&format!("</{tag}>")).unwrap();
-    body[..end].lines().map(str::to_string).collect()
-}
-
 /// Appends a short exchange and compacts everything before it.
 fn compact(server: &mut Server, id: &str, tag: &str) -> Value {
-    server
-        .request(
-            "conversation/append",
-            json!({"sessionId": id, "messages": [
-                {"role": "user", "content": format!("{tag}: carry on")},
-                {"role": "assistant", "content": "Carrying on."}
-            ]}),
-        )
-        .unwrap();
+    server.append(
+        id,
+        json!([
+            {"role": "user", "content": format!("{tag}: carry on")},
+            {"role": "assistant", "content": "Carrying on."}
+        ]),
+    );
     let result = server
         .request(
             "conversation/compact",
@@ -200,12 +188,10 @@ fn explicit_notifications_reach_one_session_or_all() {
     let mut server = Server::start_in_workspace(data.path(), root.path(), json!({}));
     let s1 = server.open(json!({"sessionId": "s1"}));
     let s2 = server.open(json!({"sessionId": "s2"}));
-    server
-        .request(
-            "conversation/append",
-            json!({"sessionId": s1, "messages": [{"id": "u1", "role": "user", "content": "look at the notes"}]}),
-        )
-        .unwrap();
+    server.append(
+        &s1,
+        json!([{"id": "u1", "role": "user", "content": "look at the notes"}]),
+    );
     write(root.path(), "notes/r.md", "# notes\n");
     let m = write(root.path(), "m.rs", "fn m() {}\n");
     let range = json!({"start": {"line": 0, "character": 0}, "end": {"line": 10, "character": 0}});
@@ -324,22 +310,12 @@ fn tool_calls_of_every_shipped_mapping() {
         json!({"role": "user", "content": "stop that"}),
         json!({"id": "a3", "role": "assistant", "content": "", "toolCalls": [call("later", "write", json!({"path": "pi/later.ts"}))]}),
     ]);
-    server
-        .request(
-            "conversation/append",
-            json!({"sessionId": id, "messages": batch}),
-        )
-        .unwrap();
+    server.append(&id, batch);
     assert!(
         !statuses(&mut server, &id).contains_key("pi/later.ts"),
         "a call counts once its result arrives"
     );
-    server
-        .request(
-            "conversation/append",
-            json!({"sessionId": id, "messages": [result("later", false)]}),
-        )
-        .unwrap();
+    server.append(&id, json!([result("later", false)]));
 
     let expected: BTreeMap<String, String> = [
         ("pi/r.ts", "read"),
@@ -382,7 +358,7 @@ fn tool_calls_of_every_shipped_mapping() {
         .unwrap()
         .to_string();
     assert_eq!(
-        section(&summary, "modified-files"),
+        summary_section(&summary, "modified-files"),
         [
             "pi/later.ts",
             "ap/gone.rs (deleted)",
@@ -394,7 +370,7 @@ fn tool_calls_of_every_shipped_mapping() {
         "{summary}"
     );
     assert_eq!(
-        section(&summary, "read-files"),
+        summary_section(&summary, "read-files"),
         ["te/v.c", "oa/r.go", "cc/r.py", "pi/r.ts"]
     );
 }
@@ -410,20 +386,18 @@ fn changes_on_disk_by_someone_else_are_reported_and_listed() {
     let b = write(r, "src/b.rs", "fn b() {}\n");
     let c = write(r, "c.rs", "fn c() {}\n");
     let d = write(r, "d.rs", "fn d() {}\n");
-    server
-        .request(
-            "conversation/append",
-            json!({"sessionId": id, "messages": [
-                {"role": "user", "content": "read them"},
-                {"role": "assistant", "content": "", "toolCalls": [
-                    call("c1", "read", json!({"path": "src/a.rs"})),
-                    call("c2", "read", json!({"path": "c.rs"})),
-                    call("c3", "read", json!({"path": "d.rs"}))
-                ]},
-                result("c1", false), result("c2", false), result("c3", false)
-            ]}),
-        )
-        .unwrap();
+    server.append(
+        &id,
+        json!([
+            {"role": "user", "content": "read them"},
+            {"role": "assistant", "content": "", "toolCalls": [
+                call("c1", "read", json!({"path": "src/a.rs"})),
+                call("c2", "read", json!({"path": "c.rs"})),
+                call("c3", "read", json!({"path": "d.rs"}))
+            ]},
+            result("c1", false), result("c2", false), result("c3", false)
+        ]),
+    );
     // The editor has b open and edits it; it will write the buffer to disk
     // before its didSave arrives: its own write, not someone else's.
     server.notify(
@@ -479,7 +453,7 @@ fn changes_on_disk_by_someone_else_are_reported_and_listed() {
         .as_str()
         .unwrap()
         .to_string();
-    let modified = section(&summary, "modified-files");
+    let modified = summary_section(&summary, "modified-files");
     assert_eq!(
         modified,
         [
@@ -548,37 +522,30 @@ fn ledger_survives_restart_and_compactions_and_tracks_unchanged_files() {
     let options = json!({"fileWatcher": "off"});
     let mut server = Server::start_in_workspace(data.path(), r, options.clone());
     let id = server.open(json!({"sessionId": "kept"}));
-    server
-        .request(
-            "conversation/append",
-            json!({"sessionId": id, "messages": [
-                {"role": "user", "content": "read one, fix two"},
-                {"id": "a1", "role": "assistant", "content": "", "toolCalls": [
-                    call("c1", "read", json!({"path": "src/one.rs"})),
-                    call("c2", "edit", json!({"path": "src/two.rs"}))
-                ]},
-                result("c1", false), result("c2", false)
-            ]}),
-        )
-        .unwrap();
+    server.append(
+        &id,
+        json!([
+            {"role": "user", "content": "read one, fix two"},
+            {"id": "a1", "role": "assistant", "content": "", "toolCalls": [
+                call("c1", "read", json!({"path": "src/one.rs"})),
+                call("c2", "edit", json!({"path": "src/two.rs"}))
+            ]},
+            result("c1", false), result("c2", false)
+        ]),
+    );
     let first = compact(&mut server, &id, "first");
     assert_eq!(first["readFiles"], json!(["src/one.rs"]));
     assert_eq!(first["modifiedFiles"], json!(["src/two.rs"]));
-    server
-        .request(
-            "conversation/append",
-            json!({"sessionId": id, "messages": [
+    server.append(&id, json!([
                 {"role": "user", "content": "add three"},
                 {"id": "a2", "role": "assistant", "content": "", "toolCalls": [
                     call("c3", "apply_patch", json!({"input": "*** Begin Patch\n*** Add File: src/three.rs\n+fn three() {}\n*** End Patch"}))
                 ]},
                 result("c3", false)
-            ]}),
-        )
-        .unwrap();
+            ]));
     let second = compact(&mut server, &id, "second");
     assert_eq!(
-        section(second["summary"].as_str().unwrap(), "modified-files"),
+        summary_section(second["summary"].as_str().unwrap(), "modified-files"),
         ["src/three.rs (created)", "src/two.rs"],
         "cumulative across compactions"
     );
@@ -630,72 +597,8 @@ fn absolute(raw: &str, cwd: &Path, home: &Path) -> PathBuf {
     out
 }
 
-/// Paths edited by calls answered with a result that is not an error, from
-/// the raw lines: pi `edit`/`write` (`path`).
-fn pi_edited(raw: &str, cwd: &Path, home: &Path) -> BTreeSet<PathBuf> {
-    let mut calls: HashMap<String, String> = HashMap::new();
-    let mut succeeded: HashSet<String> = HashSet::new();
-    for line in raw.lines() {
-        let entry: Value = serde_json::from_str(line).unwrap();
-        let m = &entry["message"];
-        if m["role"] == "assistant" {
-            for part in m["content"].as_array().unwrap() {
-                if part["type"] == "toolCall" && (part["name"] == "edit" || part["name"] == "write")
-                {
-                    calls.insert(
-                        part["id"].as_str().unwrap().into(),
-                        part["arguments"]["path"].as_str().unwrap().into(),
-                    );
-                }
-            }
-        }
-        if m["role"] == "toolResult" && m["isError"] != true {
-            succeeded.insert(m["toolCallId"].as_str().unwrap().into());
-        }
-    }
-    calls
-        .into_iter()
-        .filter(|(id, _)| succeeded.contains(id))
-        .map(|(_, p)| absolute(&p, cwd, home))
-        .collect()
-}
-
-/// The same for Claude Code: `Edit`, `MultiEdit`, `Write` (`file_path`) and
-/// `NotebookEdit` (`notebook_path`), answered by a `tool_result` without
-/// `is_error`.
-fn claude_code_edited(raw: &str, cwd: &Path, home: &Path) -> BTreeSet<PathBuf> {
-    let mut calls: HashMap<String, String> = HashMap::new();
-    let mut succeeded: HashSet<String> = HashSet::new();
-    for line in raw.lines() {
-        let entry: Value = serde_json::from_str(line).unwrap();
-        let Some(parts) = entry["message"]["content"].as_array() else {
-            continue;
-        };
-        for part in parts {
-            match part["type"].as_str() {
-                Some("tool_use") => {
-                    let field = match part["name"].as_str() {
-                        Some("Edit" | "MultiEdit" | "Write") => "file_path",
-                        Some("NotebookEdit") => "notebook_path",
-                        _ => continue,
-                    };
-                    calls.insert(
-                        part["id"].as_str().unwrap().into(),
-                        part["input"][field].as_str().unwrap().into(),
-                    );
-                }
-                Some("tool_result") if part["is_error"] != true => {
-                    succeeded.insert(part["tool_use_id"].as_str().unwrap().into());
-                }
-                _ => {}
-            }
-        }
-    }
-    calls
-        .into_iter()
-        .filter(|(id, _)| succeeded.contains(id))
-        .map(|(_, p)| absolute(&p, cwd, home))
-        .collect()
+fn absolute_all(paths: HashSet<String>, cwd: &Path, home: &Path) -> BTreeSet<PathBuf> {
+    paths.iter().map(|p| absolute(p, cwd, home)).collect()
 }
 
 /// Feeds a transcript to the binary in its recorded working directory and
@@ -717,12 +620,7 @@ fn check_transcript(
     assert!(!expected.is_empty(), "{name}: no successful edits found");
     let id = server.open(json!({}));
     for batch in messages.chunks(100) {
-        server
-            .request(
-                "conversation/append",
-                json!({"sessionId": id, "messages": batch}),
-            )
-            .unwrap();
+        server.append(&id, batch);
     }
     let l = list(&mut server, &id);
     let modified: BTreeSet<PathBuf> = l["files"]
@@ -738,8 +636,10 @@ fn check_transcript(
         .as_str()
         .unwrap()
         .to_string();
-    let section: BTreeSet<String> = section(&summary, "modified-files").into_iter().collect();
-    assert_eq!(section, shown, "{name}: <modified-files>");
+    let listed: BTreeSet<String> = summary_section(&summary, "modified-files")
+        .into_iter()
+        .collect();
+    assert_eq!(listed, shown, "{name}: <modified-files>");
     println!("{name}: {} modified files match", expected.len());
 }
 
@@ -754,7 +654,7 @@ fn modified_files_of_real_pi_sessions_equal_their_successful_edits() {
         let cwd = PathBuf::from(header["cwd"].as_str().unwrap());
         let messages = read_pi_session(&path);
         check_transcript(&path.display().to_string(), &cwd, &messages, |home| {
-            pi_edited(&raw, &cwd, home)
+            absolute_all(pi_edited_paths(&raw), &cwd, home)
         });
         seen += 1;
     }
@@ -778,7 +678,7 @@ fn modified_files_of_real_claude_code_sessions_equal_their_successful_edits() {
                 .unwrap();
             let messages = read_claude_code_session(&path);
             check_transcript(&path.display().to_string(), &cwd, &messages, |home| {
-                claude_code_edited(&raw, &cwd, home)
+                absolute_all(claude_code_edited_paths(&raw), &cwd, home)
             });
             seen += 1;
         }

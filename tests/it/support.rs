@@ -230,6 +230,15 @@ impl Server {
         self.stderr.lock().unwrap().clone()
     }
 
+    /// `conversation/append` as a request; panics on an error answer.
+    pub fn append(&mut self, session_id: &str, messages: impl serde::Serialize) -> Value {
+        self.request(
+            "conversation/append",
+            json!({"sessionId": session_id, "messages": messages}),
+        )
+        .expect("append")
+    }
+
     pub fn open(&mut self, params: Value) -> String {
         let result = self.request("conversation/open", params).expect("open");
         result["sessionId"].as_str().unwrap().to_string()
@@ -453,4 +462,87 @@ pub fn read_claude_code_session(path: &Path) -> Vec<Value> {
         }
     }
     out
+}
+
+/// Raw paths of pi `edit`/`write` calls (`path`) answered by a result that
+/// is not an error, read from the session's raw lines independently of
+/// compactd.
+pub fn pi_edited_paths(raw: &str) -> std::collections::HashSet<String> {
+    let mut calls: Vec<(String, String)> = Vec::new();
+    let mut succeeded = std::collections::HashSet::new();
+    for line in raw.lines() {
+        let entry: Value = serde_json::from_str(line).unwrap();
+        let m = &entry["message"];
+        if m["role"] == "assistant" {
+            for part in m["content"].as_array().unwrap() {
+                if part["type"] == "toolCall" && (part["name"] == "edit" || part["name"] == "write")
+                {
+                    calls.push((
+                        part["id"].as_str().unwrap().into(),
+                        part["arguments"]["path"].as_str().unwrap().into(),
+                    ));
+                }
+            }
+        }
+        if m["role"] == "toolResult" && m["isError"] != true {
+            succeeded.insert(m["toolCallId"].as_str().unwrap().to_string());
+        }
+    }
+    answered(calls, &succeeded)
+}
+
+/// The same for Claude Code JSONL: `Edit`, `MultiEdit`, `Write`
+/// (`file_path`) and `NotebookEdit` (`notebook_path`), answered by a
+/// `tool_result` without `is_error`.
+pub fn claude_code_edited_paths(raw: &str) -> std::collections::HashSet<String> {
+    let mut calls: Vec<(String, String)> = Vec::new();
+    let mut succeeded = std::collections::HashSet::new();
+    for line in raw.lines() {
+        let entry: Value = serde_json::from_str(line).unwrap();
+        let Some(parts) = entry["message"]["content"].as_array() else {
+            continue;
+        };
+        for part in parts {
+            match part["type"].as_str() {
+                Some("tool_use") => {
+                    let field = match part["name"].as_str() {
+                        Some("Edit" | "MultiEdit" | "Write") => "file_path",
+                        Some("NotebookEdit") => "notebook_path",
+                        _ => continue,
+                    };
+                    calls.push((
+                        part["id"].as_str().unwrap().into(),
+                        part["input"][field].as_str().unwrap().into(),
+                    ));
+                }
+                Some("tool_result") if part["is_error"] != true => {
+                    succeeded.insert(part["tool_use_id"].as_str().unwrap().to_string());
+                }
+                _ => {}
+            }
+        }
+    }
+    answered(calls, &succeeded)
+}
+
+fn answered(
+    calls: Vec<(String, String)>,
+    succeeded: &std::collections::HashSet<String>,
+) -> std::collections::HashSet<String> {
+    calls
+        .into_iter()
+        .filter(|(id, _)| succeeded.contains(id))
+        .map(|(_, path)| path)
+        .collect()
+}
+
+/// The lines of a `<tag>` section of a summary.
+pub fn summary_section(summary: &str, tag: &str) -> Vec<String> {
+    let open = format!("<{tag}>\n");
+    let Some(start) = summary.find(&open) else {
+        return Vec::new();
+    };
+    let body = &summary[start + open.len()..];
+    let end = body.find(&format!("</{tag}>")).unwrap();
+    body[..end].lines().map(str::to_string).collect()
 }

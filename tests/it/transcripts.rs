@@ -1,47 +1,11 @@
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 
-use serde_json::{json, Value};
+use serde_json::json;
 
-use crate::support::{read_pi_session, transcripts_dir, Server};
-
-/// Paths edited by tool calls whose result was not an error, computed from
-/// the raw pi lines independently of compactd.
-fn edited_paths(raw: &str) -> HashSet<String> {
-    let mut calls: HashMap<String, String> = HashMap::new();
-    let mut failed: HashSet<String> = HashSet::new();
-    for line in raw.lines() {
-        let entry: Value = serde_json::from_str(line).unwrap();
-        let m = &entry["message"];
-        if m["role"] == "assistant" {
-            for part in m["content"].as_array().unwrap() {
-                if part["type"] == "toolCall" && (part["name"] == "edit" || part["name"] == "write")
-                {
-                    calls.insert(
-                        part["id"].as_str().unwrap().into(),
-                        part["arguments"]["path"].as_str().unwrap().into(),
-                    );
-                }
-            }
-        }
-        if m["role"] == "toolResult" && m["isError"] == true {
-            failed.insert(m["toolCallId"].as_str().unwrap().into());
-        }
-    }
-    calls
-        .into_iter()
-        .filter(|(id, _)| !failed.contains(id))
-        .map(|(_, p)| p)
-        .collect()
-}
+use crate::support::{pi_edited_paths, read_pi_session, summary_section, transcripts_dir, Server};
 
 fn section(summary: &str, tag: &str) -> HashSet<String> {
-    let open = format!("<{tag}>\n");
-    let Some(start) = summary.find(&open) else {
-        return HashSet::new();
-    };
-    let body = &summary[start + open.len()..];
-    let end = body.find(&format!("</{tag}>")).unwrap();
-    body[..end].lines().map(str::to_string).collect()
+    summary_section(summary, tag).into_iter().collect()
 }
 
 #[test]
@@ -56,12 +20,7 @@ fn compacting_a_real_pi_session_keeps_history_valid_and_lists_edits() {
     let mut server = Server::start(data.path(), json!({}));
     let id = server.open(json!({"model": "claude-sonnet-4-5"}));
     for batch in messages.chunks(100) {
-        server
-            .request(
-                "conversation/append",
-                json!({"sessionId": id, "messages": batch}),
-            )
-            .unwrap();
+        server.append(&id, batch);
     }
     let result = server
         .request("conversation/compact", json!({"sessionId": id}))
@@ -93,7 +52,7 @@ fn compacting_a_real_pi_session_keeps_history_valid_and_lists_edits() {
     let summary = result["summary"].as_str().unwrap();
     let modified = section(summary, "modified-files");
     let read = section(summary, "read-files");
-    let edited = edited_paths(&raw);
+    let edited = pi_edited_paths(&raw);
     assert!(!edited.is_empty());
     let missing: Vec<_> = edited.difference(&modified).collect();
     assert!(
