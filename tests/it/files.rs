@@ -601,15 +601,17 @@ fn absolute_all(paths: HashSet<String>, cwd: &Path, home: &Path) -> BTreeSet<Pat
     paths.iter().map(|p| absolute(p, cwd, home)).collect()
 }
 
-/// Feeds a transcript to the binary in its recorded working directory and
-/// checks `files/list` and a compaction's `<modified-files>` against the
+/// Feeds a transcript to the binary in its recorded working directory, as
+/// appended messages and through `conversation/import`, and checks
+/// `files/list` and a compaction's `<modified-files>` against the
 /// independently computed set.
 fn check_transcript(
-    name: &str,
+    file: &Path,
     cwd: &Path,
     messages: &[Value],
     edited: impl Fn(&Path) -> BTreeSet<PathBuf>,
 ) {
+    let name = file.display().to_string();
     let data = tempfile::tempdir().unwrap();
     let mut server = Server::start_in_workspace(
         data.path(),
@@ -622,15 +624,26 @@ fn check_transcript(
     for batch in messages.chunks(100) {
         server.append(&id, batch);
     }
+    let modified = |l: &Value| -> BTreeSet<PathBuf> {
+        l["files"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|f| f["status"] != "read")
+            .map(|f| PathBuf::from(f["path"].as_str().unwrap()))
+            .collect()
+    };
     let l = list(&mut server, &id);
-    let modified: BTreeSet<PathBuf> = l["files"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|f| f["status"] != "read")
-        .map(|f| PathBuf::from(f["path"].as_str().unwrap()))
-        .collect();
-    assert_eq!(modified, expected, "{name}: files/list");
+    assert_eq!(modified(&l), expected, "{name}: files/list");
+    let imported = server
+        .request("conversation/import", json!({"path": file}))
+        .unwrap();
+    let imported_id = imported["sessionId"].as_str().unwrap().to_string();
+    assert_eq!(
+        modified(&list(&mut server, &imported_id)),
+        expected,
+        "{name}: files/list of the imported session"
+    );
     let shown: BTreeSet<String> = serde_json::from_value(l["modifiedFiles"].clone()).unwrap();
     let summary = compact(&mut server, &id, "check")["summary"]
         .as_str()
@@ -653,7 +666,7 @@ fn modified_files_of_real_pi_sessions_equal_their_successful_edits() {
         let header: Value = serde_json::from_str(raw.lines().next().unwrap()).unwrap();
         let cwd = PathBuf::from(header["cwd"].as_str().unwrap());
         let messages = read_pi_session(&path);
-        check_transcript(&path.display().to_string(), &cwd, &messages, |home| {
+        check_transcript(&path, &cwd, &messages, |home| {
             absolute_all(pi_edited_paths(&raw), &cwd, home)
         });
         seen += 1;
@@ -677,7 +690,7 @@ fn modified_files_of_real_claude_code_sessions_equal_their_successful_edits() {
                 })
                 .unwrap();
             let messages = read_claude_code_session(&path);
-            check_transcript(&path.display().to_string(), &cwd, &messages, |home| {
+            check_transcript(&path, &cwd, &messages, |home| {
                 absolute_all(claude_code_edited_paths(&raw), &cwd, home)
             });
             seen += 1;

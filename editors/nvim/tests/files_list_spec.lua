@@ -1,7 +1,5 @@
--- Waits for `files/list` (issue 5, file tracking): the binary on main does
--- not answer it yet, so tests/run.sh does not run this file. When main has
--- `files/list`, move it to tests/ (tests/run.sh runs tests/*_spec.lua).
--- Run it by hand with: tests/run.sh tests/awaiting/files_list_spec.lua
+-- The file ledger as Neovim feeds it (didOpen, didChange, didSave) and
+-- :CompactFiles shows it.
 local H = require('helpers')
 
 local function entry_for(listed, path)
