@@ -48,12 +48,16 @@ fn unchanged(server: &mut Server, id: &str) -> Vec<String> {
     serde_json::from_value(result["files"].clone()).unwrap()
 }
 
-/// Appends a short exchange and compacts everything before it.
+/// Appends an exchange long enough for a summary to shrink it and
+/// compacts everything before its last message.
 fn compact(server: &mut Server, id: &str, tag: &str) -> Value {
+    let explanation = "Walking through the details of the change. ".repeat(60);
     server.append(
         id,
         json!([
             {"role": "user", "content": format!("{tag}: carry on")},
+            {"role": "assistant", "content": explanation},
+            {"role": "user", "content": format!("{tag}: thanks")},
             {"role": "assistant", "content": "Carrying on."}
         ]),
     );
