@@ -12,7 +12,7 @@ use tokio::sync::mpsc::UnboundedSender;
 use super::handlers::lifecycle::path_from_uri;
 use super::{JobDone, RpcError, RpcResult, Server};
 use crate::config::Config;
-use crate::files::watch::{DiskChange, FileWatcher};
+use crate::files::watch::{DiskChange, FileWatcher, WatchMode};
 use crate::files::{disk, FileEvent, FileOp, FileTools, SessionFiles, Workspace};
 use crate::protocol::{methods, FileDidChangeNotification};
 use crate::store::LogEntry;
@@ -26,6 +26,8 @@ pub(crate) struct ServerFiles {
     /// content is the editor saving it.
     pub documents: HashMap<PathBuf, Option<String>>,
     pub max_listed_files: usize,
+    /// The watcher's mode and cap, to restart it when they change.
+    watch_settings: (WatchMode, usize),
 }
 
 impl Default for ServerFiles {
@@ -36,6 +38,7 @@ impl Default for ServerFiles {
             watcher: None,
             documents: HashMap::new(),
             max_listed_files: crate::files::DEFAULT_MAX_LISTED_FILES,
+            watch_settings: (WatchMode::Off, 0),
         }
     }
 }
@@ -44,20 +47,31 @@ impl ServerFiles {
     pub fn start(
         config: &Config,
         roots: Vec<PathBuf>,
-        jobs: UnboundedSender<JobDone>,
+        jobs: &UnboundedSender<JobDone>,
     ) -> ServerFiles {
-        let watcher = FileWatcher::start(config.file_watcher, config.max_watched_paths, {
-            move |changes| {
+        let mut files = ServerFiles {
+            workspace: disk::workspace(roots),
+            ..ServerFiles::default()
+        };
+        files.reconfigure(config, jobs);
+        files
+    }
+
+    /// Takes the file settings of `config`; the watcher restarts (watching
+    /// nothing until the next `sync_watches`) when its mode or cap changed.
+    pub fn reconfigure(&mut self, config: &Config, jobs: &UnboundedSender<JobDone>) {
+        self.tools = Arc::new(FileTools::new(&config.file_tools));
+        self.max_listed_files = config.max_listed_files;
+        let settings = (config.file_watcher, config.max_watched_paths);
+        if settings != self.watch_settings {
+            self.watch_settings = settings;
+            // The old watcher stops before the new one starts.
+            self.watcher = None;
+            let jobs = jobs.clone();
+            self.watcher = FileWatcher::start(settings.0, settings.1, move |changes| {
                 // The state owner applies them; if it is gone, so is the need.
                 let _ = jobs.send(JobDone::FilesChanged(changes));
-            }
-        });
-        ServerFiles {
-            workspace: disk::workspace(roots),
-            tools: Arc::new(FileTools::new(&config.file_tools)),
-            watcher,
-            documents: HashMap::new(),
-            max_listed_files: config.max_listed_files,
+            });
         }
     }
 
@@ -243,6 +257,16 @@ impl Server {
                 }
             })
             .collect()
+    }
+
+    /// Applies changed configuration to the file side: the tool mapping,
+    /// every open session's listing cap, the watcher.
+    pub fn apply_file_config(&mut self) {
+        self.files.reconfigure(&self.config, &self.jobs);
+        for open in self.sessions.values_mut() {
+            self.files.configure(&mut open.session.files);
+        }
+        self.sync_watches();
     }
 
     /// Points the watcher at the directories of every open session's

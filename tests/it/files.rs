@@ -517,6 +517,32 @@ fn watched_directories_are_capped_newest_first() {
 }
 
 #[test]
+fn live_configuration_reaches_the_file_side() {
+    let data = tempfile::tempdir().unwrap();
+    let root = tempfile::tempdir().unwrap();
+    let mut server =
+        Server::start_in_workspace(data.path(), root.path(), json!({"fileWatcher": "off"}));
+    let id = server.open(json!({}));
+    write(root.path(), "a.txt", "a\n");
+    server.notify("files/didRead", json!({"path": "a.txt"}));
+    assert_eq!(entry(&list(&mut server, &id), "a.txt")["watched"], false);
+    server.notify(
+        "workspace/didChangeConfiguration",
+        json!({"settings": {"fileWatcher": "auto", "fileTools": {"open_doc": {"operation": "read", "pathField": "uri"}}}}),
+    );
+    assert_eq!(entry(&list(&mut server, &id), "a.txt")["watched"], true);
+    server.append(
+        &id,
+        json!([
+            {"role": "user", "content": "open b"},
+            {"role": "assistant", "content": "", "toolCalls": [call("c1", "open_doc", json!({"uri": "b.txt"}))]},
+            result("c1", false)
+        ]),
+    );
+    assert_eq!(entry(&list(&mut server, &id), "b.txt")["status"], "read");
+}
+
+#[test]
 fn ledger_survives_restart_and_compactions_and_tracks_unchanged_files() {
     let data = tempfile::tempdir().unwrap();
     let root = tempfile::tempdir().unwrap();

@@ -64,7 +64,7 @@ pub fn initialize(server: &mut Server, params: InitializeParams) -> RpcResult<se
     .map_err(|e| RpcError::invalid_params(format!("initializationOptions: {e}")))?;
     server.store = SessionStore::new(config.sessions_dir());
     tracing::info!("sessions in {}", server.store.dir().display());
-    server.files = ServerFiles::start(&config, roots, server.jobs.clone());
+    server.files = ServerFiles::start(&config, roots, &server.jobs);
     server.config = config;
     server.config_dirs = (root, user_dir);
     server.client_work_done_progress = params
