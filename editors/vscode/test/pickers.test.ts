@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { branchItems, fileItems, sessionItems } from '../src/core/pickers';
-import type { Message, TrackedFile } from '../src/protocol/types';
+import type { FileInfo, Message } from '../src/protocol/types';
 
 test('branchItems: newest first, no system prompt or summary, tool names shown', () => {
   const messages: Message[] = [
@@ -19,9 +19,9 @@ test('branchItems: newest first, no system prompt or summary, tool names shown',
 });
 
 test('fileItems: changed files first, then by path', () => {
-  const file = (displayPath: string, status: TrackedFile['status']): TrackedFile => ({
-    path: `/w/${displayPath}`, displayPath, status, firstOp: null, lastOp: null, reads: 1, modifications: status === 'read' ? 0 : 1,
-    origins: ['tool'], generation: 0,
+  const file = (displayPath: string, status: FileInfo['status']): FileInfo => ({
+    path: `/w/${displayPath}`, displayPath, status, firstOp: 'read', lastOp: status === 'read' ? 'read' : 'modify',
+    reads: 1, modifications: status === 'read' ? 0 : 1, origins: ['tool'], generation: 0, watched: true,
   });
   const items = fileItems([file('b.rs', 'read'), file('a.rs', 'read'), file('z.rs', 'modified'), file('n.rs', 'created')]);
   assert.deepEqual(items.map((i) => i.value.displayPath), ['z.rs', 'n.rs', 'a.rs', 'b.rs']);

@@ -1,6 +1,6 @@
 // Labels for the quick picks. No `vscode` here.
 
-import type { FileStatus, Message, TrackedFile } from '../protocol/types';
+import type { FileInfo, FileStatus, Message } from '../protocol/types';
 import { meterText } from './meter';
 import type { SessionState } from './sessions';
 
@@ -50,7 +50,7 @@ const STATUS_ICON: Record<FileStatus, string> = {
   deleted: '$(trash)',
 };
 
-export function fileItems(files: TrackedFile[]): PickItem<TrackedFile>[] {
+export function fileItems(files: FileInfo[]): PickItem<FileInfo>[] {
   const order: FileStatus[] = ['modified', 'created', 'deleted', 'read'];
   return [...files]
     .sort((a, b) => order.indexOf(a.status) - order.indexOf(b.status) || a.displayPath.localeCompare(b.displayPath))

@@ -50,9 +50,33 @@ export type ProgressToken = number | string;
  */
 export type Trigger = 'manual' | 'threshold' | 'overflow';
 /**
+ * How a ledger file changed on disk, as reported to the client.
+ */
+export type ChangeKind = 'changed' | 'created' | 'deleted' | 'renamed';
+/**
+ * What an event did to a file.
+ */
+export type FileOp = 'read' | 'modify' | 'create' | 'delete';
+/**
+ * Who reported an event.
+ */
+export type Origin = 'lsp' | 'tool' | 'explicit' | 'disk';
+/**
+ * What a session did to a file, all things considered.
+ */
+export type FileStatus = 'modified' | 'read' | 'created' | 'deleted';
+/**
  * A conversation format compactd can read.
  */
 export type Format = 'compactd' | 'pi' | 'claude-code' | 'codex' | 'openai';
+/**
+ * What a tool does to the file its arguments name.
+ */
+export type ToolOperation = ('read' | 'modify' | 'create' | 'delete') | 'patch' | 'command';
+/**
+ * How files in the ledger are watched for changes by others.
+ */
+export type WatchMode = 'auto' | 'poll' | 'off';
 /**
  * How a compaction shrinks the history.
  */
@@ -70,7 +94,15 @@ export interface CompactdSchemas {
   CompactResult?: CompactResult;
   CompactdCapabilities?: CompactdCapabilities;
   CompactionsResult?: CompactionsResult;
+  DidChangeTextDocumentParams?: DidChangeTextDocumentParams;
+  DidChangeWatchedFilesParams?: DidChangeWatchedFilesParams;
+  DidCloseTextDocumentParams?: DidCloseTextDocumentParams;
   DidCompactNotification?: DidCompactNotification;
+  DidOpenTextDocumentParams?: DidOpenTextDocumentParams;
+  DidSaveTextDocumentParams?: DidSaveTextDocumentParams;
+  FileDidChangeNotification?: FileDidChangeNotification;
+  FileNotificationParams?: FileNotificationParams;
+  FilesListResult?: FilesListResult;
   HistoryResult?: HistoryResult;
   ImportParams?: ImportParams;
   ImportResult?: ImportResult;
@@ -86,6 +118,7 @@ export interface CompactdSchemas {
   SetAutoCompactParams?: SetAutoCompactParams;
   SetAutoCompactResult?: SetAutoCompactResult;
   TokensNotification?: TokensNotification;
+  UnchangedSinceReadResult?: UnchangedSinceReadResult;
   Config?: Config;
   Message?: Message;
 }
@@ -311,6 +344,48 @@ export interface CompactionInfo {
   trigger: Trigger;
   usage?: Usage | null;
 }
+export interface DidChangeTextDocumentParams {
+  contentChanges: TextDocumentContentChangeEvent[];
+  textDocument: TextDocumentIdentifier;
+}
+export interface TextDocumentContentChangeEvent {
+  /**
+   * Absent: `text` is the whole document (compactd asks for full sync).
+   */
+  range?: Range | null;
+  text: string;
+}
+/**
+ * A range in a file, as LSP defines it.
+ */
+export interface Range {
+  end: Position;
+  start: Position;
+}
+/**
+ * A zero-based position, as LSP defines it.
+ */
+export interface Position {
+  character: number;
+  line: number;
+}
+export interface TextDocumentIdentifier {
+  uri: string;
+  version?: number | null;
+}
+export interface DidChangeWatchedFilesParams {
+  changes: WatchedFileEvent[];
+}
+/**
+ * LSP `FileEvent`: `type` is 1 created, 2 changed, 3 deleted.
+ */
+export interface WatchedFileEvent {
+  type: number;
+  uri: string;
+}
+export interface DidCloseTextDocumentParams {
+  textDocument: TextDocumentIdentifier;
+}
 /**
  * `conversation/didCompact`: a compaction was applied.
  */
@@ -366,6 +441,108 @@ export interface DidCompactNotification {
    * What the summarizer's provider reported for its calls.
    */
   usage?: Usage | null;
+}
+export interface DidOpenTextDocumentParams {
+  textDocument: TextDocumentItem;
+}
+export interface TextDocumentItem {
+  languageId?: string | null;
+  text: string;
+  uri: string;
+  version?: number | null;
+}
+export interface DidSaveTextDocumentParams {
+  /**
+   * The saved content, when the client includes it.
+   */
+  text?: string | null;
+  textDocument: TextDocumentIdentifier;
+}
+/**
+ * `files/didChange`: a ledger file was changed on disk by someone else.
+ */
+export interface FileDidChangeNotification {
+  kind: ChangeKind;
+  /**
+   * `renamed` only: where it went.
+   */
+  newPath?: string | null;
+  /**
+   * Absolute path.
+   */
+  path: string;
+  sessionId: string;
+}
+/**
+ * `files/didRead`, `files/didModify`, `files/didCreate`, `files/didDelete`.
+ */
+export interface FileNotificationParams {
+  /**
+   * Absolute, relative to the workspace root, `~/…`, or a `file://` URI.
+   */
+  path: string;
+  /**
+   * The part of the file that was read or changed.
+   */
+  range?: Range | null;
+  /**
+   * The session that touched the file; omitted: every open session.
+   */
+  sessionId?: string | null;
+}
+export interface FilesListResult {
+  /**
+   * Most recently touched first.
+   */
+  files: FileInfo[];
+  /**
+   * What `<modified-files>` lists, uncapped.
+   */
+  modifiedFiles: string[];
+  /**
+   * What `<read-files>` lists, uncapped: read and not modified.
+   */
+  readFiles: string[];
+}
+/**
+ * One ledger entry.
+ */
+export interface FileInfo {
+  /**
+   * SHA-256 of the content at the last read, when it was readable.
+   */
+  contentHash?: string | null;
+  /**
+   * Relative to the workspace root when inside it, `~/…` under the home.
+   */
+  displayPath: string;
+  firstOp: FileOp;
+  /**
+   * Compactions the session had when the file was last touched.
+   */
+  generation: number;
+  /**
+   * The message of the last operation: the calling message for tool
+   * calls, else the newest message when the event arrived.
+   */
+  lastMessageId?: string | null;
+  lastOp: FileOp;
+  lastRange?: Range | null;
+  modifications: number;
+  /**
+   * Who reported operations on it, in a fixed order.
+   */
+  origins: Origin[];
+  /**
+   * Absolute and normalized.
+   */
+  path: string;
+  reads: number;
+  status: FileStatus;
+  /**
+   * Its directory is being watched for changes by others.
+   */
+  watched: boolean;
 }
 export interface HistoryResult {
   /**
@@ -557,6 +734,13 @@ export interface TokensNotification {
   sessionId: string;
   source: MeterSource;
 }
+export interface UnchangedSinceReadResult {
+  /**
+   * Absolute paths of the files whose content still has the hash it had
+   * at the last read: re-reading them would return the same text.
+   */
+  files: string[];
+}
 export interface Config {
   /**
    * Compact automatically when a trigger fires.
@@ -588,14 +772,34 @@ export interface Config {
    */
   defaultContextWindow?: number;
   /**
+   * Tool calls that read or change files, by tool name: added to the
+   * shipped mapping (pi, Claude Code, OpenAI-style, `apply_patch`), or
+   * replacing an entry of it; `null` removes one.
+   */
+  fileTools?: {
+    [k: string]: FileToolRule | null | undefined;
+  };
+  fileWatcher?: WatchMode;
+  /**
    * Newest tokens kept verbatim when compacting.
    */
   keepRecentTokens?: number;
+  /**
+   * Files listed in each of `<read-files>` and `<modified-files>`; the
+   * rest are counted ("… and N more").
+   */
+  maxListedFiles?: number;
   /**
    * How tool outputs are clipped in the summarizer input (head and tail
    * kept), in characters.
    */
   maxToolOutputChars?: number;
+  /**
+   * Directories watched at most (one per directory holding ledger
+   * files, plus the workspace roots); beyond it, the least recently
+   * touched files go unwatched.
+   */
+  maxWatchedPaths?: number;
   /**
    * Auto-compact when the messages since the last compaction reach this
    * count (0 disables).
@@ -638,6 +842,31 @@ export interface Config {
    * summary.
    */
   updatePrompt?: string | null;
+}
+/**
+ * How one tool's calls become file operations.
+ */
+export interface FileToolRule {
+  /**
+   * `command` only: the argument naming the sub-command.
+   */
+  commandField?: string | null;
+  /**
+   * `command` only: the operation of each sub-command; others do nothing.
+   */
+  commands?: {
+    [k: string]: FileOp | undefined;
+  };
+  operation: ToolOperation;
+  /**
+   * The argument holding the path (for `patch`: the patch text).
+   */
+  pathField?: string | null;
+  /**
+   * Arguments that may hold the path, tried in order after `pathField`.
+   * For `patch`, a call whose arguments are a bare string is the patch.
+   */
+  pathFields?: string[];
 }
 /**
  * The summarizer that writes compaction summaries.

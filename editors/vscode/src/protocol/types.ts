@@ -1,4 +1,2 @@
-// The protocol's types: generated from schemas/, plus the contracts whose
-// schemas have not landed yet.
+// The protocol's types, generated from schemas/.
 export * from './types.generated';
-export * from './contracts';

@@ -1,14 +1,12 @@
-// Protocol tests for files/list, the method Show Tracked Files uses, which
-// issue 5 is adding to the server. They run against the real binary with
-// `npm run test:pending` and move into test/ once the binary answers it;
-// until then they fail with method-not-found.
+// Protocol tests for files/list, the method Show Tracked Files uses,
+// against the real binary.
 
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { fileItems } from '../src/core/pickers';
-import { startServer, type TestServer } from '../test/support/server';
+import { startServer, type TestServer } from './support/server';
 
-describe('issue 5 methods against the real server', () => {
+describe('file tracking against the real server', () => {
   let server: TestServer;
   before(async () => {
     server = await startServer();
