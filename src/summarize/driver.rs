@@ -497,8 +497,15 @@ mod tests {
         };
         let input = SummaryInput::new(request, Encoding::O200k);
         // Unclipped, each would be over 15,000 tokens.
-        assert!(input.tokens.iter().all(|t| *t < 1_200), "{:?}", input.tokens);
-        assert!(input.request.messages[1].text().len() > 30_000, "the request itself is not clipped");
+        assert!(
+            input.tokens.iter().all(|t| *t < 1_200),
+            "{:?}",
+            input.tokens
+        );
+        assert!(
+            input.request.messages[1].text().len() > 30_000,
+            "the request itself is not clipped"
+        );
     }
 
     #[test]
