@@ -702,32 +702,30 @@ impl Session {
         Ok(job)
     }
 
+    /// The run an incremental summary entry stands for.
+    fn replaced_range(&self, entry: &ViewEntry) -> Option<&ReplacedRange> {
+        if entry.kind != EntryKind::IncrementalSummary {
+            return None;
+        }
+        self.compactions
+            .iter()
+            .find(|r| entry.message.id == summary_id(&r.id))
+            .and_then(|r| r.replaces.as_ref())
+    }
+
     /// The id that anchors a checkpoint after `entry`: for a replaced run,
     /// its last message.
     fn anchor_id(&self, entry: &ViewEntry) -> String {
-        match entry.kind {
-            EntryKind::IncrementalSummary => self
-                .compactions
-                .iter()
-                .find(|r| entry.message.id == summary_id(&r.id))
-                .and_then(|r| r.replaces.as_ref())
-                .map(|r| r.to_message_id.clone())
-                .unwrap_or_else(|| entry.message.id.clone()),
-            _ => entry.message.id.clone(),
-        }
+        self.replaced_range(entry)
+            .map(|r| r.to_message_id.clone())
+            .unwrap_or_else(|| entry.message.id.clone())
     }
 
+    /// The first message id of `entry`: for a replaced run, its first one.
     fn first_id(&self, entry: &ViewEntry) -> String {
-        match entry.kind {
-            EntryKind::IncrementalSummary => self
-                .compactions
-                .iter()
-                .find(|r| entry.message.id == summary_id(&r.id))
-                .and_then(|r| r.replaces.as_ref())
-                .map(|r| r.from_message_id.clone())
-                .unwrap_or_else(|| entry.message.id.clone()),
-            _ => entry.message.id.clone(),
-        }
+        self.replaced_range(entry)
+            .map(|r| r.from_message_id.clone())
+            .unwrap_or_else(|| entry.message.id.clone())
     }
 
     fn summary_input(

@@ -18,77 +18,75 @@ pub enum HistoryViolation {
 
 /// Checks that every tool result directly follows (within its batch of
 /// results) the assistant message that called it, and, unless
-/// `allow_trailing_calls`, that every call has a result. Calls in the final
-/// assistant message may be pending, so `allow_trailing_calls` only excuses
-/// those.
+/// `allow_trailing_calls`, that every call has a result. Only the calls of
+/// the final assistant message may be pending, so `allow_trailing_calls`
+/// excuses only those.
 pub fn validate_history(
     messages: &[Message],
     allow_trailing_calls: bool,
 ) -> Result<(), HistoryViolation> {
-    // call id -> (index of the calling message, answered?)
-    let mut calls: HashMap<&str, (usize, bool)> = HashMap::new();
-    let mut batch_owner: Option<usize> = None;
-    let mut last_assistant_with_calls: Option<usize> = None;
+    // Every call seen so far: answered yet?
+    let mut answered: HashMap<&str, bool> = HashMap::new();
+    // The assistant message whose results may follow, and its open calls.
+    let mut batch: Option<(usize, Vec<&str>)> = None;
+    let dangling = |owner: usize, open: &[&str]| match open.first() {
+        Some(call_id) => Err(HistoryViolation::DanglingCall {
+            index: owner,
+            call_id: call_id.to_string(),
+        }),
+        None => Ok(()),
+    };
     for (index, message) in messages.iter().enumerate() {
         if let Some(call_id) = message.answers() {
-            match calls.get_mut(call_id) {
+            let violation =
+                |make: fn(usize, String) -> HistoryViolation| Err(make(index, call_id.to_string()));
+            match answered.get_mut(call_id) {
                 None => {
-                    return Err(HistoryViolation::OrphanResult {
+                    return violation(|index, call_id| HistoryViolation::OrphanResult {
                         index,
-                        call_id: call_id.to_string(),
+                        call_id,
                     })
                 }
-                Some((_, true)) => {
-                    return Err(HistoryViolation::DuplicateResult {
+                Some(true) => {
+                    return violation(|index, call_id| HistoryViolation::DuplicateResult {
                         index,
-                        call_id: call_id.to_string(),
+                        call_id,
                     })
                 }
-                Some((owner, answered)) => {
-                    if batch_owner != Some(*owner) {
-                        return Err(HistoryViolation::DetachedResult {
-                            index,
-                            call_id: call_id.to_string(),
-                        });
+                Some(done) => {
+                    let open = batch.as_mut().map(|(_, open)| open);
+                    match open
+                        .and_then(|open| open.iter().position(|c| *c == call_id).map(|i| (open, i)))
+                    {
+                        Some((open, i)) => {
+                            open.swap_remove(i);
+                            *done = true;
+                        }
+                        None => {
+                            return violation(|index, call_id| HistoryViolation::DetachedResult {
+                                index,
+                                call_id,
+                            })
+                        }
                     }
-                    *answered = true;
                 }
             }
             continue;
         }
         // A new turn: every call of the previous batch must be answered.
-        if let Some(owner) = batch_owner.take() {
-            if let Some((call_id, _)) = calls
-                .iter()
-                .find(|(_, (calling, answered))| *calling == owner && !answered)
-            {
-                return Err(HistoryViolation::DanglingCall {
-                    index: owner,
-                    call_id: call_id.to_string(),
-                });
-            }
+        if let Some((owner, open)) = batch.take() {
+            dangling(owner, &open)?;
         }
         if !message.tool_calls().is_empty() {
-            batch_owner = Some(index);
-            last_assistant_with_calls = Some(index);
-            for call in message.tool_calls() {
-                calls.insert(call.id.as_str(), (index, false));
+            let ids: Vec<&str> = message.tool_calls().iter().map(|c| c.id.as_str()).collect();
+            for id in &ids {
+                answered.insert(id, false);
             }
+            batch = Some((index, ids));
         }
     }
-    if let Some(owner) = batch_owner {
-        let trailing_ok = allow_trailing_calls && last_assistant_with_calls == Some(owner);
-        if !trailing_ok {
-            if let Some((call_id, _)) = calls
-                .iter()
-                .find(|(_, (calling, answered))| *calling == owner && !answered)
-            {
-                return Err(HistoryViolation::DanglingCall {
-                    index: owner,
-                    call_id: call_id.to_string(),
-                });
-            }
-        }
+    match batch {
+        Some((owner, open)) if !allow_trailing_calls => dangling(owner, &open),
+        _ => Ok(()),
     }
-    Ok(())
 }
