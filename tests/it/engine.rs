@@ -21,6 +21,12 @@ fn chat(n: usize, words: usize, tag: &str) -> Vec<Value> {
         .collect()
 }
 
+fn check_session(server: &mut Server, id: &str) -> Value {
+    server
+        .request("conversation/check", json!({"sessionId": id}))
+        .unwrap()
+}
+
 fn append(server: &mut Server, id: &str, messages: Vec<Value>) -> Value {
     server
         .request(
@@ -55,9 +61,7 @@ fn auto_compaction_fires_at_the_limit_with_trigger_threshold() {
     assert_eq!(did["trigger"], "threshold");
     assert_eq!(did["compacted"], true);
     assert!(did["tokensAfter"].as_u64().unwrap() < 3000);
-    let check = server
-        .request("conversation/check", json!({"sessionId": id}))
-        .unwrap();
+    let check = check_session(&mut server, &id);
     assert_eq!(check["shouldCompact"], false);
     assert_eq!(check["autoCompact"], true);
 }
@@ -99,9 +103,7 @@ fn auto_compaction_does_not_loop_when_the_kept_tail_exceeds_the_limit() {
         "{}",
         stopped[0]
     );
-    let check = server
-        .request("conversation/check", json!({"sessionId": id}))
-        .unwrap();
+    let check = check_session(&mut server, &id);
     assert_eq!(check["shouldCompact"], true);
     assert_eq!(check["autoCompact"], false);
     assert_eq!(
@@ -190,9 +192,7 @@ fn auto_compaction_can_be_switched_off() {
             result["compacting"], false,
             "{options} env {env:?} toggle {toggle}"
         );
-        let check = server
-            .request("conversation/check", json!({"sessionId": id}))
-            .unwrap();
+        let check = check_session(&mut server, &id);
         assert_eq!(check["autoCompact"], false);
         assert_eq!(check["compacting"], false);
     }
@@ -210,9 +210,7 @@ fn message_and_turn_thresholds() {
     assert_eq!(r["shouldCompact"], false);
     let r = append(&mut server, &id, chat(1, 5, "b"));
     assert_eq!(r["shouldCompact"], true);
-    let check = server
-        .request("conversation/check", json!({"sessionId": id}))
-        .unwrap();
+    let check = check_session(&mut server, &id);
     assert_eq!(check["triggers"], json!(["messages"]));
 
     let mut server = Server::start(
