@@ -21,7 +21,7 @@ use crate::conversation::{repair_for_model, Message, MessageBody, Role, Usage};
 use crate::files::{FileEvent, SessionFiles};
 use crate::summarize::driver::{DriverOutput, SummaryInput};
 use crate::summarize::SummaryRequest;
-use crate::tokens::{self, CountedTurn, Encoding, Meter};
+use crate::tokens::{self, Encoding, Meter, MeterSource};
 
 /// Why a compaction ran.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -142,6 +142,20 @@ enum Slot {
     Summary(usize),
 }
 
+/// Running sums over the view, kept up to date on every append so the
+/// meter and the triggers cost nothing per message.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct ViewTotals {
+    /// Estimated tokens of every slot.
+    tokens: u64,
+    /// Raw messages, and the user messages among them.
+    messages: u64,
+    user_turns: u64,
+    /// The latest current provider report: the context it gives, and the
+    /// estimated tokens of the slots after it.
+    latest_usage: Option<(u64, u64)>,
+}
+
 #[derive(Debug, thiserror::Error, PartialEq)]
 pub enum AppendError {
     #[error("messages[{index}].id: `{id}` is already used in this session")]
@@ -172,6 +186,7 @@ pub struct Session {
     summary_tokens: Vec<u64>,
     system_tokens: u64,
     summary_prefix: String,
+    totals: ViewTotals,
     /// The file ledger, fed by file events applied in log order.
     pub files: SessionFiles,
 }
@@ -284,6 +299,7 @@ impl Session {
             summary_tokens: Vec::new(),
             system_tokens: 0,
             summary_prefix,
+            totals: ViewTotals::default(),
             files: SessionFiles::default(),
         };
         session.set_system_prompt(system_prompt);
@@ -312,6 +328,9 @@ impl Session {
             let prompt = self.system_prompt.take();
             self.set_system_prompt(prompt);
             self.rebuild_view();
+        } else {
+            // Which usage reports count depends on the model.
+            self.recompute_totals();
         }
     }
 
@@ -411,6 +430,34 @@ impl Session {
                 generation,
             });
             self.view.push(Slot::Message(index));
+            self.add_to_totals(Slot::Message(index));
+        }
+    }
+
+    fn add_to_totals(&mut self, slot: Slot) {
+        let tokens = self.slot_tokens(&slot);
+        let report = match slot {
+            Slot::Message(i) => {
+                self.totals.messages += 1;
+                if self.messages[i].message.role() == Role::User {
+                    self.totals.user_turns += 1;
+                }
+                self.current_usage(&self.messages[i], self.compactions.len())
+            }
+            Slot::Summary(_) => None,
+        };
+        self.totals.tokens += tokens;
+        match (report, &mut self.totals.latest_usage) {
+            (Some(context), latest) => *latest = Some((context, 0)),
+            (None, Some((_, after))) => *after += tokens,
+            (None, None) => {}
+        }
+    }
+
+    fn recompute_totals(&mut self) {
+        self.totals = ViewTotals::default();
+        for slot in self.view.clone() {
+            self.add_to_totals(slot);
         }
     }
 
@@ -486,40 +533,31 @@ impl Session {
 
     /// Our own estimate of the whole view, ignoring provider usage.
     pub fn estimated_tokens(&self) -> u64 {
-        self.fixed_tokens() + self.view.iter().map(|s| self.slot_tokens(s)).sum::<u64>()
+        self.fixed_tokens() + self.totals.tokens
     }
 
+    /// The meter: the provider's latest current report plus our estimate
+    /// of what came after it; otherwise our estimate of everything.
     pub fn meter(&self, context_window: u64, auto_compact_at: u64) -> Meter {
-        let generation = self.compactions.len();
-        let turns: Vec<CountedTurn> = self
-            .view
-            .iter()
-            .map(|slot| CountedTurn {
-                tokens: self.slot_tokens(slot),
-                reported_context: match slot {
-                    Slot::Message(i) => self.current_usage(&self.messages[*i], generation),
-                    Slot::Summary(_) => None,
-                },
-            })
-            .collect();
-        tokens::meter(self.fixed_tokens(), &turns, context_window, auto_compact_at)
+        let (context_tokens, source) = match self.totals.latest_usage {
+            Some((reported, after)) => (reported + after, MeterSource::Usage),
+            None => (self.estimated_tokens(), MeterSource::Estimate),
+        };
+        Meter {
+            context_tokens,
+            context_window,
+            auto_compact_at,
+            source,
+        }
     }
 
     /// What the auto-compaction triggers look at.
     pub fn trigger_input(&self, context_window: u64, auto_compact_at: u64) -> TriggerInput {
-        let raw = self.view_messages();
-        let (mut messages, mut user_turns) = (0, 0);
-        for m in raw {
-            messages += 1;
-            if m.role() == Role::User {
-                user_turns += 1;
-            }
-        }
         TriggerInput {
             tokens: self.meter(context_window, auto_compact_at).context_tokens,
             window: context_window,
-            messages,
-            user_turns,
+            messages: self.totals.messages,
+            user_turns: self.totals.user_turns,
         }
     }
 
@@ -990,6 +1028,7 @@ impl Session {
         }
         self.view = view;
         self.pruned = pruned;
+        self.recompute_totals();
     }
 }
 
@@ -1190,6 +1229,41 @@ pub(crate) mod tests {
     }
 
     #[test]
+    fn meter_prefers_the_latest_report_plus_later_estimates() {
+        let mut s = Session::new("s".into(), None, None, None, "P".into());
+        let mut a = Message::assistant("a1", "done", vec![]);
+        a.usage = Some(Usage {
+            input: 500,
+            ..Usage::default()
+        });
+        s.push(vec![Message::user("u1", "go"), a]);
+        let after = [
+            Message::user("u2", "more words here"),
+            Message::assistant("a2", "ok", vec![]),
+        ];
+        let expected_after: u64 = after
+            .iter()
+            .map(|m| tokens::count_message(s.encoding(), m))
+            .sum();
+        s.push(after.to_vec());
+        let m = s.meter(1000, 900);
+        assert_eq!(
+            (m.context_tokens, m.source),
+            (500 + expected_after, MeterSource::Usage)
+        );
+        assert_eq!(
+            m.percent(),
+            ((500 + expected_after) as f64 / 10.0 * 10.0).round() / 10.0
+        );
+        let fresh = Session::new("t".into(), None, None, None, "P".into());
+        assert_eq!(fresh.meter(1000, 900).source, MeterSource::Estimate);
+        // Appending tracks the same totals as recomputing from scratch.
+        let mut recomputed = s.clone();
+        recomputed.recompute_totals();
+        assert_eq!(recomputed.totals, s.totals);
+    }
+
+    #[test]
     fn usage_from_another_model_is_ignored() {
         let mut s = session();
         let mut a = Message::assistant("a1", "done", vec![]);
@@ -1353,6 +1427,9 @@ mod invariants {
                 prop_assert!(validate_history(&history, true).is_ok(), "{:?}", validate_history(&history, true));
                 prop_assert_eq!(history.first().map(|m| m.role()), Some(Role::System));
                 prop_assert_eq!(session.all_messages().count(), appended, "nothing appended is lost");
+                let mut recomputed = session.clone();
+                recomputed.recompute_totals();
+                prop_assert_eq!(recomputed.totals, session.totals, "running totals match a recount");
             }
             let replayed = store::replay("p", log, "PREFIX".into());
             prop_assert_eq!(replayed.history(), session.history(), "the log replays to the same view");

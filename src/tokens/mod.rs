@@ -144,46 +144,6 @@ impl Meter {
     }
 }
 
-/// One message of the LLM view, as the meter sees it.
-#[derive(Debug, Clone, Copy)]
-pub struct CountedTurn {
-    pub tokens: u64,
-    /// Context size the provider reported after this message, when it did
-    /// and the report is current (same model, after the last compaction).
-    pub reported_context: Option<u64>,
-}
-
-/// Computes the meter over the LLM view. `fixed_tokens` covers what precedes
-/// the messages (system prompt, summary).
-pub fn meter(
-    fixed_tokens: u64,
-    turns: &[CountedTurn],
-    context_window: u64,
-    auto_compact_at: u64,
-) -> Meter {
-    let latest_report = turns
-        .iter()
-        .enumerate()
-        .rev()
-        .find_map(|(i, t)| t.reported_context.map(|c| (i, c)));
-    let (context_tokens, source) = match latest_report {
-        Some((index, reported)) => {
-            let after: u64 = turns[index + 1..].iter().map(|t| t.tokens).sum();
-            (reported + after, MeterSource::Usage)
-        }
-        None => (
-            fixed_tokens + turns.iter().map(|t| t.tokens).sum::<u64>(),
-            MeterSource::Estimate,
-        ),
-    };
-    Meter {
-        context_tokens,
-        context_window,
-        auto_compact_at,
-        source,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -208,34 +168,5 @@ mod tests {
         assert_eq!(Encoding::O200k.count("hello world"), 2);
         assert_eq!(Encoding::Cl100k.count("hello world"), 2);
         assert_eq!(Encoding::O200k.count(""), 0);
-    }
-
-    #[test]
-    fn meter_prefers_latest_report_plus_later_estimates() {
-        let turns = [
-            CountedTurn {
-                tokens: 10,
-                reported_context: None,
-            },
-            CountedTurn {
-                tokens: 20,
-                reported_context: Some(500),
-            },
-            CountedTurn {
-                tokens: 7,
-                reported_context: None,
-            },
-            CountedTurn {
-                tokens: 3,
-                reported_context: None,
-            },
-        ];
-        let m = meter(100, &turns, 1000, 900);
-        assert_eq!(m.context_tokens, 510);
-        assert_eq!(m.source, MeterSource::Usage);
-        assert_eq!(m.percent(), 51.0);
-        let m = meter(100, &turns[2..], 1000, 900);
-        assert_eq!(m.context_tokens, 110);
-        assert_eq!(m.source, MeterSource::Estimate);
     }
 }
