@@ -882,13 +882,7 @@ impl Session {
             record.degraded_reason = Some(reasons.join("; "));
         }
         for output in [main, turn_prefix].into_iter().flatten() {
-            if let Some(u) = output.usage {
-                let total = record.usage.get_or_insert_with(Usage::default);
-                total.input += u.input;
-                total.output += u.output;
-                total.cache_read += u.cache_read;
-                total.cache_write += u.cache_write;
-            }
+            Usage::accumulate(&mut record.usage, output.usage);
         }
         match &job.target {
             JobTarget::Checkpoint {

@@ -88,6 +88,17 @@ impl Usage {
     pub fn context_tokens(&self) -> u64 {
         self.input + self.cache_read + self.cache_write + self.output
     }
+
+    /// Adds `more` to a running total that may not have started yet.
+    pub fn accumulate(total: &mut Option<Usage>, more: Option<Usage>) {
+        if let Some(more) = more {
+            let t = total.get_or_insert_with(Usage::default);
+            t.input += more.input;
+            t.output += more.output;
+            t.cache_read += more.cache_read;
+            t.cache_write += more.cache_write;
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

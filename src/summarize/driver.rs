@@ -234,7 +234,7 @@ async fn run_chunked(
         };
         let output = call(summarizer, request, progress).await?;
         name = output.summarizer.clone();
-        add_usage(&mut usage, output.usage);
+        Usage::accumulate(&mut usage, output.usage);
         partials.push(output.text);
     }
     let mut round = 0;
@@ -268,7 +268,7 @@ async fn run_chunked(
                 ..input.request.clone()
             };
             let output = call(summarizer, request, progress).await?;
-            add_usage(&mut usage, output.usage);
+            Usage::accumulate(&mut usage, output.usage);
             merged.push(output.text);
         }
         partials = merged;
@@ -300,16 +300,6 @@ async fn call(
             summarizer.summarize(request, progress).await
         }
         other => other,
-    }
-}
-
-fn add_usage(total: &mut Option<Usage>, more: Option<Usage>) {
-    if let Some(more) = more {
-        let t = total.get_or_insert_with(Usage::default);
-        t.input += more.input;
-        t.output += more.output;
-        t.cache_read += more.cache_read;
-        t.cache_write += more.cache_write;
     }
 }
 
