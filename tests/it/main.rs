@@ -14,6 +14,7 @@ mod lifecycle;
 mod llm;
 mod persistence;
 mod schemas;
+mod secrets;
 mod summarizers;
 mod tokens;
 mod transcripts;

@@ -21,6 +21,7 @@ pub struct Server {
     stdin: Option<ChildStdin>,
     incoming: Receiver<Value>,
     stderr: Arc<Mutex<String>>,
+    stderr_reader: Option<std::thread::JoinHandle<()>>,
     next_id: i64,
     /// Every message received, in arrival order.
     pub received: Vec<Value>,
@@ -71,7 +72,7 @@ impl Server {
         let stderr = Arc::new(Mutex::new(String::new()));
         let sink = stderr.clone();
         let mut child_stderr = child.stderr.take().unwrap();
-        std::thread::spawn(move || {
+        let stderr_reader = std::thread::spawn(move || {
             let mut buf = [0u8; 4096];
             while let Ok(n) = child_stderr.read(&mut buf) {
                 if n == 0 {
@@ -87,6 +88,7 @@ impl Server {
             child,
             incoming: rx,
             stderr,
+            stderr_reader: Some(stderr_reader),
             next_id: 0,
             received: Vec::new(),
             patience: PATIENCE,
@@ -248,6 +250,18 @@ impl Server {
         self.request("shutdown", json!(null)).expect("shutdown");
         self.notify("exit", json!(null));
         self.wait()
+    }
+
+    /// Shuts down and returns everything the server wrote to stderr, read
+    /// to its end (what `stderr()` has may still lack the latest lines).
+    pub fn exit_and_stderr(mut self) -> String {
+        self.request("shutdown", json!(null)).expect("shutdown");
+        self.notify("exit", json!(null));
+        assert_eq!(self.wait(), 0, "clean exit");
+        if let Some(reader) = self.stderr_reader.take() {
+            reader.join().unwrap();
+        }
+        self.stderr()
     }
 
     /// Closes stdin and waits for the process.

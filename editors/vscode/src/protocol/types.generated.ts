@@ -881,7 +881,8 @@ export interface SummarizerConfig {
   /**
    * The API base URL. Default: `https://api.openai.com/v1` (openai),
    * `https://api.anthropic.com` (anthropic). For openai, requests go to
-   * `{baseUrl}/chat/completions`, so include the `/v1`.
+   * `{baseUrl}/chat/completions`, so include the `/v1`. Credentials
+   * (`user:password@`, a `key=` or `token=` parameter) are refused.
    */
   baseUrl?: string | null;
   /**
@@ -898,6 +899,7 @@ export interface SummarizerConfig {
    * compactd has no key for: `{"chat_template_kwargs": {"enable_thinking":
    * false}}` turns thinking off on llama.cpp or vLLM serving Qwen3,
    * `{"frequency_penalty": 0.5}` stops a small model from looping.
+   * Credential fields (`api_key`, `token`…) are refused.
    */
   extraBody?: {
     [k: string]: unknown | undefined;
