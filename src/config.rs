@@ -11,6 +11,8 @@ use serde::{Deserialize, Serialize};
 use crate::files::{watch::WatchMode, FileToolRule};
 
 pub const CONFIG_FILE_NAME: &str = "compactd.toml";
+/// The default `maxImportBytes`: 1 GiB.
+pub const DEFAULT_MAX_IMPORT_BYTES: u64 = 1 << 30;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", default, deny_unknown_fields)]
@@ -74,6 +76,10 @@ pub struct Config {
     /// files, plus the workspace roots); beyond it, the least recently
     /// touched files go unwatched.
     pub max_watched_paths: usize,
+    /// The largest file `conversation/import` and the CLI commands read, in
+    /// bytes (default 1 GiB). Larger files, and anything but a regular file
+    /// (a FIFO, a device, a directory), are refused.
+    pub max_import_bytes: u64,
 }
 
 impl Default for Config {
@@ -103,6 +109,7 @@ impl Default for Config {
             file_tools: BTreeMap::new(),
             file_watcher: WatchMode::Auto,
             max_watched_paths: 256,
+            max_import_bytes: DEFAULT_MAX_IMPORT_BYTES,
         }
     }
 }

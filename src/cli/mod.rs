@@ -129,7 +129,7 @@ fn import_file(
     config: &Config,
 ) -> Result<Imported, CliError> {
     let spinner = progress::spinner(format!("reading {}", path.display()), quiet);
-    let imported = import::read_file(path, format);
+    let imported = import::read_file(path, format, config.max_import_bytes);
     spinner.finish_and_clear();
     let mut imported = imported?;
     imported.track_files(

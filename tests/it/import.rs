@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{json, Value};
 
-use crate::support::{cli, transcripts_dir, Server};
+use crate::support::{cli, mkfifo, transcripts_dir, Server};
 
 /// What a transcript holds, counted straight from its raw JSON.
 #[derive(Debug, Default, PartialEq)]
@@ -549,4 +549,75 @@ fn import_over_rpc_reports_bad_input_and_skips_bad_lines() {
         assert!(err.message.contains(needle), "{params}: {}", err.message);
         assert_eq!(err.message.lines().count(), 1, "{}", err.message);
     }
+}
+
+#[test]
+fn only_regular_files_under_the_cap_are_imported_while_other_sessions_keep_answering() {
+    let data = tempfile::tempdir().unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let mut server = Server::start(data.path(), json!({"maxImportBytes": 1000}));
+    let other = server.open(json!({}));
+    let fifo = work.path().join("pipe.jsonl");
+    mkfifo(&fifo);
+    let socket = work.path().join("socket.jsonl");
+    let _listener = std::os::unix::net::UnixListener::bind(&socket).unwrap();
+    let chat = |text: &str| json!([{"role": "user", "content": text}]).to_string();
+    let big = work.path().join("big.json");
+    std::fs::write(&big, chat(&"x".repeat(1200))).unwrap();
+    assert_eq!(std::fs::metadata(&big).unwrap().len(), 1230);
+    let small = work.path().join("small.json");
+    std::fs::write(&small, chat("fix the parser")).unwrap();
+    // A FIFO first: reading one would block the server for good.
+    let mut cases = vec![
+        (fifo.clone(), "not a regular file (a FIFO or pipe)"),
+        (
+            work.path().to_path_buf(),
+            "not a regular file (a directory)",
+        ),
+        (socket.clone(), "not a regular file (a socket)"),
+        (
+            PathBuf::from("/dev/zero"),
+            "not a regular file (a character device)",
+        ),
+        (
+            big.clone(),
+            "the file is 1.2 KiB (1230 bytes), more than maxImportBytes (1000 bytes)",
+        ),
+    ];
+    // The server's own stdin, which the import would have eaten.
+    if Path::new("/proc/self/fd/0").exists() {
+        cases.push((
+            PathBuf::from("/proc/self/fd/0"),
+            "not a regular file (a FIFO or pipe)",
+        ));
+    }
+    for (n, (path, needle)) in cases.iter().enumerate() {
+        let import = server.send_request("conversation/import", json!({"path": path}));
+        let append = server.send_request(
+            "conversation/append",
+            json!({"sessionId": other, "messages": [{"role": "user", "content": format!("still here {n}")}]}),
+        );
+        let err = server.response(import).unwrap_err();
+        assert_eq!(err.code, -32602, "{}", path.display());
+        assert!(
+            err.message.contains(needle) && err.message.contains(&path.display().to_string()),
+            "{}: {}",
+            path.display(),
+            err.message
+        );
+        assert_eq!(err.message.lines().count(), 1, "{}", err.message);
+        let appended = server.response(append).expect("the other session answers");
+        assert_eq!(appended["ids"].as_array().unwrap().len(), 1);
+    }
+    let history = server
+        .request("conversation/history", json!({"sessionId": other}))
+        .unwrap();
+    assert_eq!(history["messages"].as_array().unwrap().len(), cases.len());
+    let imported = server
+        .request("conversation/import", json!({"path": small}))
+        .unwrap();
+    assert_eq!(
+        imported["messages"], 1,
+        "a regular file under the cap imports"
+    );
 }

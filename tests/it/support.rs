@@ -326,6 +326,36 @@ pub fn cli() -> Command {
     command
 }
 
+/// Runs `command` to its end and returns its output; a command still
+/// running after `PATIENCE` is killed and fails the test instead of hanging
+/// it.
+pub fn output_within_patience(command: &mut Command) -> std::process::Output {
+    let child = command
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(child.wait_with_output());
+    });
+    match rx.recv_timeout(PATIENCE) {
+        Ok(output) => output.unwrap(),
+        Err(_) => {
+            let _ = Command::new("kill").args(["-9", &pid.to_string()]).status();
+            panic!("{command:?} was still running after {PATIENCE:?}");
+        }
+    }
+}
+
+/// Makes a FIFO (named pipe) at `path` with the system's `mkfifo`.
+pub fn mkfifo(path: &Path) {
+    let status = Command::new("mkfifo").arg(path).status().unwrap();
+    assert!(status.success(), "mkfifo {}", path.display());
+}
+
 /// `file:///…` for an absolute path (test paths need no escaping).
 pub fn file_uri(path: &Path) -> String {
     format!("file://{}", path.display())

@@ -8,7 +8,7 @@ use crate::server::{now_ms, OpenSession, RpcError, RpcResult, Server};
 use crate::store;
 
 pub fn handle(server: &mut Server, params: ImportParams) -> RpcResult<ImportResult> {
-    let mut imported = read(&params)?;
+    let mut imported = read(&params, server.config.max_import_bytes)?;
     let id = match params.session_id {
         Some(id) => {
             store::validate_session_id(&id)
@@ -66,10 +66,12 @@ pub fn handle(server: &mut Server, params: ImportParams) -> RpcResult<ImportResu
     })
 }
 
-fn read(params: &ImportParams) -> RpcResult<Imported> {
+fn read(params: &ImportParams, max_bytes: u64) -> RpcResult<Imported> {
     match (&params.path, &params.content) {
-        (Some(path), None) => import::read_file(std::path::Path::new(path), params.format)
-            .map_err(|e| RpcError::invalid_params(format!("path: {e}"))),
+        (Some(path), None) => {
+            import::read_file(std::path::Path::new(path), params.format, max_bytes)
+                .map_err(|e| RpcError::invalid_params(format!("path: {e}")))
+        }
         (None, Some(content)) => import::parse(content.as_bytes(), params.format)
             .map_err(|e| RpcError::invalid_params(format!("content: {e}"))),
         _ => Err(RpcError::invalid_params(

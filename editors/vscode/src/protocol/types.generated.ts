@@ -785,6 +785,12 @@ export interface Config {
    */
   keepRecentTokens?: number;
   /**
+   * The largest file `conversation/import` and the CLI commands read, in
+   * bytes (default 1 GiB). Larger files, and anything but a regular file
+   * (a FIFO, a device, a directory), are refused.
+   */
+  maxImportBytes?: number;
+  /**
    * Files listed in each of `<read-files>` and `<modified-files>`; the
    * rest are counted ("… and N more").
    */
