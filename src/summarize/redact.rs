@@ -49,8 +49,21 @@ impl<'a> Redactor<'a> {
     }
 
     /// Redacts, then clips to `max` characters (with `…` when clipped).
+    /// Only the part that can show is redacted: the first `max` characters
+    /// and a key's length beyond them, where a key shown in part ends.
     pub fn clip(&self, text: &str, max: usize) -> String {
-        clip(&self.text(text), max)
+        let window = max + self.key.map_or(0, |k| k.chars().count());
+        match text.char_indices().nth(window) {
+            None => clip(&self.text(text), max),
+            Some((end, _)) => {
+                let head = clip(&self.cut_text(&text[..end]), max);
+                if head.ends_with('…') {
+                    head
+                } else {
+                    format!("{head}…")
+                }
+            }
+        }
     }
 
     /// Whether `text` holds the key or a piece of it.
@@ -209,6 +222,28 @@ mod tests {
             let clipped = redactor.clip(&text, 40);
             assert!(!clipped.contains("sk-p"), "{clipped}");
         }
+    }
+
+    #[test]
+    fn clipping_a_long_text_redacts_only_what_shows() {
+        let redactor = Redactor::new(Some(KEY));
+        let long = format!("{}{KEY}{}", "x".repeat(95), "y".repeat(1_000_000));
+        assert_eq!(
+            redactor.clip(&long, 100),
+            format!("{}[redacted]…", "x".repeat(95))
+        );
+        let long = format!("{KEY}{}", "y".repeat(100));
+        assert_eq!(
+            redactor.clip(&long, 40),
+            format!("[redacted]{}…", "y".repeat(30))
+        );
+        // Redacting can make the head shorter than `max`: still marked cut.
+        let long = format!("{KEY}{KEY}{}", "y".repeat(100));
+        assert_eq!(
+            redactor.clip(&long, 40),
+            format!("[redacted][redacted]{}…", "y".repeat(10))
+        );
+        assert_eq!(redactor.clip("short", 40), "short");
     }
 
     #[test]
