@@ -70,6 +70,10 @@ impl Builder {
         self.items.len() - 1
     }
 
+    pub fn has_messages(&self) -> bool {
+        self.items.iter().any(|i| matches!(i, Item::Message { .. }))
+    }
+
     pub fn message_mut(&mut self, index: usize) -> Option<&mut Message> {
         match self.items.get_mut(index) {
             Some(Item::Message { message, .. }) => Some(message),
@@ -80,7 +84,7 @@ impl Builder {
     /// Changes the model (or other settings) from here on; before any
     /// message it sets the starting settings.
     pub fn settings(&mut self, change: SessionSettings) {
-        let has_messages = self.items.iter().any(|i| matches!(i, Item::Message { .. }));
+        let has_messages = self.has_messages();
         // The first model named is the session's, even when the source
         // names it only after the first messages (Codex's turn_context).
         let first_model = self.settings.model.is_none() && self.current_model().is_none();
@@ -129,6 +133,16 @@ impl Builder {
 
     pub fn skip_because(&mut self, line: usize, kind: &str, detail: impl Into<String>) {
         self.skipped.add(line, kind, Some(detail.into()));
+    }
+
+    /// Skips a line whose type is not conversation: one the source writes
+    /// for itself (`bookkeeping`), one without a type, or an unknown one.
+    pub fn skip_line_type(&mut self, line: usize, kind: &str, bookkeeping: &[&str]) {
+        match kind {
+            "" => self.skip_because(line, "unreadable lines", "no `type`"),
+            kind if bookkeeping.contains(&kind) => self.skip(line, &format!("{kind} lines")),
+            other => self.skip(line, &format!("unknown line type `{other}`")),
+        }
     }
 
     /// Assigns ids (the source's where unique) and resolves compactions

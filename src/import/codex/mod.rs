@@ -6,6 +6,8 @@
 //! response becomes its usage. Other `event_msg`s repeat the items for the
 //! UI and are skipped.
 
+mod compacted;
+
 use std::collections::HashMap;
 
 use serde_json::Value;
@@ -17,6 +19,9 @@ use crate::conversation::{Message, MessageBody, ToolCall, Usage};
 use crate::session::Trigger;
 use crate::store::SessionSettings;
 
+/// Line types Codex writes for itself; none is conversation.
+const BOOKKEEPING: [&str; 2] = ["world_state", "token_usage_record"];
+
 pub(crate) fn import(lines: &[Line]) -> Imported {
     let mut reader = Reader {
         builder: Builder::new(Format::Codex),
@@ -24,7 +29,20 @@ pub(crate) fn import(lines: &[Line]) -> Imported {
         last_assistant: None,
         tool_names: HashMap::new(),
         last_context: 0,
+        user_messages: Vec::new(),
     };
+    // The window Codex itself used is preferred over our table.
+    let context_window = lines.iter().find_map(|l| {
+        l.value
+            .as_ref()
+            .ok()?
+            .pointer("/payload/info/model_context_window")?
+            .as_u64()
+    });
+    reader.builder.settings(SessionSettings {
+        context_window,
+        ..SessionSettings::default()
+    });
     for line in lines {
         if let Some(entry) = reader.builder.readable(line) {
             reader.line(line.number, entry);
@@ -41,6 +59,9 @@ struct Reader {
     tool_names: HashMap<String, String>,
     /// The context size the latest `token_count` reported.
     last_context: u64,
+    /// The user's own messages since the last compaction, oldest first:
+    /// what an older Codex keeps when it compacts.
+    user_messages: Vec<String>,
 }
 
 impl Reader {
@@ -77,30 +98,31 @@ impl Reader {
                     .skip(number, &format!("event_msg {kind} lines (UI events)")),
                 None => self.builder.skip(number, "event_msg lines (UI events)"),
             },
-            "compacted" => {
-                self.response = None;
-                let summary = payload
-                    .get("message")
-                    .and_then(Value::as_str)
-                    .unwrap_or("")
-                    .to_string();
-                self.builder.compaction(ForeignCompaction {
-                    summary,
-                    first_kept: FirstKept::Nothing,
-                    tokens_before: self.last_context,
-                    read_files: Vec::new(),
-                    modified_files: Vec::new(),
-                    trigger: Trigger::Threshold,
-                    line: number,
-                });
-            }
-            "" => self
-                .builder
-                .skip_because(number, "unreadable lines", "no `type`"),
-            other => self
-                .builder
-                .skip(number, &format!("unknown line type `{other}`")),
+            "compacted" => self.compacted(number, payload),
+            other => self.builder.skip_line_type(number, other, &BOOKKEEPING),
         }
+    }
+
+    /// Everything before is summarized; the summary is the history Codex
+    /// replaced it with.
+    fn compacted(&mut self, number: usize, payload: &Value) {
+        self.response = None;
+        let message = payload.get("message").and_then(Value::as_str).unwrap_or("");
+        let replacement = match payload.get("replacement_history").and_then(Value::as_array) {
+            Some(history) => compacted::from_history(history, message),
+            None => compacted::rebuilt(&self.user_messages, message),
+        };
+        self.user_messages = replacement.user_messages;
+        self.builder.compaction(ForeignCompaction {
+            summary: replacement.summary,
+            first_kept: FirstKept::Nothing,
+            tokens_before: self.last_context,
+            read_files: Vec::new(),
+            modified_files: Vec::new(),
+            // A rollout does not say whether it was asked for.
+            trigger: Trigger::Threshold,
+            line: number,
+        });
     }
 
     fn response_item(&mut self, number: usize, item: &Value) {
@@ -120,6 +142,9 @@ impl Reader {
                     }
                     "user" => {
                         self.response = None;
+                        if compacted::is_users_own(&content) {
+                            self.user_messages.push(content.clone());
+                        }
                         self.builder
                             .message(number, None, Message::user("", content));
                     }
