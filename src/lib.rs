@@ -9,6 +9,7 @@ pub mod cli;
 pub mod compaction;
 pub mod config;
 pub mod conversation;
+pub mod engine;
 pub mod files;
 pub mod import;
 pub mod protocol;

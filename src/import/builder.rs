@@ -7,8 +7,9 @@ use std::collections::HashSet;
 
 use super::{Format, Imported, Skips};
 use crate::compaction::Strategy;
+use crate::compaction::{CompactionRecord, Trigger};
 use crate::conversation::Message;
-use crate::session::{CompactionRecord, Session, Trigger};
+use crate::session::Session;
 use crate::store::{LogEntry, SessionSettings};
 
 /// Where a foreign compaction's kept part starts.

@@ -13,8 +13,8 @@ use serde_json::Value;
 use super::{
     append_line, content_text, Builder, FirstKept, ForeignCompaction, Format, Imported, Line,
 };
+use crate::compaction::Trigger;
 use crate::conversation::{Message, MessageBody, ToolCall, Usage};
-use crate::session::Trigger;
 use crate::store::SessionSettings;
 
 pub(crate) fn import(lines: &[Line]) -> Imported {

@@ -9,8 +9,8 @@ use std::collections::{HashMap, HashSet};
 use serde_json::Value;
 
 use super::{content_text, Builder, FirstKept, ForeignCompaction, Format, Imported, Line};
+use crate::compaction::Trigger;
 use crate::conversation::{Message, MessageBody, ToolCall, Usage};
-use crate::session::Trigger;
 use crate::store::SessionSettings;
 
 pub(crate) fn import(lines: &[Line]) -> Imported {
@@ -283,7 +283,7 @@ mod tests {
     use super::super::{parse, LogEntry};
     use super::*;
 
-    fn first_compaction(imported: &Imported) -> &crate::session::CompactionRecord {
+    fn first_compaction(imported: &Imported) -> &crate::compaction::CompactionRecord {
         imported
             .entries
             .iter()
