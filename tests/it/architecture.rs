@@ -339,6 +339,30 @@ fn the_command_line_does_not_use_the_server() {
     }
 }
 
+/// Handlers are adapters: they call no other handler, and the wire types
+/// they take come from `protocol` (which re-exports the core's).
+#[test]
+fn handlers_call_no_handler_and_take_wire_types_from_protocol() {
+    let mut handlers = 0;
+    for (module, uses) in dependency_graph() {
+        if !module.starts_with("server::handlers::") {
+            continue;
+        }
+        handlers += 1;
+        for used in &uses {
+            assert!(
+                !used.starts_with("server::handlers"),
+                "{module} calls into {used}"
+            );
+            assert!(
+                !matches!(top(used), "conversation" | "config" | "tokens"),
+                "{module} takes {used} types directly, not from protocol"
+            );
+        }
+    }
+    assert!(handlers >= 20, "{handlers} handlers");
+}
+
 /// The pure core: `conversation`, `tokens`, `compaction`, `session` and the
 /// file ledger (`files` but its I/O edges `watch` and `disk`).
 #[test]

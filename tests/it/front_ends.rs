@@ -89,7 +89,10 @@ fn the_shipped_example_compacts_alike_with_every_strategy() {
     // Nothing to cut is reported alike too.
     let nothing = check(&example, "keepRecentTokens = 1000000\n");
     assert_eq!(nothing["compacted"], false, "{nothing}");
-    assert!(nothing["reason"].as_str().unwrap().starts_with("nothing to compact"));
+    assert!(nothing["reason"]
+        .as_str()
+        .unwrap()
+        .starts_with("nothing to compact"));
 }
 
 /// Real sessions whose provider usage makes the meter differ from
