@@ -25,7 +25,6 @@ pub(crate) struct FileTracking {
     /// incremental change made it unknown. A change on disk to a buffer's
     /// content is the editor saving it.
     pub documents: HashMap<PathBuf, Option<String>>,
-    pub max_listed_files: usize,
     /// The watcher's mode and cap, to restart it when they change.
     watch_settings: (WatchMode, usize),
 }
@@ -37,7 +36,6 @@ impl Default for FileTracking {
             tools: Arc::new(FileTools::default()),
             watcher: None,
             documents: HashMap::new(),
-            max_listed_files: crate::files::DEFAULT_MAX_LISTED_FILES,
             watch_settings: (WatchMode::Off, 0),
         }
     }
@@ -61,7 +59,6 @@ impl FileTracking {
     /// nothing until the next `sync_watches`) when its mode or cap changed.
     pub fn reconfigure(&mut self, config: &Config, job_results: &UnboundedSender<JobResult>) {
         self.tools = Arc::new(FileTools::new(&config.file_tools));
-        self.max_listed_files = config.max_listed_files;
         let settings = (config.file_watcher, config.max_watched_paths);
         if settings != self.watch_settings {
             self.watch_settings = settings;
@@ -73,12 +70,6 @@ impl FileTracking {
                 let _ = job_results.send(JobResult::FilesChanged(changes));
             });
         }
-    }
-
-    /// Gives a session's ledger this server's workspace and listing cap.
-    pub fn configure(&self, ledger: &mut SessionFileLedger) {
-        ledger.workspace = self.workspace.clone();
-        ledger.max_listed_files = self.max_listed_files;
     }
 
     /// A path from a client: absolute, workspace-relative, `~/…` or a
@@ -244,8 +235,9 @@ impl Server {
     pub fn apply_file_config(&mut self) {
         self.file_tracking
             .reconfigure(&self.config, &self.job_results_tx);
+        let env = self.session_env();
         for open in self.sessions.values_mut() {
-            self.file_tracking.configure(&mut open.session.file_ledger);
+            env.configure(&mut open.session);
         }
         self.sync_watches();
     }
