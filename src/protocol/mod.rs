@@ -13,6 +13,8 @@ pub use crate::compaction::trigger::TriggerKind;
 pub use crate::compaction::{Strategy, Trigger};
 pub use crate::config::{Config, SummarizerConfig, SummarizerProvider};
 pub use crate::conversation::{Message, MessageBody, Role, ToolCall, Usage};
+pub use crate::files::watch::WatchMode;
+pub use crate::files::{FileToolRule, ToolOperation};
 pub use crate::import::Format;
 
 use crate::compaction::CompactionRecord;

@@ -448,3 +448,46 @@ fn functions_are_under_80_lines_and_session_under_700() {
     println!("src/session.rs: {lines} lines");
     assert!(lines < 700, "src/session.rs has {lines} lines");
 }
+
+/// "Every wire type is in `protocol/`": each type the committed schemas
+/// name is defined there or re-exported from there.
+#[test]
+fn every_wire_type_is_defined_or_re_exported_in_protocol() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let protocol: String = modules_in(&root.join("src"))
+        .iter()
+        .filter(|(module, _)| top(module) == "protocol")
+        .map(|(_, file)| code(file))
+        .collect();
+    let declares = |name: &str| {
+        let defined = ["pub struct ", "pub enum "]
+            .iter()
+            .any(|kind| protocol.contains(&format!("{kind}{name} ")));
+        let re_exported = protocol.split("pub use ").skip(1).any(|rest| {
+            let statement = &rest[..rest.find(';').unwrap_or(rest.len())];
+            statement
+                .split(|c: char| !c.is_alphanumeric() && c != '_')
+                .any(|word| word == name)
+        });
+        defined || re_exported
+    };
+    let mut names = BTreeSet::new();
+    for entry in std::fs::read_dir(root.join("schemas")).unwrap() {
+        let path = entry.unwrap().path();
+        if path.file_name().is_some_and(|f| f == "methods.json") {
+            continue;
+        }
+        let schema: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        names.extend(schema["title"].as_str().map(str::to_string));
+        if let Some(defs) = schema["$defs"].as_object() {
+            names.extend(defs.keys().cloned());
+        }
+    }
+    assert!(names.len() > 40, "{} wire types", names.len());
+    let missing: Vec<_> = names.iter().filter(|n| !declares(n)).collect();
+    assert!(
+        missing.is_empty(),
+        "wire types outside protocol/: {missing:?}"
+    );
+}
