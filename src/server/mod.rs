@@ -5,7 +5,7 @@
 //! always precede its response, and every request is answered exactly once.
 
 mod compactor;
-mod files;
+mod file_tracking;
 mod handlers;
 mod routes;
 
@@ -18,11 +18,13 @@ use tokio::io::{AsyncBufRead, AsyncWrite};
 use tokio::sync::mpsc;
 
 use crate::config::Config;
-use crate::protocol::{self, MeterInfo, ProgressToken};
+use crate::engine::{self, EngineError, OpenSession, SessionEnv};
+use crate::protocol::{methods, MeterInfo, ProgressToken, TokensNotification};
 use crate::session::Session;
-use crate::store::{SessionLog, SessionStore};
+use crate::store::SessionStore;
 use crate::tokens;
 use crate::transport::{self, Frame, Outbox};
+use file_tracking::FileTracking;
 
 /// How the server was started (CLI flags, not client configuration).
 #[derive(Debug, Clone, Default)]
@@ -55,6 +57,15 @@ impl RpcError {
     }
 }
 
+impl From<EngineError> for RpcError {
+    fn from(e: EngineError) -> RpcError {
+        match e {
+            EngineError::Invalid(message) => RpcError::invalid_params(message),
+            EngineError::Failed(message) => RpcError::internal(message),
+        }
+    }
+}
+
 pub type RpcResult<T> = Result<T, RpcError>;
 
 /// How a request is answered.
@@ -77,37 +88,41 @@ enum Phase {
     ShuttingDown,
 }
 
-/// A session that is open in this server.
-pub(crate) struct OpenSession {
-    pub session: Session,
-    pub log: SessionLog,
-}
-
 /// What a background job hands back to the state owner.
-pub(crate) enum JobDone {
+pub(crate) enum JobResult {
     Compaction(Box<compactor::Finished>),
     /// The file watcher saw changes on disk.
     FilesChanged(Vec<crate::files::watch::DiskChange>),
+}
+
+/// Where the config files were looked for at `initialize`, so that
+/// `workspace/didChangeConfiguration` resolves the same layers.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct ConfigDirs {
+    /// The workspace root (`compactd.toml` there).
+    pub workspace_root: Option<PathBuf>,
+    /// The user config directory.
+    pub user_dir: Option<PathBuf>,
 }
 
 pub(crate) struct Server {
     pub out: Outbox,
     phase: Phase,
     pub config: Config,
-    /// Where the config files were found at `initialize`, so that
-    /// `workspace/didChangeConfiguration` resolves the same layers.
-    pub config_dirs: (Option<PathBuf>, Option<PathBuf>),
+    pub config_dirs: ConfigDirs,
     pub store: SessionStore,
     pub sessions: HashMap<String, OpenSession>,
     /// The running compaction of each session.
     pub running: HashMap<String, compactor::RunningJob>,
     next_job: u64,
-    pub jobs: mpsc::UnboundedSender<JobDone>,
+    /// Where background jobs (compactions, the watcher) send their results
+    /// to the state owner.
+    pub job_results_tx: mpsc::UnboundedSender<JobResult>,
     /// The client can create progress tokens on request.
     pub client_work_done_progress: bool,
     next_server_request: u64,
     options: ServeOptions,
-    pub files: files::ServerFiles,
+    pub file_tracking: FileTracking,
 }
 
 /// Serves one client until `exit` or end of input. Returns the process
@@ -119,22 +134,22 @@ where
 {
     tokens::preload_in_background();
     let (out, writer) = transport::spawn_writer(output);
-    let (jobs_tx, mut jobs_rx) = mpsc::unbounded_channel();
+    let (job_results_tx, mut job_results) = mpsc::unbounded_channel();
     let config = Config::default();
     let mut server = Server {
         out,
         phase: Phase::Uninitialized,
         store: SessionStore::new(config.sessions_dir()),
         config,
-        config_dirs: (None, None),
+        config_dirs: ConfigDirs::default(),
         sessions: HashMap::new(),
         running: HashMap::new(),
         next_job: 0,
-        jobs: jobs_tx,
+        job_results_tx,
         client_work_done_progress: false,
         next_server_request: 0,
         options,
-        files: files::ServerFiles::default(),
+        file_tracking: FileTracking::default(),
     };
     let mut exit_code = 1;
     // The frame being read survives the other branch winning: `read_frame`
@@ -165,7 +180,7 @@ where
                 }
                 }
             },
-            Some(done) = jobs_rx.recv() => server.finish_job(done),
+            Some(result) = job_results.recv() => server.finish_job(result),
         }
     }
     for (_, job) in server.running.drain() {
@@ -193,7 +208,7 @@ impl Server {
             Message::Request(request) => {
                 let id = request.id.clone();
                 let reply = match self.phase {
-                    Phase::Uninitialized if request.method != "initialize" => {
+                    Phase::Uninitialized if request.method != methods::INITIALIZE => {
                         Reply::Now(Err(RpcError::new(
                             ErrorCode::ServerNotInitialized,
                             "server not initialized: send `initialize` first",
@@ -211,7 +226,7 @@ impl Server {
                 None
             }
             Message::Notification(notification) => {
-                if notification.method == "exit" {
+                if notification.method == methods::EXIT {
                     return Some(if self.phase == Phase::ShuttingDown {
                         0
                     } else {
@@ -271,45 +286,30 @@ impl Server {
         self.sessions.get(id).ok_or_else(|| no_session(id))
     }
 
-    /// The context window that applies to a session.
-    pub fn context_window(&self, session: &Session) -> u64 {
-        session
-            .context_window
-            .or(self.config.context_window)
-            .or_else(|| {
-                session
-                    .model
-                    .as_deref()
-                    .or(self.config.model.as_deref())
-                    .and_then(tokens::context_window_for)
-            })
-            .unwrap_or(self.config.default_context_window)
-    }
-
     pub fn meter_info(&self, session: &Session) -> MeterInfo {
-        let window = self.context_window(session);
-        let at = crate::compaction::trigger::auto_compact_at(&self.config, window);
-        let meter = session.meter(window, at);
-        MeterInfo {
-            context_tokens: meter.context_tokens,
-            context_window: meter.context_window,
-            percent: meter.percent(),
-            auto_compact_at: meter.auto_compact_at,
-            source: match meter.source {
-                tokens::MeterSource::Usage => protocol::MeterSource::Usage,
-                tokens::MeterSource::Estimate => protocol::MeterSource::Estimate,
-            },
-        }
+        engine::window::meter(&self.config, session).into()
     }
 
     pub fn send_meter(&self, session: &Session) {
         self.out.notify(
-            protocol::methods::TOKENS,
-            protocol::TokensNotification {
+            methods::TOKENS,
+            TokensNotification {
                 session_id: session.id.clone(),
                 meter: self.meter_info(session),
             },
         );
+    }
+
+    /// What sessions opened here take from the configuration and the
+    /// workspace.
+    pub fn session_env(&self) -> SessionEnv {
+        SessionEnv::new(&self.config, self.file_tracking.workspace.clone())
+    }
+
+    /// Keeps a session open (a new one, or one resumed from its log).
+    pub fn insert_session(&mut self, open: OpenSession) {
+        self.sessions.insert(open.session.id.clone(), open);
+        self.sync_watches();
     }
 
     /// A progress token for a long request: the client's, or one we create
@@ -325,48 +325,17 @@ impl Server {
         let token = ProgressToken::String(format!("compactd/{}", self.next_server_request));
         self.out.send(lsp_server::Request::new(
             RequestId::from(format!("compactd-progress-{}", self.next_server_request)),
-            "window/workDoneProgress/create".to_string(),
+            methods::WORK_DONE_PROGRESS_CREATE.to_string(),
             serde_json::json!({ "token": token }),
         ));
         Some(token)
     }
 
-    fn finish_job(&mut self, done: JobDone) {
-        match done {
-            JobDone::Compaction(finished) => compactor::finish(self, *finished),
-            JobDone::FilesChanged(changes) => self.on_disk_changes(changes),
+    fn finish_job(&mut self, result: JobResult) {
+        match result {
+            JobResult::Compaction(finished) => compactor::finish(self, *finished),
+            JobResult::FilesChanged(changes) => self.on_disk_changes(changes),
         }
-    }
-
-    /// The triggers that fire for a session now (`None`: no such session).
-    pub fn triggers_fired(
-        &self,
-        session_id: &str,
-    ) -> Option<Vec<crate::compaction::trigger::TriggerKind>> {
-        let open = self.sessions.get(session_id)?;
-        let window = self.context_window(&open.session);
-        let at = crate::compaction::trigger::auto_compact_at(&self.config, window);
-        Some(crate::compaction::trigger::evaluate(
-            &self.config,
-            open.session.trigger_input(window, at),
-        ))
-    }
-
-    /// Automatic compaction is allowed for a session: the environment's
-    /// kill switch (`COMPACTD_DISABLE_AUTOCOMPACT=1`) is off, the session's
-    /// own switch (else the config's `autoCompact`) is on, and the circuit
-    /// breaker has not tripped.
-    pub fn auto_compact_allowed(&self, session_id: &str) -> bool {
-        let Some(open) = self.sessions.get(session_id) else {
-            return false;
-        };
-        let env = std::env::var("COMPACTD_DISABLE_AUTOCOMPACT").ok();
-        let switch = open
-            .session
-            .auto_compact
-            .unwrap_or(self.config.auto_compact);
-        crate::compaction::trigger::auto_compact_enabled(switch, env.as_deref())
-            && open.session.auto.stopped.is_none()
     }
 }
 
@@ -379,7 +348,7 @@ pub(crate) fn no_session(id: &str) -> RpcError {
 /// Sends `$/progress` under `token`.
 pub(crate) fn send_progress(out: &Outbox, token: &ProgressToken, value: serde_json::Value) {
     out.notify(
-        "$/progress",
+        methods::PROGRESS,
         serde_json::json!({ "token": token, "value": value }),
     );
 }
@@ -426,13 +395,6 @@ fn json_kind(value: &serde_json::Value) -> &'static str {
         serde_json::Value::Array(_) => "an array",
         serde_json::Value::Object(_) => "an object",
     }
-}
-
-pub(crate) fn now_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as u64)
-        .unwrap_or(0)
 }
 
 #[cfg(test)]

@@ -9,9 +9,10 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use crate::compaction::CompactionRecord;
 use crate::conversation::Message;
-use crate::files::{FileEvent, FileTools, SessionFiles, Workspace};
-use crate::session::{CompactionRecord, Session};
+use crate::files::{FileEvent, FileTools, SessionFileLedger, Workspace};
+use crate::session::Session;
 
 pub const LOG_VERSION: u32 = 1;
 
@@ -227,7 +228,7 @@ pub fn with_tool_file_events(
     if entries.iter().any(|e| matches!(e, LogEntry::File(_))) {
         return entries;
     }
-    let mut files = SessionFiles::new(workspace.clone(), 0);
+    let mut files = SessionFileLedger::new(workspace.clone(), 0);
     let mut out = Vec::with_capacity(entries.len());
     for entry in entries {
         let mut events = Vec::new();
@@ -246,28 +247,35 @@ pub fn with_tool_file_events(
 pub fn replay(id: &str, entries: Vec<LogEntry>, summary_prefix: String) -> Session {
     let mut session = Session::new(id.to_string(), None, None, None, summary_prefix);
     for entry in entries {
-        match entry {
-            LogEntry::Header(header) => apply_settings(&mut session, header.settings),
-            LogEntry::Settings(settings) => apply_settings(&mut session, settings),
-            LogEntry::Message { message } => {
-                let mut batch = vec![message];
-                // A duplicate id can only come from a hand-edited log; keep
-                // the message under a fresh id rather than lose it.
-                if session.assign_ids(&mut batch).is_err() {
-                    batch[0].id.clear();
-                    let _ = session.assign_ids(&mut batch);
-                }
-                session.push(batch);
-            }
-            LogEntry::Compaction(record) => session.apply_compaction(*record),
-            LogEntry::Pin { text } => session.add_pin(text),
-            LogEntry::File(event) => session.apply_file_event(&event),
-        }
+        apply_entry(&mut session, entry);
     }
     session
 }
 
-fn apply_settings(session: &mut Session, settings: SessionSettings) {
+/// Applies one log entry to a session: the one way a logged change becomes
+/// state, whether a log is replayed or a transcript walked.
+pub fn apply_entry(session: &mut Session, entry: LogEntry) {
+    match entry {
+        LogEntry::Header(header) => apply_settings(session, header.settings),
+        LogEntry::Settings(settings) => apply_settings(session, settings),
+        LogEntry::Message { message } => {
+            let mut batch = vec![message];
+            // A duplicate id can only come from a hand-edited log; keep
+            // the message under a fresh id rather than lose it.
+            if session.assign_ids(&mut batch).is_err() {
+                batch[0].id.clear();
+                let _ = session.assign_ids(&mut batch);
+            }
+            session.push(batch);
+        }
+        LogEntry::Compaction(record) => session.apply_compaction(*record),
+        LogEntry::Pin { text } => session.add_pin(text),
+        LogEntry::File(event) => session.apply_file_event(&event),
+    }
+}
+
+/// Applies the settings an entry sets; absent ones stay.
+pub fn apply_settings(session: &mut Session, settings: SessionSettings) {
     if settings.model.is_some() {
         session.set_model(settings.model);
     }
@@ -278,7 +286,7 @@ fn apply_settings(session: &mut Session, settings: SessionSettings) {
         session.set_system_prompt(settings.system_prompt);
     }
     if settings.auto_compact.is_some() {
-        session.auto_compact = settings.auto_compact;
+        session.auto_compact_switch = settings.auto_compact;
     }
 }
 

@@ -1,14 +1,16 @@
 //! One integration binary: every suite talks to the real `compactd` binary
-//! over stdio (see `support`).
+//! over stdio (see `support`), but `architecture`, which reads `src/`.
 
 mod fixture;
 mod support;
 
+mod architecture;
 mod cli;
 mod compaction;
 mod conversation;
 mod engine;
 mod files;
+mod front_ends;
 mod import;
 mod lifecycle;
 mod llm;

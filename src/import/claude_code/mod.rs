@@ -22,8 +22,8 @@ use serde_json::Value;
 use super::{
     append_line, content_text, Builder, FirstKept, ForeignCompaction, Format, Imported, Line,
 };
+use crate::compaction::Trigger;
 use crate::conversation::{Message, MessageBody, ToolCall, Usage};
-use crate::session::Trigger;
 use crate::store::SessionSettings;
 use meta::UserText;
 
@@ -374,28 +374,7 @@ fn assistant_line(
         .and_then(Value::as_array)
         .cloned()
         .unwrap_or_default();
-    let api_id = message
-        .get("id")
-        .and_then(Value::as_str)
-        .map(str::to_string);
-    let index = match api_id.as_ref().and_then(|id| assistants.get(id)) {
-        Some(index) => *index,
-        None => {
-            let model = message
-                .get("model")
-                .and_then(Value::as_str)
-                .map(str::to_string);
-            let mut response = Message::assistant("", "", Vec::new());
-            if let MessageBody::Assistant { model: m, .. } = &mut response.body {
-                *m = model;
-            }
-            let index = builder.message(line, entry.get("uuid").and_then(Value::as_str), response);
-            if let Some(id) = api_id {
-                assistants.insert(id, index);
-            }
-            index
-        }
-    };
+    let index = response_index(builder, line, entry, assistants);
     let target = builder.message_mut(index).expect("an assistant item");
     if let Some(usage) = message.get("usage").and_then(usage_from) {
         // Every line of a response repeats the usage; the last is final.
@@ -438,6 +417,37 @@ fn assistant_line(
             }
             _ => {}
         }
+    }
+    index
+}
+
+/// The assistant message of this line's API response: the one earlier
+/// lines of the same response (same `message.id`) started, or a new one.
+fn response_index(
+    builder: &mut Builder,
+    line: usize,
+    entry: &Value,
+    assistants: &mut HashMap<String, usize>,
+) -> usize {
+    let message = entry.get("message").unwrap_or(&Value::Null);
+    let api_id = message
+        .get("id")
+        .and_then(Value::as_str)
+        .map(str::to_string);
+    if let Some(index) = api_id.as_ref().and_then(|id| assistants.get(id)) {
+        return *index;
+    }
+    let model = message
+        .get("model")
+        .and_then(Value::as_str)
+        .map(str::to_string);
+    let mut response = Message::assistant("", "", Vec::new());
+    if let MessageBody::Assistant { model: m, .. } = &mut response.body {
+        *m = model;
+    }
+    let index = builder.message(line, entry.get("uuid").and_then(Value::as_str), response);
+    if let Some(id) = api_id {
+        assistants.insert(id, index);
     }
     index
 }

@@ -15,8 +15,8 @@ use serde_json::Value;
 use super::{
     append_line, content_text, Builder, FirstKept, ForeignCompaction, Format, Imported, Line,
 };
+use crate::compaction::Trigger;
 use crate::conversation::{Message, MessageBody, ToolCall, Usage};
-use crate::session::Trigger;
 use crate::store::SessionSettings;
 
 /// Line types Codex writes for itself; none is conversation.
@@ -127,115 +127,13 @@ impl Reader {
 
     fn response_item(&mut self, number: usize, item: &Value) {
         let kind = item.get("type").and_then(Value::as_str).unwrap_or("");
-        let text = |field: &str| item.get(field).and_then(Value::as_str).unwrap_or("");
         match kind {
-            "message" => {
-                let content = content_text(item.get("content"));
-                match text("role") {
-                    "assistant" => {
-                        let index = self.assistant(number);
-                        if let Some(MessageBody::Assistant { content: c, .. }) =
-                            self.builder.message_mut(index).map(|m| &mut m.body)
-                        {
-                            append_line(c, &content);
-                        }
-                    }
-                    "user" => {
-                        self.response = None;
-                        if compacted::is_users_own(&content) {
-                            self.user_messages.push(content.clone());
-                        }
-                        self.builder
-                            .message(number, None, Message::user("", content));
-                    }
-                    "developer" | "system" => {
-                        self.response = None;
-                        self.builder
-                            .message(number, None, Message::system("", content));
-                    }
-                    other => self.builder.skip_because(
-                        number,
-                        "unreadable response items",
-                        format!("message with role `{other}`"),
-                    ),
-                }
-            }
-            "reasoning" => {
-                let summary: Vec<&str> = item
-                    .get("summary")
-                    .and_then(Value::as_array)
-                    .into_iter()
-                    .flatten()
-                    .chain(
-                        item.get("content")
-                            .and_then(Value::as_array)
-                            .into_iter()
-                            .flatten(),
-                    )
-                    .filter_map(|p| p.get("text").and_then(Value::as_str))
-                    .collect();
-                let index = self.assistant(number);
-                if let (false, Some(MessageBody::Assistant { thinking, .. })) = (
-                    summary.is_empty(),
-                    self.builder.message_mut(index).map(|m| &mut m.body),
-                ) {
-                    append_line(
-                        thinking.get_or_insert_with(String::new),
-                        &summary.join("\n"),
-                    );
-                }
-            }
+            "message" => self.response_message(number, item),
+            "reasoning" => self.reasoning(number, item),
             "function_call" | "custom_tool_call" | "local_shell_call" => {
-                let call_id = item
-                    .get("call_id")
-                    .or_else(|| item.get("id"))
-                    .and_then(Value::as_str)
-                    .unwrap_or("")
-                    .to_string();
-                let (name, arguments) = match kind {
-                    "function_call" => {
-                        let raw = text("arguments");
-                        let parsed = serde_json::from_str(raw)
-                            .unwrap_or_else(|_| Value::String(raw.to_string()));
-                        (text("name").to_string(), parsed)
-                    }
-                    "custom_tool_call" => (
-                        text("name").to_string(),
-                        serde_json::json!({ "input": text("input") }),
-                    ),
-                    _ => (
-                        "local_shell".to_string(),
-                        item.get("action").cloned().unwrap_or(Value::Null),
-                    ),
-                };
-                self.tool_names.insert(call_id.clone(), name.clone());
-                let index = self.assistant(number);
-                if let Some(MessageBody::Assistant { tool_calls, .. }) =
-                    self.builder.message_mut(index).map(|m| &mut m.body)
-                {
-                    tool_calls.push(ToolCall {
-                        id: call_id,
-                        name,
-                        arguments,
-                    });
-                }
+                self.tool_call(number, kind, item)
             }
-            "function_call_output" | "custom_tool_call_output" => {
-                self.response = None;
-                let call_id = text("call_id").to_string();
-                let (content, is_error) = output_text(item.get("output"));
-                let message = Message {
-                    id: String::new(),
-                    body: MessageBody::Tool {
-                        tool_name: self.tool_names.get(&call_id).cloned(),
-                        tool_call_id: call_id,
-                        content,
-                        is_error,
-                    },
-                    usage: None,
-                };
-                self.builder.message(number, None, message);
-            }
+            "function_call_output" | "custom_tool_call_output" => self.tool_output(number, item),
             "web_search_call" => self.builder.skip(
                 number,
                 "web_search_call items (run by the provider, no result item)",
@@ -248,6 +146,122 @@ impl Reader {
                 .builder
                 .skip(number, &format!("unknown response item type `{other}`")),
         }
+    }
+
+    fn response_message(&mut self, number: usize, item: &Value) {
+        let content = content_text(item.get("content"));
+        match item.get("role").and_then(Value::as_str).unwrap_or("") {
+            "assistant" => {
+                let index = self.assistant(number);
+                if let Some(MessageBody::Assistant { content: c, .. }) =
+                    self.builder.message_mut(index).map(|m| &mut m.body)
+                {
+                    append_line(c, &content);
+                }
+            }
+            "user" => {
+                self.response = None;
+                if compacted::is_users_own(&content) {
+                    self.user_messages.push(content.clone());
+                }
+                self.builder
+                    .message(number, None, Message::user("", content));
+            }
+            "developer" | "system" => {
+                self.response = None;
+                self.builder
+                    .message(number, None, Message::system("", content));
+            }
+            other => self.builder.skip_because(
+                number,
+                "unreadable response items",
+                format!("message with role `{other}`"),
+            ),
+        }
+    }
+
+    fn reasoning(&mut self, number: usize, item: &Value) {
+        let summary: Vec<&str> = item
+            .get("summary")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .chain(
+                item.get("content")
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten(),
+            )
+            .filter_map(|p| p.get("text").and_then(Value::as_str))
+            .collect();
+        let index = self.assistant(number);
+        if let (false, Some(MessageBody::Assistant { thinking, .. })) = (
+            summary.is_empty(),
+            self.builder.message_mut(index).map(|m| &mut m.body),
+        ) {
+            append_line(
+                thinking.get_or_insert_with(String::new),
+                &summary.join("\n"),
+            );
+        }
+    }
+
+    fn tool_call(&mut self, number: usize, kind: &str, item: &Value) {
+        let text = |field: &str| item.get(field).and_then(Value::as_str).unwrap_or("");
+        let call_id = item
+            .get("call_id")
+            .or_else(|| item.get("id"))
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string();
+        let (name, arguments) = match kind {
+            "function_call" => {
+                let raw = text("arguments");
+                let parsed =
+                    serde_json::from_str(raw).unwrap_or_else(|_| Value::String(raw.to_string()));
+                (text("name").to_string(), parsed)
+            }
+            "custom_tool_call" => (
+                text("name").to_string(),
+                serde_json::json!({ "input": text("input") }),
+            ),
+            _ => (
+                "local_shell".to_string(),
+                item.get("action").cloned().unwrap_or(Value::Null),
+            ),
+        };
+        self.tool_names.insert(call_id.clone(), name.clone());
+        let index = self.assistant(number);
+        if let Some(MessageBody::Assistant { tool_calls, .. }) =
+            self.builder.message_mut(index).map(|m| &mut m.body)
+        {
+            tool_calls.push(ToolCall {
+                id: call_id,
+                name,
+                arguments,
+            });
+        }
+    }
+
+    fn tool_output(&mut self, number: usize, item: &Value) {
+        self.response = None;
+        let call_id = item
+            .get("call_id")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string();
+        let (content, is_error) = output_text(item.get("output"));
+        let message = Message {
+            id: String::new(),
+            body: MessageBody::Tool {
+                tool_name: self.tool_names.get(&call_id).cloned(),
+                tool_call_id: call_id,
+                content,
+                is_error,
+            },
+            usage: None,
+        };
+        self.builder.message(number, None, message);
     }
 
     /// The assistant message of the current response, opened on demand.
