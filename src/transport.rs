@@ -134,6 +134,13 @@ impl Outbox {
     pub fn notify(&self, method: &str, params: impl serde::Serialize) {
         self.send(lsp_server::Notification::new(method.to_string(), params));
     }
+
+    /// An outbox whose messages a test takes from the receiver.
+    #[cfg(test)]
+    pub fn channel() -> (Outbox, mpsc::UnboundedReceiver<Message>) {
+        let (tx, rx) = mpsc::unbounded_channel();
+        (Outbox { tx }, rx)
+    }
 }
 
 /// Starts the writer task; it ends when every `Outbox` is dropped.

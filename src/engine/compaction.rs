@@ -3,17 +3,19 @@
 //! the meter, write its summaries, conclude what the summaries mean for
 //! the session, and apply the record (log first, then memory).
 
+use std::sync::atomic::{AtomicU32, Ordering};
+
 use super::window;
 use super::{EngineError, EngineResult, OpenSession};
 use crate::compaction::retention::Required;
-use crate::compaction::summary::JobSummaries;
+use crate::compaction::summary::{JobSummaries, SummaryInput};
 use crate::compaction::{self, CompactionJob, CompactionRecord, JobTarget, PlanOptions};
 use crate::compaction::{Strategy, Trigger};
 use crate::config::Config;
 use crate::session::Session;
 use crate::store::LogEntry;
 use crate::summarize::driver::{self, DriverSettings};
-use crate::summarize::{self, ProgressSink, Summarizer};
+use crate::summarize::{self, Progress, ProgressSink, Summarizer};
 use crate::tokens::Encoding;
 
 /// The options the configuration gives, for one strategy and tail.
@@ -113,19 +115,64 @@ impl JobSummarizer {
     }
 
     /// Writes the main summary and a split turn's prefix; never fails (the
-    /// ladder ends with the offline summarizer).
+    /// ladder ends with the offline summarizer). Progress is one rising
+    /// sequence over both (see `RisingProgress`).
     pub async fn run(&self, job: &CompactionJob, progress: ProgressSink<'_>) -> JobSummaries {
         let mut summaries = JobSummaries::default();
-        for (output, input) in [
-            (&mut summaries.main, &job.input),
-            (&mut summaries.turn_prefix, &job.turn_prefix),
+        let weight = |input: &Option<SummaryInput>| {
+            input
+                .as_ref()
+                .map(|i| i.tokens.iter().sum::<u64>().max(1))
+                .unwrap_or(0)
+        };
+        let (main, prefix) = (weight(&job.input), weight(&job.turn_prefix));
+        let rising = RisingProgress::new(progress);
+        let mut start = 0.0;
+        for (output, input, weight) in [
+            (&mut summaries.main, &job.input, main),
+            (&mut summaries.turn_prefix, &job.turn_prefix, prefix),
         ] {
             if let Some(input) = input {
+                let span = 100.0 * weight as f64 / (main + prefix) as f64;
+                let part = |p: Progress| rising.report(start, span, p);
                 let summarizer = self.summarizer.as_ref();
-                *output = Some(driver::summarize(summarizer, input, self.settings, progress).await);
+                *output = Some(driver::summarize(summarizer, input, self.settings, &part).await);
+                start += span;
             }
         }
         summaries
+    }
+}
+
+/// One rising sequence of percentages over a job's parts. The driver
+/// reports each summary from 0 to 100 (and starts over when it chunks
+/// smaller or falls down the ladder); a job with a split turn writes two.
+/// Each part gets its share of 0–100 by its input's size, and a report
+/// never goes below one already made.
+pub struct RisingProgress<'a> {
+    sink: ProgressSink<'a>,
+    highest: AtomicU32,
+}
+
+impl<'a> RisingProgress<'a> {
+    pub fn new(sink: ProgressSink<'a>) -> RisingProgress<'a> {
+        RisingProgress {
+            sink,
+            highest: AtomicU32::new(0),
+        }
+    }
+
+    /// Reports `progress` of a part that spans `span` percent from `start`.
+    pub fn report(&self, start: f64, span: f64, progress: Progress) {
+        let percentage = progress.percentage.map(|p| {
+            let scaled = (start + f64::from(p.min(100)) * span / 100.0).floor() as u32;
+            let scaled = scaled.min(100);
+            self.highest.fetch_max(scaled, Ordering::SeqCst).max(scaled)
+        });
+        (self.sink)(Progress {
+            message: progress.message,
+            percentage,
+        });
     }
 }
 

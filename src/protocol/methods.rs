@@ -85,6 +85,8 @@ methods! {
     DID_CHANGE_CONFIGURATION = "workspace/didChangeConfiguration", Notification, lsp;
     /// Server → client: creates a progress token (clients that advertised `window.workDoneProgress`).
     WORK_DONE_PROGRESS_CREATE = "window/workDoneProgress/create", ServerRequest, lsp;
+    /// The user cancelled a progress compactd created: the compaction stops as with `$/cancelRequest`.
+    WORK_DONE_PROGRESS_CANCEL = "window/workDoneProgress/cancel", Notification, lsp;
     /// Opens a new session, or resumes one from its log.
     OPEN = "conversation/open", Request;
     /// Appends messages to a session.

@@ -9,7 +9,9 @@ use std::time::Instant;
 
 use lsp_server::RequestId;
 
-use super::{send_progress, JobResult, RpcError, Server};
+use lsp_server::ErrorCode;
+
+use super::{JobResult, RpcError, Server};
 use crate::compaction::summary::JobSummaries;
 use crate::compaction::trigger::{AttemptVerdict, TriggerKind};
 use crate::compaction::{CompactionJob, CompactionRecord};
@@ -43,7 +45,17 @@ pub(crate) struct RunningJob {
     pub owner: Option<RequestId>,
     pub waiters: Vec<Waiter>,
     pub abort: tokio::task::AbortHandle,
+    /// The token its progress goes under: the client's, or one created
+    /// when the job started.
     pub progress: Option<ProgressToken>,
+}
+
+/// A progress report from a running job, on its way to the client through
+/// the state owner (which knows whether its token may be used yet).
+pub(crate) struct JobProgress {
+    pub session_id: String,
+    pub key: u64,
+    pub progress: Progress,
 }
 
 /// A job whose summaries are written, back on the state owner.
@@ -63,6 +75,8 @@ pub(crate) struct CompactionRequest {
     pub keep_recent_tokens: u64,
     pub instructions: Option<String>,
     pub trigger: Trigger,
+    /// The client's `workDoneToken`; without one, a token is created when
+    /// the client can create them, once the compaction will run.
     pub progress: Option<ProgressToken>,
     pub waiter: Option<Waiter>,
     pub auto: bool,
@@ -107,41 +121,38 @@ pub(crate) fn start(server: &mut Server, session_id: &str, request: CompactionRe
     spawn(server, session_id, request, job);
 }
 
-/// Sends `$/progress begin` and summarizes in a background task, whose
-/// result comes back to the state owner through the job channel.
+/// Starts the progress (creating a token if need be) and summarizes in a
+/// background task, whose progress and result come back to the state
+/// owner through the job channel.
 fn spawn(server: &mut Server, session_id: &str, request: CompactionRequest, job: CompactionJob) {
-    let progress = request.progress.clone();
+    let progress = request
+        .progress
+        .clone()
+        .or_else(|| server.progress.create(&server.out));
     if let Some(token) = &progress {
-        send_progress(
-            &server.out,
-            token,
-            serde_json::json!({
-                "kind": "begin",
-                "title": "Compacting conversation",
-                "cancellable": true,
-                "message": format!("{}: {} messages", request.strategy.as_str(), job.messages_summarized),
-                "percentage": 0
-            }),
-        );
+        let begin = serde_json::json!({
+            "kind": "begin",
+            "title": "Compacting conversation",
+            "cancellable": true,
+            "message": format!("{}: {} messages", request.strategy.as_str(), job.messages_summarized),
+            "percentage": 0
+        });
+        server.progress.send(&server.out, token, begin);
     }
     server.next_job += 1;
     let key = server.next_job;
     let summarizer = JobSummarizer::new(&server.config, job.encoding);
-    let out = server.out.clone();
     let job_results = server.job_results_tx.clone();
-    let task_progress = progress.clone();
     let task_session = session_id.to_string();
     let (trigger, auto) = (request.trigger, request.auto);
     let handle = tokio::spawn(async move {
         let started = Instant::now();
-        let report = |p: Progress| {
-            if let Some(token) = &task_progress {
-                send_progress(
-                    &out,
-                    token,
-                    serde_json::json!({"kind": "report", "message": p.message, "percentage": p.percentage}),
-                );
-            }
+        let report = |progress: Progress| {
+            let _ = job_results.send(JobResult::Progress(JobProgress {
+                session_id: task_session.clone(),
+                key,
+                progress,
+            }));
         };
         let summaries = summarizer.run(&job, &report).await;
         let _ = job_results.send(JobResult::Compaction(Box::new(Finished {
@@ -166,6 +177,47 @@ fn spawn(server: &mut Server, session_id: &str, request: CompactionRequest, job:
     );
 }
 
+/// Passes a running job's progress on under its token; a job that was
+/// cancelled or replaced meanwhile reports nothing more.
+pub(crate) fn report(server: &mut Server, report: JobProgress) {
+    let Some(token) = server
+        .running
+        .get(&report.session_id)
+        .filter(|job| job.key == report.key)
+        .and_then(|job| job.progress.clone())
+    else {
+        return;
+    };
+    let mut value = serde_json::json!({"kind": "report", "message": report.progress.message});
+    // LSP's percentage is optional: left out when unknown, never null.
+    if let Some(percentage) = report.progress.percentage {
+        value["percentage"] = percentage.into();
+    }
+    server.progress.send(&server.out, &token, value);
+}
+
+/// Cancels the running compaction of a session: the task is aborted (the
+/// history stays as it was), its progress ends, and everyone waiting on it
+/// is answered with -32800.
+pub(crate) fn cancel(server: &mut Server, session_id: &str) {
+    let Some(job) = server.running.remove(session_id) else {
+        return;
+    };
+    job.abort.abort();
+    if let Some(token) = &job.progress {
+        let end = serde_json::json!({"kind": "end", "message": "cancelled"});
+        server.progress.send(&server.out, token, end);
+    }
+    for waiter in job.waiters {
+        server.respond(waiter.id().clone(), Err(cancelled()));
+    }
+}
+
+/// The answer to a cancelled request.
+pub(crate) fn cancelled() -> RpcError {
+    RpcError::new(ErrorCode::RequestCanceled, "request cancelled")
+}
+
 /// Applies a finished job and answers everyone waiting on it.
 pub(crate) fn finish(server: &mut Server, finished: Finished) {
     let Some(running) = server.running.remove(&finished.session_id) else {
@@ -182,11 +234,8 @@ pub(crate) fn finish(server: &mut Server, finished: Finished) {
             Ok(r) => format!("{} → {} tokens", r.tokens_before, r.tokens_after),
             Err(e) => e.message.clone(),
         };
-        send_progress(
-            &server.out,
-            token,
-            serde_json::json!({"kind": "end", "message": message}),
-        );
+        let end = serde_json::json!({"kind": "end", "message": message});
+        server.progress.send(&server.out, token, end);
     }
     if let Some(result) = result.as_ref().ok().filter(|r| r.compacted) {
         server.out.notify(
@@ -305,7 +354,6 @@ pub(crate) fn maybe_auto_compact(server: &mut Server, session_id: &str) -> Vec<T
     let Some(start_now) = decision.start else {
         return decision.fired;
     };
-    let progress = server.progress_token(None);
     tracing::info!(
         "session {session_id}: auto-compacting ({:?}, triggers {:?}, keep {})",
         start_now.strategy,
@@ -320,7 +368,7 @@ pub(crate) fn maybe_auto_compact(server: &mut Server, session_id: &str) -> Vec<T
             keep_recent_tokens: start_now.keep_recent_tokens,
             instructions: None,
             trigger: Trigger::Threshold,
-            progress,
+            progress: None,
             waiter: None,
             auto: true,
         },

@@ -7,6 +7,7 @@
 mod compactor;
 mod file_tracking;
 mod handlers;
+mod progress;
 mod routes;
 
 use std::collections::HashMap;
@@ -25,6 +26,7 @@ use crate::store::SessionStore;
 use crate::tokens;
 use crate::transport::{self, Frame, Outbox};
 use file_tracking::FileTracking;
+use progress::ProgressTokens;
 
 /// How the server was started (CLI flags, not client configuration).
 #[derive(Debug, Clone, Default)]
@@ -91,6 +93,8 @@ enum Phase {
 /// What a background job hands back to the state owner.
 pub(crate) enum JobResult {
     Compaction(Box<compactor::Finished>),
+    /// A running compaction's progress (`report`), for its token.
+    Progress(compactor::JobProgress),
     /// The file watcher saw changes on disk.
     FilesChanged(Vec<crate::files::watch::DiskChange>),
 }
@@ -118,9 +122,8 @@ pub(crate) struct Server {
     /// Where background jobs (compactions, the watcher) send their results
     /// to the state owner.
     pub job_results_tx: mpsc::UnboundedSender<JobResult>,
-    /// The client can create progress tokens on request.
-    pub client_work_done_progress: bool,
-    next_server_request: u64,
+    /// Progress tokens: created on request, held back until accepted.
+    pub progress: ProgressTokens,
     options: ServeOptions,
     pub file_tracking: FileTracking,
 }
@@ -146,8 +149,7 @@ where
         running: HashMap::new(),
         next_job: 0,
         job_results_tx,
-        client_work_done_progress: false,
-        next_server_request: 0,
+        progress: ProgressTokens::default(),
         options,
         file_tracking: FileTracking::default(),
     };
@@ -214,6 +216,14 @@ impl Server {
                             "server not initialized: send `initialize` first",
                         )))
                     }
+                    // Configuration, watcher and data dir stay as the
+                    // first `initialize` set them.
+                    Phase::Running if request.method == methods::INITIALIZE => {
+                        Reply::Now(Err(RpcError::new(
+                            ErrorCode::InvalidRequest,
+                            "server already initialized: `initialize` may be sent once (the configuration, the file watcher and dataDir stay as they are; use workspace/didChangeConfiguration for live settings)",
+                        )))
+                    }
                     Phase::ShuttingDown => Reply::Now(Err(RpcError::new(
                         ErrorCode::InvalidRequest,
                         "server is shutting down: only `exit` is accepted",
@@ -245,13 +255,8 @@ impl Server {
             }
             Message::Response(response) => {
                 // Answers to our own requests (progress token creation).
-                if let Err(error) = response.response_result {
-                    tracing::warn!(
-                        "client answered {} with error {}: {}",
-                        response.id,
-                        error.code,
-                        error.message
-                    );
+                if !self.progress.answered(&self.out, &response) {
+                    tracing::warn!("a response to no request of ours: {}", response.id);
                 }
                 None
             }
@@ -312,28 +317,10 @@ impl Server {
         self.sync_watches();
     }
 
-    /// A progress token for a long request: the client's, or one we create
-    /// when the client advertised `window.workDoneProgress`.
-    pub fn progress_token(&mut self, client_token: Option<ProgressToken>) -> Option<ProgressToken> {
-        if client_token.is_some() {
-            return client_token;
-        }
-        if !self.client_work_done_progress {
-            return None;
-        }
-        self.next_server_request += 1;
-        let token = ProgressToken::String(format!("compactd/{}", self.next_server_request));
-        self.out.send(lsp_server::Request::new(
-            RequestId::from(format!("compactd-progress-{}", self.next_server_request)),
-            methods::WORK_DONE_PROGRESS_CREATE.to_string(),
-            serde_json::json!({ "token": token }),
-        ));
-        Some(token)
-    }
-
     fn finish_job(&mut self, result: JobResult) {
         match result {
             JobResult::Compaction(finished) => compactor::finish(self, *finished),
+            JobResult::Progress(progress) => compactor::report(self, progress),
             JobResult::FilesChanged(changes) => self.on_disk_changes(changes),
         }
     }

@@ -8,10 +8,10 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 
 use super::handlers::{
-    append, branch, cancel, check, compact, compactions, did_change, did_change_configuration,
-    did_change_watched_files, did_close, did_open, did_save, files_did, files_list,
-    files_unchanged_since_read, history, import, lifecycle, open, pin, preview, report_error,
-    set_auto_compact,
+    append, branch, cancel, cancel_progress, check, compact, compactions, did_change,
+    did_change_configuration, did_change_watched_files, did_close, did_open, did_save, files_did,
+    files_list, files_unchanged_since_read, history, import, lifecycle, open, pin, preview,
+    report_error, set_auto_compact,
 };
 use super::{parse_params, Reply, RpcError, RpcResult, Server};
 use crate::protocol::{methods, FileOp};
@@ -82,6 +82,9 @@ const NOTIFICATIONS: &[(&str, NotificationRoute)] = &[
     (methods::INITIALIZED, |_, _| Ok(())),
     (methods::CANCEL_REQUEST, |s, p| {
         parse_params(p).map(|p| cancel::handle(s, p))
+    }),
+    (methods::WORK_DONE_PROGRESS_CANCEL, |s, p| {
+        parse_params(p).map(|p| cancel_progress::handle(s, p))
     }),
     (methods::SET_TRACE, |_, _| Ok(())),
     (methods::LOG_TRACE, |_, _| Ok(())),

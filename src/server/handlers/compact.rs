@@ -21,7 +21,6 @@ pub fn start(server: &mut Server, id: RequestId, params: CompactParams) -> Reply
         Ok(instructions) => instructions,
         Err(e) => return Reply::Now(Err(e.into())),
     };
-    let progress = server.progress_token(params.work_done_token);
     compactor::start(
         server,
         &params.session_id,
@@ -32,7 +31,7 @@ pub fn start(server: &mut Server, id: RequestId, params: CompactParams) -> Reply
                 .unwrap_or(server.config.keep_recent_tokens),
             instructions,
             trigger: Trigger::Manual,
-            progress,
+            progress: params.work_done_token,
             waiter: Some(Waiter::Compact(id)),
             auto: false,
         },

@@ -46,7 +46,7 @@ pub fn initialize(server: &mut Server, params: InitializeParams) -> RpcResult<se
         workspace_root: root,
         user_dir,
     };
-    server.client_work_done_progress = params
+    server.progress.client_creates = params
         .capabilities
         .pointer("/window/workDoneProgress")
         .and_then(|v| v.as_bool())

@@ -5,6 +5,7 @@
 pub mod append;
 pub mod branch;
 pub mod cancel;
+pub mod cancel_progress;
 pub mod check;
 pub mod compact;
 pub mod compactions;

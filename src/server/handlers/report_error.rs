@@ -35,7 +35,6 @@ pub fn start(server: &mut Server, id: RequestId, params: ReportErrorParams) -> R
         }));
     }
     let keep = engine::compaction::overflow_keep(&server.config, session);
-    let progress = server.progress_token(params.work_done_token);
     compactor::start(
         server,
         &params.session_id,
@@ -44,7 +43,7 @@ pub fn start(server: &mut Server, id: RequestId, params: ReportErrorParams) -> R
             keep_recent_tokens: keep,
             instructions: None,
             trigger: Trigger::Overflow,
-            progress,
+            progress: params.work_done_token,
             waiter: Some(Waiter::ReportError {
                 id,
                 kind: kind_name.into(),
