@@ -16,7 +16,9 @@ use crate::compaction::plan::{EntryKind, ViewEntry};
 use crate::compaction::record::{pruned_placeholder, CompactionRecord};
 use crate::compaction::trigger::{CircuitBreaker, TriggerInput};
 use crate::compaction::{self, Strategy};
-use crate::conversation::{Message, MessageBody, Role};
+use crate::conversation::{
+    synthetic_result, CallStep, CallTracker, Message, MessageBody, OffHistory, Role,
+};
 use crate::files::{FileEvent, SessionFileLedger};
 use crate::tokens::{self, Encoding, Meter, MeterSource};
 
@@ -27,6 +29,14 @@ struct Counted {
     /// How many compactions had been applied when it was appended; usage
     /// from an older generation describes a context that no longer exists.
     generation: usize,
+    /// Part of the history a model sees: false for a tool result that
+    /// answers no open call (late, second, or without a call).
+    in_view: bool,
+    /// Its calls that got no result before the conversation moved on
+    /// (id, tool name): the history closes each with a synthetic result,
+    /// whose tokens count with this message.
+    interrupted: Vec<(String, String)>,
+    synthetic_tokens: u64,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -84,6 +94,10 @@ pub struct Session {
     totals: ViewTotals,
     /// The file ledger, fed by file events applied in log order.
     pub file_ledger: SessionFileLedger,
+    /// Which results may still answer which calls.
+    calls: CallTracker,
+    /// The message whose calls are open (waiting for results).
+    open_caller: Option<usize>,
 }
 
 impl Session {
@@ -115,6 +129,8 @@ impl Session {
             summary_prefix,
             totals: ViewTotals::default(),
             file_ledger: SessionFileLedger::default(),
+            calls: CallTracker::default(),
+            open_caller: None,
         };
         session.set_system_prompt(system_prompt);
         session
@@ -138,6 +154,7 @@ impl Session {
             self.encoding = encoding;
             for counted in &mut self.messages {
                 counted.tokens = tokens::count_message(encoding, &counted.message);
+                counted.synthetic_tokens = synthetic_tokens(encoding, &counted.interrupted);
             }
             let prompt = self.system_prompt.take();
             self.set_system_prompt(prompt);
@@ -222,38 +239,83 @@ impl Session {
     }
 
     /// Adds messages that already have unique ids (see `assign_ids`).
-    pub fn push(&mut self, messages: Vec<Message>) {
+    /// Every message is kept; a tool result that answers no open call
+    /// stays out of the view (`CallTracker`): returned with its position
+    /// in `messages` and why.
+    pub fn push(&mut self, messages: Vec<Message>) -> Vec<(usize, OffHistory)> {
         let generation = self.compactions.len();
-        for message in messages {
+        let mut off_history = Vec::new();
+        for (position, message) in messages.into_iter().enumerate() {
             self.file_ledger.observe(&message);
-            let tokens = tokens::count_message(self.encoding, &message);
             let index = self.messages.len();
+            let in_view = match self.calls.observe(&message) {
+                CallStep::Answers => true,
+                CallStep::Off(why) => {
+                    off_history.push((position, why));
+                    false
+                }
+                CallStep::Turn { interrupted } => {
+                    self.close_interrupted(interrupted);
+                    self.open_caller = (!message.tool_calls().is_empty()).then_some(index);
+                    true
+                }
+            };
+            let tokens = tokens::count_message(self.encoding, &message);
             self.index.insert(message.id.clone(), index);
             self.messages.push(Counted {
                 message,
                 tokens,
                 generation,
+                in_view,
+                interrupted: Vec::new(),
+                synthetic_tokens: 0,
             });
-            self.view.push(Slot::Message(index));
-            self.add_to_totals(Slot::Message(index));
+            if in_view {
+                self.view.push(Slot::Message(index));
+                self.add_to_totals(Slot::Message(index));
+            }
+        }
+        off_history
+    }
+
+    /// The open calls got no result before the conversation moved on: the
+    /// history closes them with synthetic results, counted with their
+    /// caller (which is in the view while its calls are open).
+    fn close_interrupted(&mut self, interrupted: Vec<(String, String)>) {
+        let Some(caller) = self.open_caller.take() else {
+            return;
+        };
+        if interrupted.is_empty() {
+            return;
+        }
+        let tokens = synthetic_tokens(self.encoding, &interrupted);
+        let counted = &mut self.messages[caller];
+        counted.interrupted = interrupted;
+        counted.synthetic_tokens = tokens;
+        self.totals.tokens += tokens;
+        if let Some((_, after)) = &mut self.totals.latest_usage {
+            *after += tokens;
         }
     }
 
     fn add_to_totals(&mut self, slot: Slot) {
         let tokens = self.slot_tokens(&slot);
-        let report = match slot {
+        let (report, trailing) = match slot {
             Slot::Message(i) => {
                 self.totals.messages += 1;
                 if self.messages[i].message.role() == Role::User {
                     self.totals.user_turns += 1;
                 }
-                self.current_usage(&self.messages[i], self.compactions.len())
+                let counted = &self.messages[i];
+                let report = self.current_usage(counted, self.compactions.len());
+                (report, counted.synthetic_tokens)
             }
-            Slot::Summary(_) => None,
+            Slot::Summary(_) => (None, 0),
         };
         self.totals.tokens += tokens;
         match (report, &mut self.totals.latest_usage) {
-            (Some(context), latest) => *latest = Some((context, 0)),
+            // Synthetic results come after the reporting message.
+            (Some(context), latest) => *latest = Some((context, trailing)),
             (None, Some((_, after))) => *after += tokens,
             (None, None) => {}
         }
@@ -300,7 +362,7 @@ impl Session {
                     },
                     None => ViewEntry {
                         message: self.messages[i].message.clone(),
-                        tokens: self.messages[i].tokens,
+                        tokens: self.slot_tokens(slot),
                         kind: EntryKind::Message,
                     },
                 },
@@ -323,11 +385,11 @@ impl Session {
 
     fn slot_tokens(&self, slot: &Slot) -> u64 {
         match *slot {
-            Slot::Message(i) => self
-                .pruned
-                .get(&i)
-                .copied()
-                .unwrap_or(self.messages[i].tokens),
+            Slot::Message(i) => {
+                let counted = &self.messages[i];
+                let own = self.pruned.get(&i).copied().unwrap_or(counted.tokens);
+                own + counted.synthetic_tokens
+            }
             Slot::Summary(r) => self.summary_tokens[r],
         }
     }
@@ -495,12 +557,22 @@ impl Session {
                 view.push(Slot::Summary(r));
                 i = to + 1;
             } else {
-                view.push(Slot::Message(i));
+                if self.messages[i].in_view {
+                    view.push(Slot::Message(i));
+                }
                 i += 1;
             }
         }
         self.view = view;
         self.pruned = pruned;
+        // Open calls whose caller a compaction took out of the view are
+        // closed: a result arriving for them now is late.
+        if let Some(caller) = self.open_caller {
+            if !self.view.iter().rev().any(|s| *s == Slot::Message(caller)) {
+                self.calls.close_open();
+                self.open_caller = None;
+            }
+        }
         self.recompute_totals();
     }
 }
@@ -511,6 +583,14 @@ fn pruned_message(counted: &Counted) -> Message {
         *content = pruned_placeholder(counted.tokens).text().to_string();
     }
     message
+}
+
+/// Tokens of the synthetic results closing these calls.
+fn synthetic_tokens(encoding: Encoding, calls: &[(String, String)]) -> u64 {
+    calls
+        .iter()
+        .map(|(id, name)| tokens::count_message(encoding, &synthetic_result(id, name)))
+        .sum()
 }
 
 fn same_model(a: &str, b: &str) -> bool {

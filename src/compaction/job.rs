@@ -12,7 +12,7 @@ use super::record::{pruned_placeholder, summary_id, CompactionRecord, ReplacedRa
 use super::retention::{self, Required};
 use super::summary::{JobSummaries, SummaryInput, SummaryRequest, WrittenSummary};
 use super::{FileSections, Strategy};
-use crate::conversation::{repair_for_model, Message, MessageBody, Role, Usage};
+use crate::conversation::{repair_for_model, Message, Role, Usage};
 use crate::tokens::{self, Encoding};
 
 /// How to plan a compaction.
@@ -539,15 +539,6 @@ fn close_trailing_calls(messages: &mut Vec<Message>) {
         .map(|c| (c.id.clone(), c.name.clone()))
         .collect();
     for (id, name) in missing {
-        messages.push(Message {
-            id: format!("{}{id}", crate::conversation::SYNTHETIC_RESULT_PREFIX),
-            body: MessageBody::Tool {
-                tool_call_id: id,
-                tool_name: Some(name),
-                content: crate::conversation::NO_RESULT_NOTE.into(),
-                is_error: true,
-            },
-            usage: None,
-        });
+        messages.push(crate::conversation::synthetic_result(&id, &name));
     }
 }

@@ -7,15 +7,27 @@ use crate::conversation::Message;
 use crate::files::{disk, FileEvent, FileOp, FileTools};
 use crate::store::{apply_settings, LogEntry, SessionSettings};
 
+/// What an append did.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Appended {
+    /// The messages' ids, in order.
+    pub ids: Vec<String>,
+    /// A file event was recorded.
+    pub touched_files: bool,
+    /// Tool results logged but kept out of the model's history (late,
+    /// second, or without a call), each as `messages[i]: why`.
+    pub warnings: Vec<String>,
+}
+
 /// Appends messages: each gets an id (the client's, if unused), the
 /// file events of the tool calls they complete are hashed from disk and
 /// logged right after the result that completed them, then all of it is
-/// applied. Returns the ids, and whether any file event was recorded.
+/// applied.
 pub fn append(
     open: &mut OpenSession,
     mut messages: Vec<Message>,
     tools: &FileTools,
-) -> EngineResult<(Vec<String>, bool)> {
+) -> EngineResult<Appended> {
     open.session
         .assign_ids(&mut messages)
         .map_err(|e| EngineError::Invalid(e.to_string()))?;
@@ -37,11 +49,23 @@ pub fn append(
         .append(&entries, false)
         .map_err(|e| EngineError::Failed(e.to_string()))?;
     let ids = messages.iter().map(|m| m.id.clone()).collect();
-    open.session.push(messages);
+    let answers: Vec<String> = messages
+        .iter()
+        .map(|m| m.answers().unwrap_or_default().to_string())
+        .collect();
+    let off_history = open.session.push(messages);
     for (_, event) in &file_events {
         open.session.apply_file_event(event);
     }
-    Ok((ids, !file_events.is_empty()))
+    let warnings = off_history
+        .into_iter()
+        .map(|(i, why)| format!("messages[{i}]: {}", why.describe(&answers[i])))
+        .collect();
+    Ok(Appended {
+        ids,
+        touched_files: !file_events.is_empty(),
+        warnings,
+    })
 }
 
 /// Fills each event's content hash from the file as it is now, right after

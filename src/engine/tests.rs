@@ -109,7 +109,7 @@ mod pipeline {
 /// lost, and replaying the log gives the same view.
 mod invariants {
     use super::pipeline::{compact, options};
-    use super::{Message, Role, Session};
+    use super::{tokens, Message, Role, Session};
     use crate::compaction::Strategy as Kind;
     use crate::conversation::{validate_history, ToolCall};
     use crate::store::{self, LogEntry};
@@ -125,6 +125,14 @@ mod invariants {
         Tools {
             calls: Vec<(usize, bool, bool)>,
             reversed: bool,
+        },
+        /// A result arriving on its own for an earlier call: `pick` chooses
+        /// among the calls still without a result (even) or all calls
+        /// (odd), so it is late, a second result, or (right after its
+        /// call) on time.
+        Late {
+            pick: usize,
+            len: usize,
         },
     }
 
@@ -150,6 +158,7 @@ mod invariants {
                 any::<bool>()
             )
                 .prop_map(|(calls, reversed)| Turn::Tools { calls, reversed }),
+            (any::<usize>(), 1usize..2000).prop_map(|(pick, len)| Turn::Late { pick, len }),
         ]
     }
 
@@ -168,7 +177,10 @@ mod invariants {
         ]
     }
 
-    fn messages_of(turns: &[Turn], next: &mut usize) -> Vec<Message> {
+    /// Calls made so far, and whether each got a result.
+    type Calls = Vec<(String, bool)>;
+
+    fn messages_of(turns: &[Turn], next: &mut usize, calls_made: &mut Calls) -> Vec<Message> {
         let mut out = Vec::new();
         let text = |n: usize, seed: usize| "word ".repeat(n / 5 + 1) + &seed.to_string();
         for t in turns {
@@ -190,6 +202,7 @@ mod invariants {
                         })
                         .collect();
                     out.push(Message::assistant(format!("a{n}"), "", tool_calls));
+                    calls_made.extend(ids.iter().zip(calls).map(|(id, c)| (id.clone(), c.1)));
                     let mut results: Vec<Message> = calls
                         .iter()
                         .zip(&ids)
@@ -207,6 +220,24 @@ mod invariants {
                         results.reverse();
                     }
                     out.extend(results);
+                }
+                Turn::Late { pick, len } => {
+                    let unanswered: Vec<usize> = (0..calls_made.len())
+                        .filter(|&i| !calls_made[i].1)
+                        .collect();
+                    let chosen = match (pick % 2, unanswered.len(), calls_made.len()) {
+                        (_, _, 0) => continue,
+                        (0, n, _) if n > 0 => unanswered[pick / 2 % n],
+                        (_, _, all) => pick / 2 % all,
+                    };
+                    calls_made[chosen].1 = true;
+                    let call = calls_made[chosen].0.clone();
+                    out.push(Message::tool_result(
+                        format!("late{n}"),
+                        call,
+                        text(*len, n),
+                        false,
+                    ));
                 }
             }
         }
@@ -227,10 +258,11 @@ mod invariants {
             })];
             let mut next = 0;
             let mut appended = 0;
+            let mut calls_made = Vec::new();
             for step in steps {
                 match step {
                     Step::Append(turns) => {
-                        let mut batch = messages_of(&turns, &mut next);
+                        let mut batch = messages_of(&turns, &mut next, &mut calls_made);
                         session.assign_ids(&mut batch).unwrap();
                         appended += batch.len();
                         log.extend(batch.iter().cloned().map(|message| LogEntry::Message { message }));
@@ -252,6 +284,8 @@ mod invariants {
                 prop_assert_eq!(history.first().map(|m| m.role()), Some(Role::System));
                 prop_assert_eq!(session.all_messages().count(), appended, "nothing appended is lost");
                 prop_assert!(session.totals_match_recount(), "running totals match a recount");
+                let sent: u64 = history.iter().map(|m| tokens::count_message(session.encoding(), m)).sum();
+                prop_assert_eq!(session.estimated_tokens(), sent, "the meter counts exactly what is sent");
             }
             let replayed = store::replay("p", log, "PREFIX".into());
             prop_assert_eq!(replayed.history(), session.history(), "the log replays to the same view");
@@ -304,5 +338,51 @@ mod split_turn {
             "{prefix}"
         );
         assert!(crate::conversation::validate_history(&s.history(), true).is_ok());
+    }
+}
+
+mod progress {
+    use crate::engine::compaction::RisingProgress;
+    use crate::summarize::Progress;
+    use std::sync::Mutex;
+
+    #[test]
+    fn two_parts_report_one_rising_sequence() {
+        let seen: Mutex<Vec<Option<u32>>> = Mutex::new(Vec::new());
+        let sink = |p: Progress| seen.lock().unwrap().push(p.percentage);
+        let rising = RisingProgress::new(&sink);
+        let report = |start: f64, span: f64, percentage: Option<u32>| {
+            let message = String::new();
+            rising.report(
+                start,
+                span,
+                Progress {
+                    message,
+                    percentage,
+                },
+            );
+        };
+        // The main summary (three quarters of the input): chunks, then a
+        // re-chunk that starts over, then a report without a percentage.
+        for p in [Some(0), Some(40), Some(80), Some(10), None] {
+            report(0.0, 75.0, p);
+        }
+        // The split turn's prefix: the driver starts again from 0.
+        for p in [Some(0), Some(50), Some(100)] {
+            report(75.0, 25.0, p);
+        }
+        assert_eq!(
+            *seen.lock().unwrap(),
+            [
+                Some(0),
+                Some(30),
+                Some(60),
+                Some(60),
+                None,
+                Some(75),
+                Some(87),
+                Some(100)
+            ]
+        );
     }
 }

@@ -80,6 +80,13 @@ pub struct AppendResult {
     /// A compaction of this session is running (auto-compaction starts
     /// one when a trigger fires and it is allowed).
     pub compacting: bool,
+    /// Tool results that were logged but are not part of the model's
+    /// history: a result arriving after the conversation moved on (its call
+    /// already closed as interrupted), a second result for a call, or one
+    /// whose call never came. One line each, `messages[i]: why`; absent
+    /// when there are none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
