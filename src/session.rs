@@ -10,8 +10,9 @@
 //! removed from `messages`.
 
 use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
 
-use crate::compaction::job::{self, CompactionJob, PlanInput, PlanOptions};
+use crate::compaction::job::{self, PlanInput, PlanOptions, PlannedJob};
 use crate::compaction::plan::{EntryKind, ViewEntry};
 use crate::compaction::record::{pruned_placeholder, CompactionRecord};
 use crate::compaction::trigger::{CircuitBreaker, TriggerInput};
@@ -24,7 +25,8 @@ use crate::tokens::{self, Encoding, Meter, MeterSource};
 
 #[derive(Debug, Clone)]
 struct Counted {
-    message: Message,
+    /// Shared with views and compaction jobs, which never copy it.
+    message: Arc<Message>,
     tokens: u64,
     /// How many compactions had been applied when it was appended; usage
     /// from an older generation describes a context that no longer exists.
@@ -263,7 +265,7 @@ impl Session {
             let tokens = tokens::count_message(self.encoding, &message);
             self.index.insert(message.id.clone(), index);
             self.messages.push(Counted {
-                message,
+                message: Arc::new(message),
                 tokens,
                 generation,
                 in_view,
@@ -330,47 +332,47 @@ impl Session {
 
     /// All messages ever appended, compacted or not.
     pub fn all_messages(&self) -> impl Iterator<Item = &Message> {
-        self.messages.iter().map(|c| &c.message)
+        self.messages.iter().map(|c| c.message.as_ref())
     }
 
     /// Raw messages in the current view (after the latest checkpoint,
     /// excluding those replaced by an incremental summary).
     pub fn view_messages(&self) -> impl Iterator<Item = &Message> {
         self.view.iter().filter_map(|slot| match slot {
-            Slot::Message(i) => Some(&self.messages[*i].message),
+            Slot::Message(i) => Some(self.messages[*i].message.as_ref()),
             Slot::Summary(_) => None,
         })
     }
 
     /// The view as the model sees it, checkpoint summary first.
     pub fn view_entries(&self) -> Vec<ViewEntry> {
+        let summary = |r: usize, kind| ViewEntry {
+            message: Arc::new(self.summary_message(r)),
+            tokens: self.summary_tokens[r],
+            message_tokens: self.summary_tokens[r],
+            kind,
+        };
         let mut entries = Vec::with_capacity(self.view.len() + 1);
         if let Some(i) = self.checkpoint {
-            entries.push(ViewEntry {
-                message: self.summary_message(i),
-                tokens: self.summary_tokens[i],
-                kind: EntryKind::CheckpointSummary,
-            });
+            entries.push(summary(i, EntryKind::CheckpointSummary));
         }
         for slot in &self.view {
             entries.push(match *slot {
                 Slot::Message(i) => match self.pruned.get(&i) {
                     Some(tokens) => ViewEntry {
-                        message: pruned_message(&self.messages[i]),
+                        message: Arc::new(pruned_message(&self.messages[i])),
                         tokens: *tokens,
+                        message_tokens: *tokens,
                         kind: EntryKind::Pruned,
                     },
                     None => ViewEntry {
-                        message: self.messages[i].message.clone(),
+                        message: Arc::clone(&self.messages[i].message),
                         tokens: self.slot_tokens(slot),
+                        message_tokens: self.messages[i].tokens,
                         kind: EntryKind::Message,
                     },
                 },
-                Slot::Summary(r) => ViewEntry {
-                    message: self.summary_message(r),
-                    tokens: self.summary_tokens[r],
-                    kind: EntryKind::IncrementalSummary,
-                },
+                Slot::Summary(r) => summary(r, EntryKind::IncrementalSummary),
             });
         }
         entries
@@ -379,7 +381,11 @@ impl Session {
     /// The LLM-facing history: system prompt, then the view with
     /// interrupted tool calls closed.
     pub fn history(&self) -> Vec<Message> {
-        let entries: Vec<Message> = self.view_entries().into_iter().map(|e| e.message).collect();
+        let entries: Vec<Message> = self
+            .view_entries()
+            .into_iter()
+            .map(|e| Arc::unwrap_or_clone(e.message))
+            .collect();
         compaction::rebuild_history(self.system_prompt.as_deref(), entries)
     }
 
@@ -468,7 +474,7 @@ impl Session {
 
     /// Plans a compaction (see `compaction::job::plan`); `Err` says why
     /// there is nothing to compact.
-    pub fn plan(&self, options: &PlanOptions, tokens_before: u64) -> Result<CompactionJob, String> {
+    pub fn plan(&self, options: &PlanOptions, tokens_before: u64) -> Result<PlannedJob, String> {
         job::plan(&self.plan_input(), options, tokens_before)
     }
 
@@ -578,7 +584,7 @@ impl Session {
 }
 
 fn pruned_message(counted: &Counted) -> Message {
-    let mut message = counted.message.clone();
+    let mut message = Message::clone(&counted.message);
     if let MessageBody::Tool { content, .. } = &mut message.body {
         *content = pruned_placeholder(counted.tokens).text().to_string();
     }

@@ -155,7 +155,7 @@ async fn compact(
         None,
     );
     let job = match planned {
-        Ok(job) => job,
+        Ok(planned) => planned.prepare(),
         Err(NotPlanned { reason, .. }) => {
             return Ok(engine::auto::record_outcome(config, session, Err(reason)))
         }
@@ -167,14 +167,8 @@ async fn compact(
         .run(&job, &|_: Progress| {})
         .await;
     let duration_ms = started.elapsed().as_millis() as u64;
-    let conclusion = engine::compaction::conclude(
-        session,
-        &job,
-        &summaries,
-        Trigger::Threshold,
-        0,
-        duration_ms,
-    )?;
+    let record = job.record(&summaries, Trigger::Threshold, 0, duration_ms);
+    let conclusion = engine::compaction::conclude(session, &job, record)?;
     let after = match conclusion {
         Conclusion::Apply(record) => {
             session.apply_compaction(record);

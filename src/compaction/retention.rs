@@ -58,9 +58,10 @@ impl RetentionOutcome {
     }
 }
 
-/// Lines of user messages that state a rule.
-pub fn rule_lines(messages: &[Message]) -> Vec<String> {
+/// Lines of user messages that state a rule, each once, in order.
+pub fn rule_lines<'a>(messages: impl IntoIterator<Item = &'a Message>) -> Vec<String> {
     let mut rules = Vec::new();
+    let mut seen = std::collections::HashSet::new();
     for message in messages {
         let MessageBody::User { content } = &message.body else {
             continue;
@@ -70,7 +71,7 @@ pub fn rule_lines(messages: &[Message]) -> Vec<String> {
             if line.is_empty() || line.chars().count() > 400 {
                 continue;
             }
-            if states_rule(line) && !rules.iter().any(|r: &String| r == line) {
+            if states_rule(line) && seen.insert(line) {
                 rules.push(line.to_string());
             }
         }
@@ -108,7 +109,11 @@ fn states_rule(line: &str) -> bool {
 }
 
 /// Checks `required` against the summary and the kept messages.
-pub fn check(summary: &str, kept: &[Message], required: &[Required]) -> RetentionOutcome {
+pub fn check<'a>(
+    summary: &str,
+    kept: impl IntoIterator<Item = &'a Message>,
+    required: &[Required],
+) -> RetentionOutcome {
     let mut haystack = normalize(summary);
     for message in kept {
         haystack.push('\n');
@@ -187,6 +192,6 @@ mod tests {
             section,
             "<preserved>\n[modified file] src/b.rs\n[user rule] Never push to main.\n</preserved>"
         );
-        assert_eq!(check("x", &[], &[]).recall, 1.0);
+        assert_eq!(check("x", std::iter::empty(), &[]).recall, 1.0);
     }
 }

@@ -9,7 +9,9 @@ use super::window;
 use super::{EngineError, EngineResult, OpenSession};
 use crate::compaction::retention::Required;
 use crate::compaction::summary::{JobSummaries, SummaryInput};
-use crate::compaction::{self, CompactionJob, CompactionRecord, JobTarget, PlanOptions};
+use crate::compaction::{
+    self, CompactionJob, CompactionRecord, JobTarget, PlanOptions, PlannedJob,
+};
 use crate::compaction::{Strategy, Trigger};
 use crate::config::Config;
 use crate::session::Session;
@@ -67,14 +69,16 @@ pub struct NotPlanned {
 }
 
 /// Plans a compaction of the session as it stands; `tokensBefore` is the
-/// meter's reading.
+/// meter's reading. Cheap: the job shares the session's messages, and its
+/// summarizer inputs are built by `PlannedJob::prepare`, which the server
+/// runs off the state owner.
 pub fn plan(
     config: &Config,
     session: &Session,
     strategy: Strategy,
     keep_recent_tokens: u64,
     instructions: Option<String>,
-) -> Result<CompactionJob, NotPlanned> {
+) -> Result<PlannedJob, NotPlanned> {
     let tokens_before = window::meter(config, session).context_tokens;
     let options = plan_options(config, strategy, keep_recent_tokens, instructions);
     session
@@ -191,22 +195,30 @@ pub enum Conclusion {
     Handoff(CompactionRecord),
 }
 
-/// Records a finished job and decides what it does. A job planned before
+/// The record of a job whose summaries are written (`CompactionJob::record`,
+/// with its retention check, whose cost grows with what was summarized: the
+/// server makes it off the state owner).
+pub fn record(
+    job: &CompactionJob,
+    summaries: &JobSummaries,
+    trigger: Trigger,
+    duration_ms: u64,
+) -> CompactionRecord {
+    job.record(summaries, trigger, super::now_ms(), duration_ms)
+}
+
+/// Decides what a finished job's record does. A job planned before
 /// another compaction was applied is stale and changes nothing.
 pub fn conclude(
     session: &Session,
     job: &CompactionJob,
-    summaries: &JobSummaries,
-    trigger: Trigger,
-    created_at: u64,
-    duration_ms: u64,
+    record: CompactionRecord,
 ) -> EngineResult<Conclusion> {
     if job.generation != session.compactions().len() {
         return Err(EngineError::Failed(
             "compaction superseded by another one, history unchanged".into(),
         ));
     }
-    let record = job.record(summaries, trigger, created_at, duration_ms);
     if job.target == JobTarget::Handoff {
         return Ok(Conclusion::Handoff(record));
     }
@@ -254,7 +266,7 @@ pub fn preview(
     strategy: Strategy,
     keep_recent_tokens: u64,
 ) -> Result<Preview, NotPlanned> {
-    let job = plan(config, session, strategy, keep_recent_tokens, None)?;
+    let job = plan(config, session, strategy, keep_recent_tokens, None)?.prepare();
     let summarized_tokens: u64 = job
         .input
         .iter()

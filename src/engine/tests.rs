@@ -52,7 +52,7 @@ mod pipeline {
         options: &PlanOptions,
     ) -> Result<CompactionRecord, String> {
         let before = s.estimated_tokens();
-        let job = s.plan(options, before)?;
+        let job = s.plan(options, before)?.prepare();
         let record = job.record(&summaries(&job), Trigger::Manual, 0, 0);
         s.apply_compaction(record.clone());
         Ok(record)
@@ -78,7 +78,8 @@ mod pipeline {
         assert!(before.context_tokens > 1010);
         let job = s
             .plan(&options(Strategy::Checkpoint, 1), before.context_tokens)
-            .unwrap();
+            .unwrap()
+            .prepare();
         assert_eq!(
             job.target,
             JobTarget::Checkpoint {

@@ -12,11 +12,10 @@ use lsp_server::RequestId;
 use lsp_server::ErrorCode;
 
 use super::{JobResult, RpcError, Server};
-use crate::compaction::summary::JobSummaries;
 use crate::compaction::trigger::{AttemptVerdict, TriggerKind};
-use crate::compaction::{CompactionJob, CompactionRecord};
+use crate::compaction::{CompactionJob, CompactionRecord, PlannedJob};
+use crate::engine;
 use crate::engine::compaction::{Conclusion, JobSummarizer, NotPlanned};
-use crate::engine::{self, now_ms};
 use crate::protocol::{
     methods, AutoCompactStoppedNotification, CompactResult, DidCompactNotification, ProgressToken,
     ReportErrorResult, Strategy, Trigger,
@@ -58,14 +57,14 @@ pub(crate) struct JobProgress {
     pub progress: Progress,
 }
 
-/// A job whose summaries are written, back on the state owner.
+/// A job whose summaries are written and recorded, back on the state
+/// owner.
 pub(crate) struct Finished {
     pub key: u64,
     pub session_id: String,
     pub trigger: Trigger,
     pub job: CompactionJob,
-    pub summaries: JobSummaries,
-    pub started: Instant,
+    pub record: CompactionRecord,
     pub auto: bool,
 }
 
@@ -102,8 +101,8 @@ pub(crate) fn start(server: &mut Server, session_id: &str, request: CompactionRe
         request.keep_recent_tokens,
         request.instructions.clone(),
     );
-    let job = match planned {
-        Ok(job) => job,
+    let planned = match planned {
+        Ok(planned) => planned,
         Err(NotPlanned {
             reason,
             tokens_before,
@@ -118,13 +117,15 @@ pub(crate) fn start(server: &mut Server, session_id: &str, request: CompactionRe
             return;
         }
     };
-    spawn(server, session_id, request, job);
+    spawn(server, session_id, request, planned);
 }
 
-/// Starts the progress (creating a token if need be) and summarizes in a
-/// background task, whose progress and result come back to the state
+/// Starts the progress (creating a token if need be) and runs the job in
+/// a background task: its summarizer inputs are prepared on a blocking
+/// thread (their cost grows with what is summarized; the state owner only
+/// planned), then summarized. Progress and result come back to the state
 /// owner through the job channel.
-fn spawn(server: &mut Server, session_id: &str, request: CompactionRequest, job: CompactionJob) {
+fn spawn(server: &mut Server, session_id: &str, request: CompactionRequest, planned: PlannedJob) {
     let progress = request
         .progress
         .clone()
@@ -134,19 +135,22 @@ fn spawn(server: &mut Server, session_id: &str, request: CompactionRequest, job:
             "kind": "begin",
             "title": "Compacting conversation",
             "cancellable": true,
-            "message": format!("{}: {} messages", request.strategy.as_str(), job.messages_summarized),
+            "message": format!("{}: {} messages", request.strategy.as_str(), planned.job.messages_summarized),
             "percentage": 0
         });
         server.progress.send(&server.out, token, begin);
     }
     server.next_job += 1;
     let key = server.next_job;
-    let summarizer = JobSummarizer::new(&server.config, job.encoding);
+    let summarizer = JobSummarizer::new(&server.config, planned.job.encoding);
     let job_results = server.job_results_tx.clone();
     let task_session = session_id.to_string();
     let (trigger, auto) = (request.trigger, request.auto);
     let handle = tokio::spawn(async move {
         let started = Instant::now();
+        let job = tokio::task::spawn_blocking(move || planned.prepare())
+            .await
+            .expect("preparing a compaction does not panic");
         let report = |progress: Progress| {
             let _ = job_results.send(JobResult::Progress(JobProgress {
                 session_id: task_session.clone(),
@@ -155,13 +159,20 @@ fn spawn(server: &mut Server, session_id: &str, request: CompactionRequest, job:
             }));
         };
         let summaries = summarizer.run(&job, &report).await;
+        let duration_ms = started.elapsed().as_millis() as u64;
+        // The record's retention check grows with what was summarized.
+        let (job, record) = tokio::task::spawn_blocking(move || {
+            let record = engine::compaction::record(&job, &summaries, trigger, duration_ms);
+            (job, record)
+        })
+        .await
+        .expect("recording a compaction does not panic");
         let _ = job_results.send(JobResult::Compaction(Box::new(Finished {
             key,
             session_id: task_session,
             trigger,
             job,
-            summaries,
-            started,
+            record,
             auto,
         })));
     });
@@ -266,14 +277,8 @@ pub(crate) fn finish(server: &mut Server, finished: Finished) {
 /// left out, or handed off to a new session.
 fn apply(server: &mut Server, finished: &Finished) -> Result<CompactResult, RpcError> {
     let open = server.session_mut(&finished.session_id)?;
-    let conclusion = engine::compaction::conclude(
-        &open.session,
-        &finished.job,
-        &finished.summaries,
-        finished.trigger,
-        now_ms(),
-        finished.started.elapsed().as_millis() as u64,
-    )?;
+    let conclusion =
+        engine::compaction::conclude(&open.session, &finished.job, finished.record.clone())?;
     match conclusion {
         Conclusion::Apply(record) => {
             engine::compaction::apply(open, record.clone())?;

@@ -4,6 +4,8 @@
 //! current state and the next step. A later compaction merges its sections
 //! into the previous summary instead of starting over.
 
+use std::collections::HashMap;
+use std::sync::Arc;
 use std::time::Duration;
 
 use super::{BoxFuture, ProgressSink, SummarizeError, Summarizer, SummaryOutput, SummaryRequest};
@@ -119,9 +121,8 @@ pub fn summarize_offline(request: &SummaryRequest) -> String {
                 }
                 for call in tool_calls {
                     let outcome = results
-                        .iter()
-                        .find(|(id, _)| *id == call.id)
-                        .map(|(_, m)| *m)
+                        .get(call.id.as_str())
+                        .copied()
                         .filter(|m| !m.is_synthetic_result());
                     fresh.push(PROGRESS, progress_line(call, outcome));
                     if let Some(result) = outcome.filter(|m| m.is_error_result()) {
@@ -169,11 +170,15 @@ pub fn merge_summaries(partials: &[String]) -> String {
     doc.render()
 }
 
-fn results_by_call(messages: &[Message]) -> Vec<(&str, &Message)> {
-    messages
-        .iter()
-        .filter_map(|m| m.answers().map(|id| (id, m)))
-        .collect()
+/// The first result for each call.
+fn results_by_call(messages: &[Arc<Message>]) -> HashMap<&str, &Message> {
+    let mut results = HashMap::new();
+    for message in messages {
+        if let Some(id) = message.answers() {
+            results.entry(id).or_insert(message.as_ref());
+        }
+    }
+    results
 }
 
 fn progress_line(call: &ToolCall, outcome: Option<&Message>) -> String {
@@ -371,7 +376,7 @@ mod tests {
     fn request(messages: Vec<Message>, previous: Option<String>) -> SummaryRequest {
         SummaryRequest {
             previous_summary: previous,
-            messages,
+            messages: messages.into_iter().map(Into::into).collect(),
             partial_summaries: Vec::new(),
             instructions: None,
             max_tool_output_chars: 2000,

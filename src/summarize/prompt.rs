@@ -182,7 +182,10 @@ mod tests {
                     }],
                 ),
                 Message::tool_result("t1", "c1", long_output, false),
-            ],
+            ]
+            .into_iter()
+            .map(Into::into)
+            .collect(),
             partial_summaries: Vec::new(),
             instructions: instructions.map(str::to_string),
             max_tool_output_chars: 300,
