@@ -103,23 +103,28 @@ pub fn open_new(
 }
 
 /// A new session holding an imported transcript, with the file events of
-/// its tool calls. `already_open`: the id names a session open in memory.
+/// its tool calls. The caller has checked that no session with this id is
+/// open in memory.
 pub fn import(
     store: &SessionStore,
     id: &str,
-    already_open: bool,
-    imported: &mut Imported,
+    mut imported: Imported,
     tools: &FileTools,
     env: &SessionEnv,
 ) -> EngineResult<OpenSession> {
-    if already_open || store.load(id)?.is_some() {
-        return Err(EngineError::Invalid(format!(
-            "sessionId: `{id}` already exists; an import always creates a new session"
-        )));
+    if store.load(id)?.is_some() {
+        return Err(already_exists(id));
     }
     imported.track_files(tools, &env.workspace);
-    let entries = imported.log_entries(id, now_ms());
+    let entries = imported.into_log_entries(id, now_ms());
     create(store, id, entries, env)
+}
+
+/// An import under an id that is taken.
+pub fn already_exists(id: &str) -> EngineError {
+    EngineError::Invalid(format!(
+        "sessionId: `{id}` already exists; an import always creates a new session"
+    ))
 }
 
 /// A new session whose log holds everything logged in `source_id` before

@@ -195,15 +195,25 @@ impl Imported {
 
     /// The whole log of a new session holding this conversation.
     pub fn log_entries(&self, session_id: &str, created_at: u64) -> Vec<LogEntry> {
-        let header = LogEntry::Header(SessionHeader {
+        std::iter::once(self.header(session_id, created_at))
+            .chain(self.entries.iter().cloned())
+            .collect()
+    }
+
+    /// `log_entries` without a copy of the conversation.
+    pub fn into_log_entries(self, session_id: &str, created_at: u64) -> Vec<LogEntry> {
+        std::iter::once(self.header(session_id, created_at))
+            .chain(self.entries)
+            .collect()
+    }
+
+    fn header(&self, session_id: &str, created_at: u64) -> LogEntry {
+        LogEntry::Header(SessionHeader {
             version: LOG_VERSION,
             session_id: session_id.to_string(),
             created_at,
             settings: self.settings.clone(),
-        });
-        std::iter::once(header)
-            .chain(self.entries.iter().cloned())
-            .collect()
+        })
     }
 
     /// The conversation as a session, compactions applied.

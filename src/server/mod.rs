@@ -7,6 +7,7 @@
 mod compactor;
 mod file_tracking;
 mod handlers;
+mod importer;
 mod progress;
 mod routes;
 
@@ -95,6 +96,8 @@ pub(crate) enum JobResult {
     Compaction(Box<compactor::Finished>),
     /// A running compaction's progress (`report`), for its token.
     Progress(compactor::JobProgress),
+    /// An import whose session is built.
+    Import(Box<importer::FinishedImport>),
     /// The file watcher saw changes on disk.
     FilesChanged(Vec<crate::files::watch::DiskChange>),
 }
@@ -118,6 +121,8 @@ pub(crate) struct Server {
     pub sessions: HashMap<String, OpenSession>,
     /// The running compaction of each session.
     pub running: HashMap<String, compactor::RunningJob>,
+    /// Ids of sessions being imported, with the import's request.
+    pub importing: HashMap<String, RequestId>,
     next_job: u64,
     /// Where background jobs (compactions, the watcher) send their results
     /// to the state owner.
@@ -147,6 +152,7 @@ where
         config_dirs: ConfigDirs::default(),
         sessions: HashMap::new(),
         running: HashMap::new(),
+        importing: HashMap::new(),
         next_job: 0,
         job_results_tx,
         progress: ProgressTokens::default(),
@@ -284,11 +290,24 @@ impl Server {
     }
 
     pub fn session_mut(&mut self, id: &str) -> RpcResult<&mut OpenSession> {
+        self.unreserved(id)?;
         self.sessions.get_mut(id).ok_or_else(|| no_session(id))
     }
 
     pub fn session(&self, id: &str) -> RpcResult<&OpenSession> {
+        self.unreserved(id)?;
         self.sessions.get(id).ok_or_else(|| no_session(id))
+    }
+
+    /// Refuses an id whose session is being imported: it exists once the
+    /// import is answered.
+    pub fn unreserved(&self, id: &str) -> RpcResult<()> {
+        match self.importing.get(id) {
+            Some(request) => Err(RpcError::invalid_params(format!(
+                "sessionId: `{id}` is being imported (request {request}); it opens when that request is answered"
+            ))),
+            None => Ok(()),
+        }
     }
 
     pub fn meter_info(&self, session: &Session) -> MeterInfo {
@@ -321,6 +340,7 @@ impl Server {
         match result {
             JobResult::Compaction(finished) => compactor::finish(self, *finished),
             JobResult::Progress(progress) => compactor::report(self, progress),
+            JobResult::Import(finished) => importer::finish(self, *finished),
             JobResult::FilesChanged(changes) => self.on_disk_changes(changes),
         }
     }

@@ -71,7 +71,7 @@ const REQUESTS: &[(&str, RequestRoute)] = &[
     (methods::REPORT_ERROR, |s, id, p| {
         later(s, id, p, report_error::start)
     }),
-    (methods::IMPORT, |s, _, p| now(s, p, import::handle)),
+    (methods::IMPORT, |s, id, p| later(s, id, p, import::start)),
     (methods::FILES_LIST, |s, _, p| now(s, p, files_list::handle)),
     (methods::FILES_UNCHANGED_SINCE_READ, |s, _, p| {
         now(s, p, files_unchanged_since_read::handle)
