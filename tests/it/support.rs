@@ -27,6 +27,9 @@ pub struct Server {
     pub received: Vec<Value>,
     /// How long `next` waits before failing the test.
     pub patience: Duration,
+    /// Accept every progress token the server asks to create, as editors
+    /// do (`start_with_progress`).
+    pub accept_progress_tokens: bool,
     pub data_dir: PathBuf,
     _home: tempfile::TempDir,
 }
@@ -92,6 +95,7 @@ impl Server {
             next_id: 0,
             received: Vec::new(),
             patience: PATIENCE,
+            accept_progress_tokens: false,
             data_dir: data_dir.to_path_buf(),
             _home: home,
         }
@@ -124,10 +128,19 @@ impl Server {
         result
     }
 
-    /// Starts a server whose client advertises `window.workDoneProgress`,
-    /// so every compaction (automatic ones included) reports `$/progress`
-    /// begin and end: a definite signal that a job finished.
+    /// Starts a server whose client advertises `window.workDoneProgress`
+    /// and accepts every token the server creates, so every compaction
+    /// (automatic ones included) reports `$/progress` begin and end: a
+    /// definite signal that a job finished.
     pub fn start_with_progress(data_dir: &Path, options: Value) -> Server {
+        let mut server = Server::start_creating_progress(data_dir, options);
+        server.accept_progress_tokens = true;
+        server
+    }
+
+    /// Starts a server whose client advertises `window.workDoneProgress`
+    /// but leaves answering `window/workDoneProgress/create` to the test.
+    pub fn start_creating_progress(data_dir: &Path, options: Value) -> Server {
         let mut server = Server::spawn(data_dir);
         server.initialize_with(json!({"window": {"workDoneProgress": true}}), options);
         server
@@ -180,10 +193,14 @@ impl Server {
         self.response(id)
     }
 
-    /// Reads until the response to `id` arrives.
+    /// The response to `id`: one already received (while waiting for
+    /// another), else read until it arrives.
     pub fn response(&mut self, id: i64) -> Result<Value, RpcError> {
-        let message =
-            self.next_where(|m| m.get("id") == Some(&json!(id)) && m.get("method").is_none());
+        let answers = |m: &Value| m.get("id") == Some(&json!(id)) && m.get("method").is_none();
+        let message = match self.received.iter().find(|m| answers(m)) {
+            Some(message) => message.clone(),
+            None => self.next_where(answers),
+        };
         if let Some(error) = message.get("error") {
             return Err(RpcError {
                 code: error["code"].as_i64().unwrap(),
@@ -206,6 +223,9 @@ impl Server {
                 panic!("compactd closed its output; stderr:\n{}", self.stderr())
             }
         };
+        if self.accept_progress_tokens && message["method"] == "window/workDoneProgress/create" {
+            self.send(json!({"jsonrpc": "2.0", "id": message["id"], "result": null}));
+        }
         self.received.push(message.clone());
         message
     }
@@ -217,6 +237,14 @@ impl Server {
                 return message;
             }
         }
+    }
+
+    /// No compaction of session `id` was announced or logged.
+    pub fn assert_not_compacted(&self, id: &str) {
+        let announced = self.received_notifications("conversation/didCompact");
+        assert!(announced.is_empty(), "{announced:?}");
+        let log = std::fs::read_to_string(self.data_dir.join(format!("{id}.jsonl"))).unwrap();
+        assert!(!log.contains("\"type\":\"compaction\""), "{log}");
     }
 
     /// Notifications received so far with this method.
