@@ -19,6 +19,8 @@ export const LOG_TRACE = '$/logTrace';
 export const DID_CHANGE_CONFIGURATION = 'workspace/didChangeConfiguration';
 /** serverRequest (LSP): Server → client: creates a progress token (clients that advertised `window.workDoneProgress`). */
 export const WORK_DONE_PROGRESS_CREATE = 'window/workDoneProgress/create';
+/** notification (LSP): The user cancelled a progress compactd created: the compaction stops as with `$/cancelRequest`. */
+export const WORK_DONE_PROGRESS_CANCEL = 'window/workDoneProgress/cancel';
 /** request: Opens a new session, or resumes one from its log. */
 export const OPEN = 'conversation/open';
 /** requestOrNotification: Appends messages to a session. */

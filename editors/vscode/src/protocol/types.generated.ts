@@ -171,6 +171,14 @@ export interface AppendResult {
    * A compaction trigger fired.
    */
   shouldCompact: boolean;
+  /**
+   * Tool results that were logged but are not part of the model's
+   * history: a result arriving after the conversation moved on (its call
+   * already closed as interrupted), a second result for a call, or one
+   * whose call never came. One line each, `messages[i]: why`; absent
+   * when there are none.
+   */
+  warnings?: string[];
 }
 /**
  * The token meter of a session.
