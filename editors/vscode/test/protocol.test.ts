@@ -169,7 +169,12 @@ describe('auto-compaction', () => {
       assert.equal(tracker.get('auto')?.lastCompaction?.trigger, 'threshold');
       assert.equal(tracker.get('auto')?.meter.contextTokens, n.tokensAfter);
       assert.equal(created.length, 1, 'the server created its own progress token');
-      assert.ok(server.events.some((e) => e.kind === 'progress' && e.token === created[0] && e.value.kind === 'begin'));
+      // Progress under a created token waits for the client's answer to
+      // window/workDoneProgress/create, so it may follow didCompact.
+      const under = (kind: string) => (e: Event) => e.kind === 'progress' && e.token === created[0] && e.value.kind === kind;
+      await server.waitFor('progress end under the created token', under('end'));
+      const begin = server.events.findIndex(under('begin'));
+      assert.ok(begin >= 0 && begin < server.events.findIndex(under('end')), 'begin, then end');
     } finally {
       await server.close();
     }
