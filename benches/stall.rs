@@ -118,7 +118,6 @@ fn generate(path: &Path, target: u64) -> (u64, u64) {
             messages += 1;
         }
     }
-    drop(line);
     out.flush().unwrap();
     (bytes, messages)
 }

@@ -183,7 +183,7 @@ async fn run_chunked(
         }
         let request = SummaryRequest {
             previous_summary: None,
-            messages: messages.into_iter().map(Into::into).collect(),
+            messages,
             partial_summaries: Vec::new(),
             ..input.request.clone()
         };
