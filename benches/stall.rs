@@ -41,11 +41,16 @@ fn main() {
         ms(run.append),
         ms(run.first_other)
     );
+    let mut others = run.others.clone();
+    others.sort();
+    let at = |q: f64| others[((others.len() - 1) as f64 * q) as usize];
     println!(
-        "  while the compaction ran ({:.0} ms): {} requests for the other session, the slowest answered in {:.0} ms",
+        "  while the compaction ran ({:.0} ms): {} requests for the other session, answered in {:.2} ms (median), {:.1} ms (99th percentile), {:.0} ms (slowest)",
         ms(run.compaction),
-        run.others,
-        ms(run.slowest_other)
+        others.len(),
+        ms(at(0.5)),
+        ms(at(0.99)),
+        ms(at(1.0))
     );
     println!(
         "  RSS {:.0} MB with the session open, {:.0} MB after the compaction, peak {:.0} MB",
@@ -126,8 +131,8 @@ struct Run {
     append: Duration,
     first_other: Duration,
     compaction: Duration,
-    others: usize,
-    slowest_other: Duration,
+    /// How long each request for the other session waited.
+    others: Vec<Duration>,
     rss_before: u64,
     rss_after: u64,
     peak: u64,
@@ -170,13 +175,12 @@ fn measure(bin: &Path, sessions: &Path) -> Run {
         result["compacting"], true,
         "no compaction started: {result}"
     );
-    let (mut others, mut slowest_other) = (0, Duration::ZERO);
+    let mut others = Vec::new();
     while client.ended.is_none() {
         let sent = Instant::now();
         let id = client.send_request("conversation/history", other.clone());
         let answered = client.wait_for(&[id]);
-        others += 1;
-        slowest_other = slowest_other.max(answered[0].0 - sent);
+        others.push(answered[0].0 - sent);
     }
     let compaction = client.ended.unwrap() - started;
     let run = Run {
@@ -184,7 +188,6 @@ fn measure(bin: &Path, sessions: &Path) -> Run {
         first_other,
         compaction,
         others,
-        slowest_other,
         rss_before,
         rss_after: status(&child, "VmRSS"),
         peak: status(&child, "VmHWM"),
