@@ -20,7 +20,7 @@ use crate::protocol::{
     methods, AutoCompactStoppedNotification, CompactResult, DidCompactNotification, ProgressToken,
     ReportErrorResult, Strategy, Trigger,
 };
-use crate::summarize::Progress;
+use crate::summarize::{Progress, ProgressSink};
 
 /// Who waits for a job's answer, and in what shape.
 #[derive(Debug, Clone)]
@@ -57,14 +57,13 @@ pub(crate) struct JobProgress {
     pub progress: Progress,
 }
 
-/// A job whose summaries are written and recorded, back on the state
-/// owner.
+/// A job whose summaries are written and recorded (or why not), back on
+/// the state owner.
 pub(crate) struct Finished {
     pub key: u64,
     pub session_id: String,
     pub trigger: Trigger,
-    pub job: CompactionJob,
-    pub record: CompactionRecord,
+    pub outcome: Result<(CompactionJob, CompactionRecord), String>,
     pub auto: bool,
 }
 
@@ -147,10 +146,6 @@ fn spawn(server: &mut Server, session_id: &str, request: CompactionRequest, plan
     let task_session = session_id.to_string();
     let (trigger, auto) = (request.trigger, request.auto);
     let handle = tokio::spawn(async move {
-        let started = Instant::now();
-        let job = tokio::task::spawn_blocking(move || planned.prepare())
-            .await
-            .expect("preparing a compaction does not panic");
         let report = |progress: Progress| {
             let _ = job_results.send(JobResult::Progress(JobProgress {
                 session_id: task_session.clone(),
@@ -158,21 +153,12 @@ fn spawn(server: &mut Server, session_id: &str, request: CompactionRequest, plan
                 progress,
             }));
         };
-        let summaries = summarizer.run(&job, &report).await;
-        let duration_ms = started.elapsed().as_millis() as u64;
-        // The record's retention check grows with what was summarized.
-        let (job, record) = tokio::task::spawn_blocking(move || {
-            let record = engine::compaction::record(&job, &summaries, trigger, duration_ms);
-            (job, record)
-        })
-        .await
-        .expect("recording a compaction does not panic");
+        let outcome = run(planned, summarizer, trigger, &report).await;
         let _ = job_results.send(JobResult::Compaction(Box::new(Finished {
             key,
             session_id: task_session,
             trigger,
-            job,
-            record,
+            outcome,
             auto,
         })));
     });
@@ -186,6 +172,30 @@ fn spawn(server: &mut Server, session_id: &str, request: CompactionRequest, plan
             progress,
         },
     );
+}
+
+/// The job's work, off the state owner: its summarizer inputs and its
+/// record (whose retention check grows with what was summarized) on
+/// blocking threads, the summaries in between. A panic there becomes an
+/// error the waiters are answered with.
+async fn run(
+    planned: PlannedJob,
+    summarizer: JobSummarizer,
+    trigger: Trigger,
+    report: ProgressSink<'_>,
+) -> Result<(CompactionJob, CompactionRecord), String> {
+    let started = Instant::now();
+    let job = tokio::task::spawn_blocking(move || planned.prepare())
+        .await
+        .map_err(|e| format!("preparing the compaction failed: {e}"))?;
+    let summaries = summarizer.run(&job, report).await;
+    let duration_ms = started.elapsed().as_millis() as u64;
+    tokio::task::spawn_blocking(move || {
+        let record = engine::compaction::record(&job, &summaries, trigger, duration_ms);
+        (job, record)
+    })
+    .await
+    .map_err(|e| format!("recording the compaction failed: {e}"))
 }
 
 /// Passes a running job's progress on under its token; a job that was
@@ -276,9 +286,11 @@ pub(crate) fn finish(server: &mut Server, finished: Finished) {
 /// What the engine concludes from the summaries, carried out: applied,
 /// left out, or handed off to a new session.
 fn apply(server: &mut Server, finished: &Finished) -> Result<CompactResult, RpcError> {
+    let (job, record) = finished.outcome.as_ref().map_err(|why| {
+        RpcError::internal(format!("compaction failed, history unchanged: {why}"))
+    })?;
     let open = server.session_mut(&finished.session_id)?;
-    let conclusion =
-        engine::compaction::conclude(&open.session, &finished.job, finished.record.clone())?;
+    let conclusion = engine::compaction::conclude(&open.session, job, record.clone())?;
     match conclusion {
         Conclusion::Apply(record) => {
             engine::compaction::apply(open, record.clone())?;

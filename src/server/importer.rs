@@ -69,7 +69,9 @@ pub(crate) fn start(server: &mut Server, id: RequestId, params: ImportParams) ->
     server.importing.insert(session_id.clone(), id.clone());
     let job_results = server.job_results_tx.clone();
     tokio::task::spawn_blocking(move || {
-        let outcome = run(&context, &session_id, params);
+        // A panic in an importer still answers the request.
+        let outcome = std::panic::catch_unwind(|| run(&context, &session_id, params))
+            .unwrap_or_else(|_| Err(RpcError::internal("the import failed (see the log)")));
         let _ = job_results.send(JobResult::Import(Box::new(FinishedImport {
             request: id,
             session_id,
