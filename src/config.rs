@@ -11,6 +11,8 @@ use serde::{Deserialize, Serialize};
 use crate::files::{watch::WatchMode, FileToolRule};
 
 pub const CONFIG_FILE_NAME: &str = "compactd.toml";
+/// The smallest `maxFrameBytes` accepted.
+pub const MIN_MAX_FRAME_BYTES: u64 = 4096;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", default, deny_unknown_fields)]
@@ -74,6 +76,11 @@ pub struct Config {
     /// files, plus the workspace roots); beyond it, the least recently
     /// touched files go unwatched.
     pub max_watched_paths: usize,
+    /// The largest frame (message body) accepted from the client, in bytes.
+    /// A bigger one is refused (-32600, with its id when the body starts
+    /// with one) and skipped unread. At least 4096.
+    #[schemars(range(min = 4096))]
+    pub max_frame_bytes: u64,
 }
 
 impl Default for Config {
@@ -103,6 +110,7 @@ impl Default for Config {
             file_tools: BTreeMap::new(),
             file_watcher: WatchMode::Auto,
             max_watched_paths: 256,
+            max_frame_bytes: crate::transport::DEFAULT_MAX_FRAME_BYTES,
         }
     }
 }
@@ -265,6 +273,15 @@ impl Config {
                 field: format!("summarizer.extraBody.{field}"),
                 message: "compactd sets this field itself; use the summarizer setting for it"
                     .into(),
+            });
+        }
+        if config.max_frame_bytes < MIN_MAX_FRAME_BYTES {
+            return Err(ConfigError::Invalid {
+                source_name: "configuration".into(),
+                field: "maxFrameBytes".into(),
+                message: format!(
+                    "must be at least {MIN_MAX_FRAME_BYTES}, or the server could not read even `shutdown`"
+                ),
             });
         }
         if config.summarizer.provider == SummarizerProvider::Anthropic

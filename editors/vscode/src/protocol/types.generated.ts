@@ -785,6 +785,12 @@ export interface Config {
    */
   keepRecentTokens?: number;
   /**
+   * The largest frame (message body) accepted from the client, in bytes.
+   * A bigger one is refused (-32600, with its id when the body starts
+   * with one) and skipped unread. At least 4096.
+   */
+  maxFrameBytes?: number;
+  /**
    * Files listed in each of `<read-files>` and `<modified-files>`; the
    * rest are counted ("… and N more").
    */
