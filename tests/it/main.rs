@@ -13,6 +13,7 @@ mod import;
 mod lifecycle;
 mod llm;
 mod persistence;
+mod robustness;
 mod schemas;
 mod summarizers;
 mod tokens;
