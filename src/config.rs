@@ -13,6 +13,8 @@ use crate::files::{watch::WatchMode, FileToolRule};
 pub const CONFIG_FILE_NAME: &str = "compactd.toml";
 /// The default `maxImportBytes`: 1 GiB.
 pub const DEFAULT_MAX_IMPORT_BYTES: u64 = 1 << 30;
+/// The smallest `maxFrameBytes` accepted.
+pub const MIN_MAX_FRAME_BYTES: u64 = 4096;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", default, deny_unknown_fields)]
@@ -80,6 +82,11 @@ pub struct Config {
     /// bytes (default 1 GiB). Larger files, and anything but a regular file
     /// (a FIFO, a device, a directory), are refused.
     pub max_import_bytes: u64,
+    /// The largest frame (message body) accepted from the client, in bytes.
+    /// A bigger one is refused (-32600, with its id when the body starts
+    /// with one) and skipped unread. At least 4096.
+    #[schemars(range(min = 4096))]
+    pub max_frame_bytes: u64,
 }
 
 impl Default for Config {
@@ -110,6 +117,7 @@ impl Default for Config {
             file_watcher: WatchMode::Auto,
             max_watched_paths: 256,
             max_import_bytes: DEFAULT_MAX_IMPORT_BYTES,
+            max_frame_bytes: crate::transport::DEFAULT_MAX_FRAME_BYTES,
         }
     }
 }
@@ -274,6 +282,15 @@ impl Config {
                 field: format!("summarizer.extraBody.{field}"),
                 message: "compactd sets this field itself; use the summarizer setting for it"
                     .into(),
+            });
+        }
+        if config.max_frame_bytes < MIN_MAX_FRAME_BYTES {
+            return Err(ConfigError::Invalid {
+                source_name: "configuration".into(),
+                field: "maxFrameBytes".into(),
+                message: format!(
+                    "must be at least {MIN_MAX_FRAME_BYTES}, or the server could not read even `shutdown`"
+                ),
             });
         }
         if config.summarizer.provider == SummarizerProvider::Anthropic

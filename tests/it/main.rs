@@ -15,6 +15,7 @@ mod import;
 mod lifecycle;
 mod llm;
 mod persistence;
+mod robustness;
 mod schemas;
 mod secrets;
 mod summarizers;

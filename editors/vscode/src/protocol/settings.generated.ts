@@ -13,6 +13,7 @@ export const SERVER_SETTING_KEYS: readonly string[] = [
   'fileTools',
   'fileWatcher',
   'keepRecentTokens',
+  'maxFrameBytes',
   'maxImportBytes',
   'maxListedFiles',
   'maxToolOutputChars',

@@ -785,6 +785,12 @@ export interface Config {
    */
   keepRecentTokens?: number;
   /**
+   * The largest frame (message body) accepted from the client, in bytes.
+   * A bigger one is refused (-32600, with its id when the body starts
+   * with one) and skipped unread. At least 4096.
+   */
+  maxFrameBytes?: number;
+  /**
    * The largest file `conversation/import` and the CLI commands read, in
    * bytes (default 1 GiB). Larger files, and anything but a regular file
    * (a FIFO, a device, a directory), are refused.
