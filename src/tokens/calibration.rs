@@ -22,7 +22,9 @@
 //!   not depend on the current estimates, so exact data give the exact
 //!   scale; the average follows the content mix (code, JSON and prose
 //!   tokenize differently) within a few turns, while one odd turn moves it
-//!   by a fifth of its deviation.
+//!   by a fifth of its deviation. It applies once it has three samples
+//!   (before, 1): the first slopes span a few small turns, and one large
+//!   tool output of unusual content would swing them.
 //! - Once the scale has three samples, a sample more than 50% away from
 //!   what the fit predicts is ignored: a whole request cannot change like
 //!   that in one turn, so it was not what compactd held (one sent before a
@@ -50,8 +52,9 @@ const SMALL_ESTIMATE: f64 = 1000.0;
 const SCALE_ALPHA: f64 = 0.2;
 /// Scales outside this range are not a tokenizer difference.
 const SCALE_RANGE: (f64, f64) = (0.5, 3.0);
-/// A sample this far from the fit's prediction is an outlier, once the
-/// scale has `SETTLED` samples; `OUTLIERS_TRUSTED` in a row are not.
+/// The scale applies, and a sample this far from the fit's prediction is
+/// an outlier, once the scale has `SETTLED` samples; `OUTLIERS_TRUSTED`
+/// outliers in a row are not.
 const OUTLIER: f64 = 0.5;
 const SETTLED: u32 = 3;
 const OUTLIERS_TRUSTED: u32 = 3;
@@ -147,16 +150,30 @@ impl Default for ModelFit {
 }
 
 impl ModelFit {
+    fn settled(&self) -> bool {
+        self.scale_samples >= SETTLED
+    }
+
+    /// The scale in use: 1 until it is settled.
+    fn applied_scale(&self) -> f64 {
+        if self.settled() {
+            self.scale
+        } else {
+            1.0
+        }
+    }
+
     fn overhead(&self) -> f64 {
         if self.weight == 0.0 {
             return 0.0;
         }
-        ((self.weighted_reported - self.scale * self.weighted_estimate) / self.weight).max(0.0)
+        let scale = self.applied_scale();
+        ((self.weighted_reported - scale * self.weighted_estimate) / self.weight).max(0.0)
     }
 
     fn is_outlier(&self, e: f64, r: f64) -> bool {
         let predicted = self.overhead() + self.scale * e;
-        self.scale_samples >= SETTLED && (r - predicted).abs() > OUTLIER * predicted
+        self.settled() && (r - predicted).abs() > OUTLIER * predicted
     }
 
     fn observe(&mut self, e: f64, r: f64) {
@@ -195,7 +212,7 @@ impl ModelFit {
     fn correction(&self) -> Correction {
         Correction {
             overhead: self.overhead().round() as u64,
-            scale: self.scale,
+            scale: self.applied_scale(),
         }
     }
 }
