@@ -407,3 +407,108 @@ mod overhead {
         assert_eq!(s.plan_input().system_tokens, declared);
     }
 }
+
+/// Overflow recovery and the prune-or-summarize choice look at the context
+/// as the provider counts it, overhead included.
+mod overhead_decisions {
+    use super::*;
+    use crate::config::Config;
+    use crate::engine::compaction::overflow_keep;
+
+    /// A 32k-window session of six turns, each reply reported by a provider
+    /// that counts `overhead` tokens beyond compactd's count; `turn(n)` is
+    /// the user message, the reply, and what follows the reply.
+    fn reported(
+        overhead: u64,
+        turn: impl Fn(usize) -> (Message, Message, Vec<Message>),
+    ) -> Session {
+        let mut s = Session::new(
+            "o".into(),
+            Some("gpt-4o".into()),
+            Some(32_000),
+            None,
+            "P".into(),
+        );
+        for n in 0..6 {
+            let (user, mut reply, after) = turn(n);
+            s.push(vec![user]);
+            reply.usage = Some(Usage {
+                input: overhead + s.estimated_tokens(),
+                ..Usage::default()
+            });
+            s.push(vec![reply]);
+            s.push(after);
+        }
+        s
+    }
+
+    /// Six long requests.
+    fn session_with_overhead(overhead: u64) -> Session {
+        reported(overhead, |n| {
+            (
+                Message::user(format!("u{n}"), "words ".repeat(3_000)),
+                Message::assistant(format!("a{n}"), "ok", vec![]),
+                Vec::new(),
+            )
+        })
+    }
+
+    #[test]
+    fn overflow_recovery_keeps_less_when_the_overhead_leaves_no_room() {
+        let config = Config {
+            keep_recent_tokens: 7_000,
+            reserve_tokens: 4_000,
+            ..Config::default()
+        };
+        // Without overhead the full tail fits under the limit (28,001).
+        assert_eq!(overflow_keep(&config, &session_with_overhead(0)), 7_000);
+        // With 20k of system prompt and tools, a 7k tail leaves no room
+        // for the summary; half of it does.
+        assert_eq!(
+            overflow_keep(&config, &session_with_overhead(20_000)),
+            3_500
+        );
+        // When nothing leaves room, the least that can be planned.
+        assert_eq!(overflow_keep(&config, &session_with_overhead(40_000)), 0);
+    }
+
+    /// Six turns, each reading a 4,000-token file.
+    fn reads_with_overhead(overhead: u64) -> Session {
+        reported(overhead, |n| {
+            let call = crate::conversation::ToolCall {
+                id: format!("c{n}"),
+                name: "read".into(),
+                arguments: serde_json::json!({"path": format!("f{n}.rs")}),
+            };
+            (
+                Message::user(format!("u{n}"), "next file"),
+                Message::assistant(format!("a{n}"), "", vec![call]),
+                vec![Message::tool_result(
+                    format!("t{n}"),
+                    format!("c{n}"),
+                    "code ".repeat(4_000),
+                    false,
+                )],
+            )
+        })
+    }
+
+    #[test]
+    fn auto_compaction_prunes_only_when_pruning_gets_under_the_limit_with_the_overhead() {
+        let config = Config {
+            reserve_tokens: 4_000,
+            prune_protect_tokens: 4_000,
+            prune_minimum_tokens: 1_000,
+            ..Config::default()
+        };
+        let strategy = |overhead| {
+            let decision =
+                crate::engine::auto::decide(&config, &reads_with_overhead(overhead), false);
+            decision.start.map(|start| start.strategy)
+        };
+        assert_eq!(strategy(5_000), Some(Strategy::Prune));
+        // 25k of system prompt and tools stay after any pruning: only a
+        // summary gets under the limit.
+        assert_eq!(strategy(25_000), Some(Strategy::Checkpoint));
+    }
+}
