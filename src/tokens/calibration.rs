@@ -35,10 +35,11 @@
 //! Why not one number, `r − e` smoothed: that number grows with the session
 //! (16k → 55k over one Claude Code session) because it absorbs the
 //! tokenizer difference of every message, so right after a compaction it
-//! overstates the context by about as much as the compaction saved. On the
-//! shared pi session's two real compactions, the first request after each
-//! was predicted +114% and +99% off with the median of recent `r − e`, and
-//! −0.2% and −4.6% off with this fit.
+//! overstates the context by about as much as the compaction saved. At the
+//! first request after each of the two real compactions in the shared pi
+//! session `before-compaction`, the median of the last eight `r − e` would
+//! have been +114% and +99% off; this fit is −0.1% and −4.5% off
+//! (`compactd stats`).
 //!
 //! Everything here is derived from samples taken in log order, so a
 //! resumed session (its log replayed) gets the same calibration.
