@@ -18,7 +18,7 @@ use crate::compaction::trigger::{CircuitBreaker, TriggerInput};
 use crate::compaction::{self, Strategy};
 use crate::conversation::{Message, MessageBody, Role};
 use crate::files::{FileEvent, SessionFileLedger};
-use crate::tokens::{self, Encoding, Meter, MeterSource};
+use crate::tokens::{self, Calibration, Correction, Encoding, Meter, MeterSource};
 
 #[derive(Debug, Clone)]
 struct Counted {
@@ -63,6 +63,8 @@ pub struct Session {
     pub model: Option<String>,
     pub context_window: Option<u64>,
     pub system_prompt: Option<String>,
+    /// The tool definitions the client declared, as the provider gets them.
+    pub tool_definitions: Option<Vec<serde_json::Value>>,
     /// Per-session auto-compaction switch (`None`: the config decides).
     pub auto_compact_switch: Option<bool>,
     /// The circuit breaker of automatic compaction (not persisted: a
@@ -80,6 +82,9 @@ pub struct Session {
     /// Tokens of each record's summary message.
     summary_tokens: Vec<u64>,
     system_tokens: u64,
+    tool_tokens: u64,
+    /// What the provider counts beyond our count, learned from usage.
+    calibration: Calibration,
     summary_prefix: String,
     totals: ViewTotals,
     /// The file ledger, fed by file events applied in log order.
@@ -100,6 +105,7 @@ impl Session {
             model,
             context_window,
             system_prompt: None,
+            tool_definitions: None,
             auto_compact_switch: None,
             breaker: CircuitBreaker::default(),
             encoding,
@@ -112,6 +118,8 @@ impl Session {
             pruned: HashMap::new(),
             summary_tokens: Vec::new(),
             system_tokens: 0,
+            tool_tokens: 0,
+            calibration: Calibration::default(),
             summary_prefix,
             totals: ViewTotals::default(),
             file_ledger: SessionFileLedger::default(),
@@ -128,6 +136,13 @@ impl Session {
         self.system_prompt = prompt;
     }
 
+    pub fn set_tool_definitions(&mut self, tools: Option<Vec<serde_json::Value>>) {
+        self.tool_tokens = tools
+            .as_deref()
+            .map_or(0, |t| tokens::count_tool_definitions(self.encoding, t));
+        self.tool_definitions = tools;
+    }
+
     pub fn set_model(&mut self, model: Option<String>) {
         if model == self.model {
             return;
@@ -141,6 +156,8 @@ impl Session {
             }
             let prompt = self.system_prompt.take();
             self.set_system_prompt(prompt);
+            let tools = self.tool_definitions.take();
+            self.set_tool_definitions(tools);
             self.rebuild_view();
         } else {
             // Which usage reports count depends on the model.
@@ -226,6 +243,7 @@ impl Session {
         let generation = self.compactions.len();
         for message in messages {
             self.file_ledger.observe(&message);
+            self.calibrate(&message);
             let tokens = tokens::count_message(self.encoding, &message);
             let index = self.messages.len();
             self.index.insert(message.id.clone(), index);
@@ -257,6 +275,19 @@ impl Session {
             (None, Some((_, after))) => *after += tokens,
             (None, None) => {}
         }
+    }
+
+    /// A provider report is a calibration sample: the prompt it counted
+    /// against our estimate of what the session held for that request.
+    fn calibrate(&mut self, message: &Message) {
+        let (Some(usage), MessageBody::Assistant { model, .. }) = (message.usage, &message.body)
+        else {
+            return;
+        };
+        let model = model.as_deref().or(self.model.as_deref());
+        let estimate = self.estimated_tokens();
+        self.calibration
+            .observe(model, estimate, usage.prompt_tokens());
     }
 
     fn recompute_totals(&mut self) {
@@ -332,8 +363,13 @@ impl Session {
         }
     }
 
+    /// The declared system prompt and tool definitions, in every request.
+    fn declared_tokens(&self) -> u64 {
+        self.system_tokens + self.tool_tokens
+    }
+
     fn fixed_tokens(&self) -> u64 {
-        self.system_tokens + self.checkpoint.map(|i| self.summary_tokens[i]).unwrap_or(0)
+        self.declared_tokens() + self.checkpoint.map(|i| self.summary_tokens[i]).unwrap_or(0)
     }
 
     /// Our own estimate of the whole view, ignoring provider usage.
@@ -341,18 +377,32 @@ impl Session {
         self.fixed_tokens() + self.totals.tokens
     }
 
+    /// How the provider's count of a request differs from ours, for the
+    /// session's model (`tokens::calibration`).
+    pub fn correction(&self) -> Correction {
+        self.calibration.correction(self.model.as_deref())
+    }
+
+    /// Our estimate of the whole view as the provider would count it.
+    pub fn calibrated_tokens(&self) -> u64 {
+        self.correction().context(self.estimated_tokens())
+    }
+
     /// The meter: the provider's latest current report plus our estimate
-    /// of what came after it; otherwise our estimate of everything.
+    /// of what came after it (it includes the overhead); otherwise our
+    /// estimate of everything with the overhead the calibration learned.
     pub fn meter(&self, context_window: u64, auto_compact_at: u64) -> Meter {
+        let correction = self.correction();
         let (context_tokens, source) = match self.totals.latest_usage {
-            Some((reported, after)) => (reported + after, MeterSource::Usage),
-            None => (self.estimated_tokens(), MeterSource::Estimate),
+            Some((reported, after)) => (reported + correction.scaled(after), MeterSource::Usage),
+            None => (self.calibrated_tokens(), MeterSource::Estimate),
         };
         Meter {
             context_tokens,
             context_window,
             auto_compact_at,
             source,
+            overhead_tokens: correction.context(self.declared_tokens()),
         }
     }
 
@@ -393,7 +443,8 @@ impl Session {
     pub fn plan_input(&self) -> PlanInput<'_> {
         PlanInput {
             entries: self.view_entries(),
-            system_tokens: self.system_tokens,
+            system_tokens: self.declared_tokens(),
+            correction: self.correction(),
             has_checkpoint: self.checkpoint.is_some(),
             records: &self.compactions,
             task: self.all_messages().find(|m| m.role() == Role::User),

@@ -182,7 +182,8 @@ async fn summarize(
             let entries =
                 engine::create::handoff_entries(session, &record, &session.id, record.created_at);
             let fresh = engine::create::replay(&session.id, entries.clone(), env);
-            let mut result = CompactResult::handed_off(&record, fresh.estimated_tokens());
+            let tokens = engine::compaction::handoff_tokens(session, &fresh);
+            let mut result = CompactResult::handed_off(&record, tokens);
             result.reason = Some(engine::compaction::handoff_reason(&session.id));
             result.handoff_session_id = Some(session.id.clone());
             Compacted {

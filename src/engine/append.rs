@@ -117,6 +117,9 @@ pub fn change_settings(open: &mut OpenSession, requested: SessionSettings) -> En
         system_prompt: requested
             .system_prompt
             .filter(|p| Some(p) != session.system_prompt.as_ref()),
+        tool_definitions: requested
+            .tool_definitions
+            .filter(|t| Some(t) != session.tool_definitions.as_ref()),
         auto_compact: None,
     };
     if changed == SessionSettings::default() {

@@ -85,7 +85,8 @@ fn prune_suffices(config: &Config, session: &Session) -> bool {
     let Ok(job) = session.plan(&options, 0) else {
         return false;
     };
-    job.tokens_without_summary < auto_compact_at(config, context_window(config, session))
+    let after = job.correction.context(job.tokens_without_summary);
+    after < auto_compact_at(config, context_window(config, session))
 }
 
 /// Feeds an automatic compaction's outcome to the session's breaker:

@@ -156,6 +156,7 @@ pub fn handoff_entries(
         model: source.model.clone(),
         context_window: source.context_window,
         system_prompt: source.system_prompt.clone(),
+        tool_definitions: source.tool_definitions.clone(),
         auto_compact: source.auto_compact_switch,
     };
     vec![

@@ -306,3 +306,209 @@ mod split_turn {
         assert!(crate::conversation::validate_history(&s.history(), true).is_ok());
     }
 }
+
+/// The overhead the client never sends: learned from usage, carried into
+/// the meter after a compaction and into `tokensAfter`, never counted
+/// twice, and the same after the log is replayed.
+mod overhead {
+    use super::pipeline::{compact, options};
+    use super::*;
+    use crate::store::{self, LogEntry, SessionHeader, SessionSettings};
+
+    /// A provider that counts 6,000 tokens of system prompt and tools
+    /// compactd never sees, and 1.25 tokens per token of compactd's.
+    fn provider(estimate: u64) -> u64 {
+        6_000 + estimate * 5 / 4
+    }
+
+    /// Turns with usage as that provider reports it, pushed and logged.
+    fn converse(session: &mut Session, log: &mut Vec<LogEntry>, turns: usize) {
+        for n in 0..turns {
+            let user = Message::user(
+                format!("u{n}"),
+                format!("step {n}: {}", "words ".repeat(300)),
+            );
+            log.push(LogEntry::Message {
+                message: user.clone(),
+            });
+            session.push(vec![user]);
+            let mut reply = Message::assistant(format!("a{n}"), "ok ".repeat(100), vec![]);
+            reply.usage = Some(Usage {
+                input: provider(session.estimated_tokens()),
+                ..Usage::default()
+            });
+            log.push(LogEntry::Message {
+                message: reply.clone(),
+            });
+            session.push(vec![reply]);
+        }
+    }
+
+    fn header(settings: SessionSettings) -> LogEntry {
+        LogEntry::Header(SessionHeader {
+            version: 1,
+            session_id: "o".into(),
+            created_at: 0,
+            settings,
+        })
+    }
+
+    #[test]
+    fn tokens_after_and_the_meter_after_a_compaction_include_the_overhead() {
+        let mut s = Session::new("o".into(), None, None, None, "PREFIX".into());
+        let mut log = vec![header(SessionSettings::default())];
+        converse(&mut s, &mut log, 12);
+        let correction = s.correction();
+        assert!(correction.overhead.abs_diff(6_000) < 50, "{correction:?}");
+        assert!((correction.scale - 1.25).abs() < 0.02, "{correction:?}");
+        // With usage, the meter is the report plus the scaled newer
+        // messages: the overhead is in the report, not added again.
+        let meter = s.meter(200_000, 180_000);
+        assert_eq!(meter.source, tokens::MeterSource::Usage);
+        let last = s.all_messages().last().unwrap().usage.unwrap();
+        assert_eq!(meter.context_tokens, last.context_tokens());
+        assert_eq!(meter.overhead_tokens, correction.overhead);
+
+        let record = compact(&mut s, &options(Strategy::Checkpoint, 800)).unwrap();
+        let truth = provider(s.estimated_tokens());
+        assert_eq!(record.tokens_after, s.calibrated_tokens());
+        let off = record.tokens_after.abs_diff(truth) as f64 / truth as f64;
+        assert!(off < 0.01, "{} vs {truth}", record.tokens_after);
+        let meter = s.meter(200_000, 180_000);
+        assert_eq!(meter.source, tokens::MeterSource::Estimate);
+        assert_eq!(meter.context_tokens, record.tokens_after);
+
+        log.push(LogEntry::Compaction(Box::new(record)));
+        let resumed = store::replay("o", log, "PREFIX".into());
+        assert_eq!(resumed.meter(200_000, 180_000), meter);
+    }
+
+    #[test]
+    fn a_declared_system_prompt_and_tools_are_counted_before_any_usage() {
+        let tools = vec![serde_json::json!({
+            "name": "read_file",
+            "description": "Reads a file from the workspace.",
+            "input_schema": {"type": "object", "properties": {"path": {"type": "string"}}}
+        })];
+        let settings = SessionSettings {
+            system_prompt: Some("You are a careful coding agent.".into()),
+            tool_definitions: Some(tools.clone()),
+            ..SessionSettings::default()
+        };
+        let s = store::replay("o", vec![header(settings)], "PREFIX".into());
+        let declared = tokens::count_message(
+            s.encoding(),
+            &Message::system("system", "You are a careful coding agent."),
+        ) + tokens::count_tool_definitions(s.encoding(), &tools);
+        let meter = s.meter(200_000, 180_000);
+        assert_eq!(meter.overhead_tokens, declared);
+        assert_eq!(meter.context_tokens, declared);
+        // Declared tools are part of every plan's fixed tokens.
+        assert_eq!(s.plan_input().system_tokens, declared);
+    }
+}
+
+/// Overflow recovery and the prune-or-summarize choice look at the context
+/// as the provider counts it, overhead included.
+mod overhead_decisions {
+    use super::*;
+    use crate::config::Config;
+    use crate::engine::compaction::overflow_keep;
+
+    /// A 32k-window session of six turns, each reply reported by a provider
+    /// that counts `overhead` tokens beyond compactd's count; `turn(n)` is
+    /// the user message, the reply, and what follows the reply.
+    fn reported(
+        overhead: u64,
+        turn: impl Fn(usize) -> (Message, Message, Vec<Message>),
+    ) -> Session {
+        let mut s = Session::new(
+            "o".into(),
+            Some("gpt-4o".into()),
+            Some(32_000),
+            None,
+            "P".into(),
+        );
+        for n in 0..6 {
+            let (user, mut reply, after) = turn(n);
+            s.push(vec![user]);
+            reply.usage = Some(Usage {
+                input: overhead + s.estimated_tokens(),
+                ..Usage::default()
+            });
+            s.push(vec![reply]);
+            s.push(after);
+        }
+        s
+    }
+
+    /// Six long requests.
+    fn session_with_overhead(overhead: u64) -> Session {
+        reported(overhead, |n| {
+            (
+                Message::user(format!("u{n}"), "words ".repeat(3_000)),
+                Message::assistant(format!("a{n}"), "ok", vec![]),
+                Vec::new(),
+            )
+        })
+    }
+
+    #[test]
+    fn overflow_recovery_keeps_less_when_the_overhead_leaves_no_room() {
+        let config = Config {
+            keep_recent_tokens: 7_000,
+            reserve_tokens: 4_000,
+            ..Config::default()
+        };
+        // Without overhead the full tail fits under the limit (28,001).
+        assert_eq!(overflow_keep(&config, &session_with_overhead(0)), 7_000);
+        // With 20k of system prompt and tools, a 7k tail leaves no room
+        // for the summary; half of it does.
+        assert_eq!(
+            overflow_keep(&config, &session_with_overhead(20_000)),
+            3_500
+        );
+        // When nothing leaves room, the least that can be planned.
+        assert_eq!(overflow_keep(&config, &session_with_overhead(40_000)), 0);
+    }
+
+    /// Six turns, each reading a 4,000-token file.
+    fn reads_with_overhead(overhead: u64) -> Session {
+        reported(overhead, |n| {
+            let call = crate::conversation::ToolCall {
+                id: format!("c{n}"),
+                name: "read".into(),
+                arguments: serde_json::json!({"path": format!("f{n}.rs")}),
+            };
+            (
+                Message::user(format!("u{n}"), "next file"),
+                Message::assistant(format!("a{n}"), "", vec![call]),
+                vec![Message::tool_result(
+                    format!("t{n}"),
+                    format!("c{n}"),
+                    "code ".repeat(4_000),
+                    false,
+                )],
+            )
+        })
+    }
+
+    #[test]
+    fn auto_compaction_prunes_only_when_pruning_gets_under_the_limit_with_the_overhead() {
+        let config = Config {
+            reserve_tokens: 4_000,
+            prune_protect_tokens: 4_000,
+            prune_minimum_tokens: 1_000,
+            ..Config::default()
+        };
+        let strategy = |overhead| {
+            let decision =
+                crate::engine::auto::decide(&config, &reads_with_overhead(overhead), false);
+            decision.start.map(|start| start.strategy)
+        };
+        assert_eq!(strategy(5_000), Some(Strategy::Prune));
+        // 25k of system prompt and tools stay after any pruning: only a
+        // summary gets under the limit.
+        assert_eq!(strategy(25_000), Some(Strategy::Checkpoint));
+    }
+}

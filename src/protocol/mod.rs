@@ -45,8 +45,16 @@ pub struct OpenParams {
     pub model: Option<String>,
     #[serde(default)]
     pub context_window: Option<u64>,
+    /// The agent's system prompt, sent with every request: counted in the
+    /// meter's `overheadTokens`.
     #[serde(default)]
     pub system_prompt: Option<String>,
+    /// The tool definitions sent with every request, as the provider gets
+    /// them (e.g. Anthropic's `tools`, OpenAI's `tools`): each counted as
+    /// its JSON in `overheadTokens`. What a provider adds around them is
+    /// learned from its usage.
+    #[serde(default)]
+    pub tool_definitions: Option<Vec<serde_json::Value>>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
@@ -281,8 +289,14 @@ pub struct PreviewResult {
     pub keep_message_ids: Vec<String>,
     pub prune_message_ids: Vec<String>,
     pub tokens_before: u64,
-    /// Our estimate after the compaction; the summary's size is estimated.
+    /// Our estimate after the compaction, as the provider would count it
+    /// (like the meter, with `overheadTokens`); the summary's size is
+    /// estimated.
     pub estimated_tokens_after: u64,
+    /// The part of both figures that is in every request but in no
+    /// message (the meter's `overheadTokens`): a compaction cannot remove
+    /// it.
+    pub overhead_tokens: u64,
     /// Items the retention check will look for.
     pub required: Vec<String>,
 }
@@ -401,6 +415,12 @@ pub struct MeterInfo {
     /// The token count at which auto-compaction fires.
     pub auto_compact_at: u64,
     pub source: MeterSource,
+    /// The part of contextTokens in every request but in no message: the
+    /// declared system prompt and tool definitions, and what the provider's
+    /// usage shows beyond compactd's count of the messages (an agent's
+    /// undeclared system prompt and tools, the provider's framing). Learned
+    /// from usage; 0 before any was reported and nothing was declared.
+    pub overhead_tokens: u64,
 }
 
 impl From<crate::tokens::Meter> for MeterInfo {
@@ -410,6 +430,7 @@ impl From<crate::tokens::Meter> for MeterInfo {
             context_window: meter.context_window,
             percent: meter.percent(),
             auto_compact_at: meter.auto_compact_at,
+            overhead_tokens: meter.overhead_tokens,
             source: match meter.source {
                 crate::tokens::MeterSource::Usage => MeterSource::Usage,
                 crate::tokens::MeterSource::Estimate => MeterSource::Estimate,

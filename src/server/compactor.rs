@@ -246,7 +246,8 @@ fn handoff(
     let source = &server.session(source_id)?.session;
     let opened = engine::create::handoff(&server.store, source, record, &server.session_env())?;
     let new_id = opened.session.id.clone();
-    let mut result = CompactResult::handed_off(record, opened.session.estimated_tokens());
+    let tokens = engine::compaction::handoff_tokens(source, &opened.session);
+    let mut result = CompactResult::handed_off(record, tokens);
     result.reason = Some(engine::compaction::handoff_reason(&new_id));
     result.handoff_session_id = Some(new_id);
     server.send_meter(&opened.session);

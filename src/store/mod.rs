@@ -53,6 +53,10 @@ pub struct SessionSettings {
     pub context_window: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub system_prompt: Option<String>,
+    /// The tool definitions sent with every request, as the provider gets
+    /// them (counted in the meter's overhead).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_definitions: Option<Vec<serde_json::Value>>,
     /// Auto-compaction switched on or off for this session.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub auto_compact: Option<bool>,
@@ -284,6 +288,9 @@ pub fn apply_settings(session: &mut Session, settings: SessionSettings) {
     }
     if settings.system_prompt.is_some() {
         session.set_system_prompt(settings.system_prompt);
+    }
+    if settings.tool_definitions.is_some() {
+        session.set_tool_definitions(settings.tool_definitions);
     }
     if settings.auto_compact.is_some() {
         session.auto_compact_switch = settings.auto_compact;

@@ -14,6 +14,7 @@ mod front_ends;
 mod import;
 mod lifecycle;
 mod llm;
+mod overhead;
 mod persistence;
 mod robustness;
 mod schemas;

@@ -30,7 +30,7 @@ test('fileItems: changed files first, then by path', () => {
 });
 
 test('sessionItems marks the shown session', () => {
-  const meter = { contextTokens: 90_400, contextWindow: 200_000, percent: 45.2, autoCompactAt: 1, source: 'usage' as const };
+  const meter = { contextTokens: 90_400, contextWindow: 200_000, percent: 45.2, autoCompactAt: 1, source: 'usage' as const, overheadTokens: 0 };
   const items = sessionItems([{ sessionId: 'a', meter, updatedAt: 2 }, { sessionId: 'b', meter, updatedAt: 1 }], 'b');
   assert.equal(items[0].description, '90.4k/200k (45%)');
   assert.equal(items[1].description, '90.4k/200k (45%) · shown');

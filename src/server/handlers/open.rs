@@ -11,6 +11,7 @@ pub fn handle(server: &mut Server, params: OpenParams) -> RpcResult<OpenResult> 
         model: params.model.or_else(|| server.config.model.clone()),
         context_window: params.context_window,
         system_prompt: params.system_prompt,
+        tool_definitions: params.tool_definitions,
         auto_compact: None,
     };
     let (mut resumed, mut warnings) = (true, Vec::new());

@@ -72,6 +72,9 @@ export function meterTooltip(
     '',
     `Counted from: ${source}`,
     '',
+    ...(meter.overheadTokens > 0
+      ? [`Sent with every request: ${grouped(meter.overheadTokens)} tokens (system prompt, tool definitions; no compaction removes them)`, '']
+      : []),
     options.autoCompact === false
       ? `Auto-compact: off (limit ${grouped(meter.autoCompactAt)} tokens)`
       : `Auto-compact at: ${grouped(meter.autoCompactAt)} tokens`,

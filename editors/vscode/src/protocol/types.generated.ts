@@ -183,6 +183,14 @@ export interface MeterInfo {
   contextTokens: number;
   contextWindow: number;
   /**
+   * The part of contextTokens in every request but in no message: the
+   * declared system prompt and tool definitions, and what the provider's
+   * usage shows beyond compactd's count of the messages (an agent's
+   * undeclared system prompt and tools, the provider's framing). Learned
+   * from usage; 0 before any was reported and nothing was declared.
+   */
+  overheadTokens: number;
+  /**
    * contextTokens as a percentage of contextWindow, one decimal.
    */
   percent: number;
@@ -613,7 +621,18 @@ export interface OpenParams {
    * Omitted: a new session with a generated id.
    */
   sessionId?: string | null;
+  /**
+   * The agent's system prompt, sent with every request: counted in the
+   * meter's `overheadTokens`.
+   */
   systemPrompt?: string | null;
+  /**
+   * The tool definitions sent with every request, as the provider gets
+   * them (e.g. Anthropic's `tools`, OpenAI's `tools`): each counted as
+   * its JSON in `overheadTokens`. What a provider adds around them is
+   * learned from its usage.
+   */
+  toolDefinitions?: unknown[] | null;
 }
 export interface OpenResult {
   /**
@@ -655,11 +674,19 @@ export interface PreviewResult {
    */
   compacted: boolean;
   /**
-   * Our estimate after the compaction; the summary's size is estimated.
+   * Our estimate after the compaction, as the provider would count it
+   * (like the meter, with `overheadTokens`); the summary's size is
+   * estimated.
    */
   estimatedTokensAfter: number;
   firstKeptMessageId?: string | null;
   keepMessageIds: string[];
+  /**
+   * The part of both figures that is in every request but in no
+   * message (the meter's `overheadTokens`): a compaction cannot remove
+   * it.
+   */
+  overheadTokens: number;
   pruneMessageIds: string[];
   /**
    * Why nothing would be compacted.
@@ -727,6 +754,14 @@ export interface TokensNotification {
   autoCompactAt: number;
   contextTokens: number;
   contextWindow: number;
+  /**
+   * The part of contextTokens in every request but in no message: the
+   * declared system prompt and tool definitions, and what the provider's
+   * usage shows beyond compactd's count of the messages (an agent's
+   * undeclared system prompt and tools, the provider's framing). Learned
+   * from usage; 0 before any was reported and nothing was declared.
+   */
+  overheadTokens: number;
   /**
    * contextTokens as a percentage of contextWindow, one decimal.
    */
