@@ -151,7 +151,7 @@ fn import_file(
 /// a compaction the transcript recorded) is applied to `session` instead.
 fn message_or_apply<'a>(entry: &'a LogEntry, session: &mut Session) -> Option<&'a Message> {
     match entry {
-        LogEntry::Message { message } => return Some(message),
+        LogEntry::Message { message, .. } => return Some(message),
         LogEntry::Settings(settings) if settings.model.is_some() => {
             session.set_model(settings.model.clone())
         }

@@ -12,6 +12,16 @@ use crate::session::Trigger;
 mod files;
 pub use files::*;
 
+/// Error codes compactd defines (JSON-RPC's server-defined range).
+pub mod error_codes {
+    /// The session is open for writing in another process (or is being
+    /// written by this one under another open); the message names the
+    /// holder's pid. `conversation/open` with `readOnly: true` still reads it.
+    pub const SESSION_LOCKED: i32 = -32010;
+    /// The session was opened with `readOnly: true`: it cannot be changed.
+    pub const SESSION_READ_ONLY: i32 = -32011;
+}
+
 pub mod methods {
     pub use super::files::methods::*;
 
@@ -57,6 +67,12 @@ pub struct OpenParams {
     pub context_window: Option<u64>,
     #[serde(default)]
     pub system_prompt: Option<String>,
+    /// Open an existing session to read it only, without its lock (for
+    /// example while another compactd process writes it): a snapshot of
+    /// its log as of now; appends, compactions, pins and settings on it
+    /// fail with error -32011. Settings given here are not applied.
+    #[serde(default)]
+    pub read_only: bool,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
@@ -69,6 +85,9 @@ pub struct OpenResult {
     pub message_count: usize,
     /// Problems found while loading the log (skipped lines).
     pub warnings: Vec<String>,
+    /// The session is open read-only in this server.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub read_only: bool,
     pub meter: MeterInfo,
 }
 

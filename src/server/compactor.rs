@@ -95,11 +95,18 @@ pub(crate) fn start(server: &mut Server, session_id: &str, request: Request) {
         job.waiters.extend(request.waiter);
         return;
     }
-    let Some(open) = server.sessions.get(session_id) else {
-        if let Some(waiter) = request.waiter {
-            server.respond(waiter.id().clone(), Err(super::no_session(session_id)));
+    let open = match server.sessions.get(session_id) {
+        Some(open) if !open.log.is_read_only() => open,
+        found => {
+            if let Some(waiter) = request.waiter {
+                let error = match found {
+                    Some(_) => super::read_only(session_id),
+                    None => super::no_session(session_id),
+                };
+                server.respond(waiter.id().clone(), Err(error));
+            }
+            return;
         }
-        return;
     };
     let tokens_before = server.meter_info(&open.session).context_tokens;
     let options = server.plan_options(
@@ -295,16 +302,12 @@ fn handoff(
         auto_compact: source.auto_compact,
     };
     let new_id = uuid::Uuid::new_v4().to_string();
-    let mut opened = super::handlers::open::create_session(server, &new_id, settings)?;
+    let log = server.store.create_log(&new_id)?;
+    let mut opened = super::handlers::open::create_session(server, &new_id, settings, log)?;
     let first = crate::compaction::handoff_message(&record.full_summary());
     opened
         .log
-        .append(
-            &[LogEntry::Message {
-                message: first.clone(),
-            }],
-            true,
-        )
+        .append(&[LogEntry::message(first.clone())], true)
         .map_err(|e| RpcError::internal(e.to_string()))?;
     opened.session.push(vec![first]);
     let mut result = CompactResult::from_record(record);

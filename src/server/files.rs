@@ -133,7 +133,9 @@ impl Server {
 
     /// Logs file events, then applies them to the session's ledger.
     pub fn record_file_events(&mut self, session_id: &str, events: &[FileEvent]) -> RpcResult<()> {
-        if events.is_empty() {
+        // A read-only session keeps the ledger its log gave it.
+        let read_only = self.session(session_id)?.log.is_read_only();
+        if events.is_empty() || read_only {
             return Ok(());
         }
         let open = self.session_mut(session_id)?;

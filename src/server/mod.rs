@@ -20,7 +20,7 @@ use tokio::sync::mpsc;
 use crate::config::Config;
 use crate::protocol::{self, MeterInfo, ProgressToken};
 use crate::session::Session;
-use crate::store::{SessionLog, SessionStore};
+use crate::store::{SessionLog, SessionStore, StoreError};
 use crate::tokens;
 use crate::transport::{self, Frame, Outbox};
 
@@ -52,6 +52,26 @@ impl RpcError {
     }
     pub fn internal(message: impl Into<String>) -> RpcError {
         RpcError::new(ErrorCode::InternalError, message)
+    }
+}
+
+impl From<StoreError> for RpcError {
+    fn from(error: StoreError) -> RpcError {
+        let code = match &error {
+            StoreError::InvalidId { .. } | StoreError::Exists { .. } => {
+                ErrorCode::InvalidParams as i32
+            }
+            StoreError::Locked { .. } => protocol::error_codes::SESSION_LOCKED,
+            StoreError::ReadOnly { .. } => protocol::error_codes::SESSION_READ_ONLY,
+            StoreError::Io { .. } => ErrorCode::InternalError as i32,
+        };
+        let message = match &error {
+            StoreError::InvalidId { .. } | StoreError::Exists { .. } => {
+                format!("sessionId: {error}")
+            }
+            _ => error.to_string(),
+        };
+        RpcError { code, message }
     }
 }
 
@@ -124,7 +144,7 @@ where
     let mut server = Server {
         out,
         phase: Phase::Uninitialized,
-        store: SessionStore::new(config.sessions_dir()),
+        store: SessionStore::new(config.sessions_dir(), config.durability),
         config,
         config_dirs: (None, None),
         sessions: HashMap::new(),
@@ -263,8 +283,13 @@ impl Server {
         &self.options
     }
 
+    /// A session to change: refused when it is open read-only.
     pub fn session_mut(&mut self, id: &str) -> RpcResult<&mut OpenSession> {
-        self.sessions.get_mut(id).ok_or_else(|| no_session(id))
+        let open = self.sessions.get_mut(id).ok_or_else(|| no_session(id))?;
+        if open.log.is_read_only() {
+            return Err(read_only(id));
+        }
+        Ok(open)
     }
 
     pub fn session(&self, id: &str) -> RpcResult<&OpenSession> {
@@ -367,13 +392,24 @@ impl Server {
             .unwrap_or(self.config.auto_compact);
         crate::compaction::trigger::auto_compact_enabled(switch, env.as_deref())
             && open.session.auto.stopped.is_none()
+            && !open.log.is_read_only()
     }
 }
 
 pub(crate) fn no_session(id: &str) -> RpcError {
     RpcError::invalid_params(format!(
-        "sessionId: no open session `{id}` (call conversation/open first)"
+        "sessionId: no open session `{}` (call conversation/open first)",
+        crate::store::shown_id(id)
     ))
+}
+
+pub(crate) fn read_only(id: &str) -> RpcError {
+    RpcError {
+        code: protocol::error_codes::SESSION_READ_ONLY,
+        message: format!(
+            "session `{id}` is open read-only: it cannot be appended to, compacted, pinned or reconfigured (open it without `readOnly` once no other process writes it)"
+        ),
+    }
 }
 
 /// Sends `$/progress` under `token`.

@@ -1,7 +1,8 @@
 use crate::protocol::{AppendParams, AppendResult};
 use crate::server::files::hash_from_disk;
 use crate::server::{compactor, RpcError, RpcResult, Server};
-use crate::store::LogEntry;
+use crate::store::{LogEntry, TokenCount};
+use crate::tokens;
 
 /// Appends messages: persisted first, then applied, so a message the
 /// client saw acknowledged is always in the log. Then decides whether to
@@ -18,12 +19,19 @@ pub fn handle(server: &mut Server, params: AppendParams) -> RpcResult<AppendResu
         .map_err(|e| RpcError::invalid_params(e.to_string()))?;
     let mut file_events = open.session.files.tool_events(&messages, &tools);
     hash_from_disk(file_events.iter_mut().map(|(_, e)| e));
+    // Counted once: the count is logged, so a resume does not recount.
+    let encoding = open.session.encoding();
+    let counts: Vec<u64> = messages
+        .iter()
+        .map(|m| tokens::count_message(encoding, m))
+        .collect();
     // Each call's file events follow the result that completed it.
     let mut entries: Vec<LogEntry> = Vec::with_capacity(messages.len() + file_events.len());
     let mut pending = file_events.iter().peekable();
     for (index, message) in messages.iter().enumerate() {
         entries.push(LogEntry::Message {
             message: message.clone(),
+            tokens: Some(TokenCount::new(encoding, counts[index])),
         });
         while let Some((_, event)) = pending.next_if(|(i, _)| *i == index) {
             entries.push(LogEntry::File(event.clone()));
@@ -33,7 +41,8 @@ pub fn handle(server: &mut Server, params: AppendParams) -> RpcResult<AppendResu
         .append(&entries, false)
         .map_err(|e| RpcError::internal(e.to_string()))?;
     let ids = messages.iter().map(|m| m.id.clone()).collect();
-    open.session.push(messages);
+    open.session
+        .push_counted(messages.into_iter().zip(counts.into_iter().map(Some)));
     for (_, event) in &file_events {
         open.session.apply_file_event(event);
     }

@@ -24,10 +24,7 @@ pub fn handle(server: &mut Server, params: BranchParams) -> RpcResult<BranchResu
             params.before_message_id, params.session_id
         ))
     })?;
-    let mut log = server
-        .store
-        .open_log(&new_id, false)
-        .map_err(|e| RpcError::internal(e.to_string()))?;
+    let mut log = server.store.create_log(&new_id)?;
     log.append(&entries, true)
         .map_err(|e| RpcError::internal(e.to_string()))?;
     let mut session = store::replay(&new_id, entries, server.summary_prefix());

@@ -10,7 +10,8 @@ use crate::server::{Reply, RpcError, Server};
 use crate::session::Trigger;
 
 pub fn start(server: &mut Server, id: RequestId, params: CompactParams) -> Reply {
-    if let Err(e) = server.session(&params.session_id) {
+    // `session_mut`: a read-only session is refused before any progress.
+    if let Err(e) = server.session_mut(&params.session_id) {
         return Reply::Now(Err(e));
     }
     let strategy = params.strategy.unwrap_or(server.config.strategy);

@@ -5,28 +5,20 @@
 use crate::import::{self, Imported};
 use crate::protocol::{ImportParams, ImportResult};
 use crate::server::{now_ms, OpenSession, RpcError, RpcResult, Server};
-use crate::store;
+use crate::store::{self, StoreError};
+use crate::tokens::Encoding;
 
 pub fn handle(server: &mut Server, params: ImportParams) -> RpcResult<ImportResult> {
     let mut imported = read(&params)?;
     let id = match params.session_id {
         Some(id) => {
-            store::validate_session_id(&id)
-                .map_err(|e| RpcError::invalid_params(format!("sessionId: {e}")))?;
+            store::validate_session_id(&id)?;
             id
         }
         None => uuid::Uuid::new_v4().to_string(),
     };
-    let exists = server.sessions.contains_key(&id)
-        || server
-            .store
-            .load(&id)
-            .map_err(|e| RpcError::internal(e.to_string()))?
-            .is_some();
-    if exists {
-        return Err(RpcError::invalid_params(format!(
-            "sessionId: `{id}` already exists; an import always creates a new session"
-        )));
+    if server.sessions.contains_key(&id) {
+        return Err(already_exists(&id));
     }
     if params.model.is_some() {
         imported.settings.model = params.model;
@@ -35,11 +27,15 @@ pub fn handle(server: &mut Server, params: ImportParams) -> RpcResult<ImportResu
         imported.settings.context_window = params.context_window;
     }
     imported.track_files(&server.files.tools, &server.files.workspace);
-    let entries = imported.log_entries(&id, now_ms());
-    let mut log = server
-        .store
-        .open_log(&id, false)
-        .map_err(|e| RpcError::internal(e.to_string()))?;
+    let mut entries = imported.log_entries(&id, now_ms());
+    // Counted once here, so resuming the session never tokenizes it again.
+    let encoding = Encoding::for_model(imported.settings.model.as_deref());
+    store::fill_token_counts(&mut entries, encoding);
+    // Under the new session's lock, and only if no log exists there.
+    let mut log = server.store.create_log(&id).map_err(|e| match e {
+        StoreError::Exists { .. } => already_exists(&id),
+        e => e.into(),
+    })?;
     if let Err(e) = log.append(&entries, true) {
         // The file was created just now and holds nothing worth keeping.
         let _ = std::fs::remove_file(log.path());
@@ -64,6 +60,12 @@ pub fn handle(server: &mut Server, params: ImportParams) -> RpcResult<ImportResu
         skipped_reasons: imported.skipped.reasons(),
         meter,
     })
+}
+
+fn already_exists(id: &str) -> RpcError {
+    RpcError::invalid_params(format!(
+        "sessionId: `{id}` already exists; an import always creates a new session"
+    ))
 }
 
 fn read(params: &ImportParams) -> RpcResult<Imported> {

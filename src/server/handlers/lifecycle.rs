@@ -62,7 +62,7 @@ pub fn initialize(server: &mut Server, params: InitializeParams) -> RpcResult<se
         user_dir.as_deref(),
     )
     .map_err(|e| RpcError::invalid_params(format!("initializationOptions: {e}")))?;
-    server.store = SessionStore::new(config.sessions_dir());
+    server.store = SessionStore::new(config.sessions_dir(), config.durability);
     tracing::info!("sessions in {}", server.store.dir().display());
     server.files = ServerFiles::start(&config, roots, &server.jobs);
     server.config = config;

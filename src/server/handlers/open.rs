@@ -1,13 +1,12 @@
 use crate::protocol::{OpenParams, OpenResult};
 use crate::server::{now_ms, OpenSession, RpcError, RpcResult, Server};
 use crate::session::Session;
-use crate::store::{self, LogEntry, SessionHeader, SessionSettings, LOG_VERSION};
+use crate::store::{self, LogEntry, SessionHeader, SessionLog, SessionSettings, LOG_VERSION};
 
 pub fn handle(server: &mut Server, params: OpenParams) -> RpcResult<OpenResult> {
     let id = match params.session_id {
         Some(id) => {
-            store::validate_session_id(&id)
-                .map_err(|e| RpcError::invalid_params(format!("sessionId: {e}")))?;
+            store::validate_session_id(&id)?;
             id
         }
         None => uuid::Uuid::new_v4().to_string(),
@@ -18,41 +17,81 @@ pub fn handle(server: &mut Server, params: OpenParams) -> RpcResult<OpenResult> 
         system_prompt: params.system_prompt,
         auto_compact: None,
     };
+    // A read-only session is a snapshot: opening it again reads the log
+    // anew (or takes the lock, when asked to write); it stays as it was if
+    // that fails.
+    let from_store = server
+        .sessions
+        .get(&id)
+        .is_none_or(|open| open.log.is_read_only());
     let mut warnings = Vec::new();
-    let resumed;
-    if server.sessions.contains_key(&id) {
-        resumed = true;
-    } else {
-        let prefix = server.summary_prefix();
-        let loaded = server
-            .store
-            .load(&id)
-            .map_err(|e| RpcError::internal(e.to_string()))?;
-        let opened = match loaded {
-            Some(loaded) => {
-                resumed = true;
-                for warning in &loaded.warnings {
-                    tracing::warn!("session {id}: {warning}");
-                }
-                warnings = loaded.warnings;
-                let mut session = store::replay(&id, loaded.entries, prefix);
-                server.files.configure(&mut session.files);
-                let log = server
-                    .store
-                    .open_log(&id, loaded.torn_tail)
-                    .map_err(|e| RpcError::internal(e.to_string()))?;
-                OpenSession { session, log }
-            }
-            None => {
-                resumed = false;
-                create_session(server, &id, requested.clone())?
-            }
-        };
+    let resumed = if from_store {
+        let (opened, resumed) =
+            open_from_store(server, &id, params.read_only, &requested, &mut warnings)?;
         server.sessions.insert(id.clone(), opened);
         server.sync_watches();
-    }
+        resumed
+    } else {
+        true
+    };
     let open = server.sessions.get_mut(&id).expect("inserted above");
-    // Settings given on reopen replace the stored ones and are logged.
+    if resumed && !open.log.is_read_only() {
+        apply_requested_settings(open, requested)?;
+    }
+    let session = &server.sessions[&id].session;
+    let meter = server.meter_info(session);
+    server.send_meter(session);
+    Ok(OpenResult {
+        session_id: id.clone(),
+        resumed,
+        message_count: session.message_count(),
+        warnings,
+        read_only: server.sessions[&id].log.is_read_only(),
+        meter,
+    })
+}
+
+/// Opens a session this server does not have: under its lock, resumed from
+/// its log or created; or, for `readOnly`, read without the lock. Returns
+/// the session and whether it was resumed.
+fn open_from_store(
+    server: &Server,
+    id: &str,
+    read_only: bool,
+    requested: &SessionSettings,
+    warnings: &mut Vec<String>,
+) -> RpcResult<(OpenSession, bool)> {
+    // The lock comes first, so no other process appends between reading
+    // the log and opening it for writing.
+    let lock = if read_only {
+        None
+    } else {
+        Some(server.store.lock(id)?)
+    };
+    let Some(resumed) = server.store.resume(id, server.summary_prefix())? else {
+        let Some(lock) = lock else {
+            return Err(RpcError::invalid_params(format!(
+                "sessionId: there is no session `{id}` to open read-only"
+            )));
+        };
+        let log = server.store.open_log(id, lock, false)?;
+        return Ok((create_session(server, id, requested.clone(), log)?, false));
+    };
+    for warning in &resumed.warnings {
+        tracing::warn!("session {id}: {warning}");
+    }
+    *warnings = resumed.warnings;
+    let mut session = resumed.session;
+    server.files.configure(&mut session.files);
+    let log = match lock {
+        Some(lock) => server.store.open_log(id, lock, resumed.torn_tail)?,
+        None => server.store.read_only_log(id)?,
+    };
+    Ok((OpenSession { session, log }, true))
+}
+
+/// Settings given on reopen replace the stored ones and are logged.
+fn apply_requested_settings(open: &mut OpenSession, requested: SessionSettings) -> RpcResult<()> {
     let changed = SessionSettings {
         model: requested
             .model
@@ -65,42 +104,32 @@ pub fn handle(server: &mut Server, params: OpenParams) -> RpcResult<OpenResult> 
             .filter(|p| Some(p) != open.session.system_prompt.as_ref()),
         auto_compact: None,
     };
-    if resumed && changed != SessionSettings::default() {
-        open.log
-            .append(&[LogEntry::Settings(changed.clone())], false)
-            .map_err(|e| RpcError::internal(e.to_string()))?;
-        if changed.model.is_some() {
-            open.session.set_model(changed.model);
-        }
-        if changed.context_window.is_some() {
-            open.session.context_window = changed.context_window;
-        }
-        if changed.system_prompt.is_some() {
-            open.session.set_system_prompt(changed.system_prompt);
-        }
+    if changed == SessionSettings::default() {
+        return Ok(());
     }
-    let session = &server.sessions[&id].session;
-    let meter = server.meter_info(session);
-    server.send_meter(session);
-    Ok(OpenResult {
-        session_id: id,
-        resumed,
-        message_count: session.message_count(),
-        warnings,
-        meter,
-    })
+    open.log
+        .append(&[LogEntry::Settings(changed.clone())], false)
+        .map_err(|e| RpcError::internal(e.to_string()))?;
+    if changed.model.is_some() {
+        open.session.set_model(changed.model);
+    }
+    if changed.context_window.is_some() {
+        open.session.context_window = changed.context_window;
+    }
+    if changed.system_prompt.is_some() {
+        open.session.set_system_prompt(changed.system_prompt);
+    }
+    Ok(())
 }
 
-/// Creates a new session's log (with its header) and its state.
+/// Creates a new session's state and writes its header to `log` (opened
+/// under the session's lock).
 pub fn create_session(
     server: &Server,
     id: &str,
     settings: SessionSettings,
+    mut log: SessionLog,
 ) -> RpcResult<OpenSession> {
-    let mut log = server
-        .store
-        .open_log(id, false)
-        .map_err(|e| RpcError::internal(e.to_string()))?;
     let header = SessionHeader {
         version: LOG_VERSION,
         session_id: id.to_string(),
