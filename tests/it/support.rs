@@ -145,6 +145,11 @@ impl Server {
         server
     }
 
+    /// The server process's id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// The HOME the server runs with.
     pub fn home(&self) -> &Path {
         self._home.path()
