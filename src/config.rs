@@ -77,7 +77,7 @@ pub struct Config {
     /// When an append to a session log counts as done: `flush` (handed to
     /// the operating system: survives compactd crashing or being killed,
     /// not a power loss; about 10 µs per append) or `fsync` (also synced to
-    /// the disk: survives a power loss; about 5 ms per append, measured with
+    /// the disk: survives a power loss; 3–5 ms per append, measured with
     /// `cargo bench --bench append` on a 2-core VM). Session headers and
     /// compactions are always synced.
     pub durability: crate::store::Durability,

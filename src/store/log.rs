@@ -15,7 +15,7 @@ use super::{LogEntry, StoreError};
 
 /// When an append counts as done. Measured on a 2-core VM with an ext4
 /// disk (`cargo bench --bench append`): `flush` about 10 µs per append,
-/// `fsync` about 5 ms.
+/// `fsync` 3–5 ms.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub enum Durability {
