@@ -4,15 +4,21 @@
 use serde::Serialize;
 
 use super::args::StatsArgs;
-use super::replay::{auto_compaction_triggers, trigger_names};
-use super::{import_file, message_or_apply, resolve_config, thousands, walking_session, CliError};
-use crate::compaction::trigger::{auto_compact_at, TriggerKind};
+use super::replay::trigger_names;
+use super::{
+    import_file, message_or_apply, resolve_config, session_env, thousands, walking_session,
+    CliError,
+};
+use crate::compaction::trigger::TriggerKind;
 use crate::config::Config;
 use crate::conversation::{tool_pairing, Message, Role};
-use crate::files::{disk, SessionFiles};
-use crate::import::{Format, Imported};
+use crate::engine::{self, window, Access};
+use crate::files::{disk, SessionFileLedger};
+use crate::import::Imported;
+use crate::protocol::Format;
+use crate::session::Session;
 use crate::store::LogEntry;
-use crate::tokens::{self, MeterSource};
+use crate::tokens::MeterSource;
 
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -160,7 +166,7 @@ pub fn file_stats(imported: &Imported, config: &Config, window: Option<u64>) -> 
         }
     }
     let pairing = tool_pairing(messages.iter().copied());
-    let mut ledger = SessionFiles::new(disk::workspace(Vec::new()), usize::MAX);
+    let mut ledger = SessionFileLedger::new(disk::workspace(Vec::new()), usize::MAX);
     for entry in &imported.entries {
         if let LogEntry::File(event) = entry {
             ledger.apply(event, 0);
@@ -168,12 +174,11 @@ pub fn file_stats(imported: &Imported, config: &Config, window: Option<u64>) -> 
     }
     let files = ledger.sections();
     let model = imported.settings.model.clone();
-    let window = window
-        .or(imported.settings.context_window)
-        .or(config.context_window)
-        .or_else(|| model.as_deref().and_then(tokens::context_window_for))
-        .unwrap_or(config.default_context_window);
-    let at = auto_compact_at(config, window);
+    // The window the server would give the session, unless `--window`.
+    let mut session = walking_session("stats", imported, window, &session_env(config));
+    let window = window::context_window(config, &session);
+    session.context_window = Some(window);
+    let at = window::auto_compact_at(config, window);
     let mut stats = FileStats {
         file: String::new(),
         format: imported.format,
@@ -207,18 +212,13 @@ pub fn file_stats(imported: &Imported, config: &Config, window: Option<u64>) -> 
             peak_meter: 0,
         },
     };
-    measure(imported, config, &mut stats);
+    measure(imported, config, session, &mut stats);
     stats
 }
 
 /// Walks the transcript in order, as the server would see it, scoring the
 /// meter before each reported assistant turn.
-fn measure(imported: &Imported, config: &Config, stats: &mut FileStats) {
-    let (window, at) = (
-        stats.auto_compaction.window,
-        stats.auto_compaction.auto_compact_at,
-    );
-    let mut session = walking_session("stats", imported, window, config);
+fn measure(imported: &Imported, config: &Config, mut session: Session, stats: &mut FileStats) {
     let mut position = 0usize;
     for entry in &imported.entries {
         let Some(message) = message_or_apply(entry, &mut session) else {
@@ -233,7 +233,7 @@ fn measure(imported: &Imported, config: &Config, stats: &mut FileStats) {
         if let Some(prompt) = prompt {
             let peak = stats.peak_reported_context.get_or_insert(0);
             *peak = (*peak).max(prompt);
-            let meter = session.meter(window, at);
+            let meter = window::meter(config, &session);
             if meter.source == MeterSource::Usage {
                 stats
                     .accuracy
@@ -250,16 +250,17 @@ fn measure(imported: &Imported, config: &Config, stats: &mut FileStats) {
             }
         }
         session.push(vec![message.clone()]);
-        let meter = session.meter(window, at);
+        let meter = window::meter(config, &session);
         let auto = &mut stats.auto_compaction;
         auto.peak_meter = auto.peak_meter.max(meter.context_tokens);
         if auto.fires_after_message.is_none() {
-            let triggers = auto_compaction_triggers(config, &session, window);
-            if !triggers.is_empty() {
+            // Where the server would start an automatic compaction.
+            let decision = engine::auto::decide(config, &session, Access::Write, false);
+            if decision.start.is_some() {
                 auto.fires_after_message = Some(position);
                 auto.line = imported.message_lines.get(position - 1).copied();
                 auto.context_tokens = Some(meter.context_tokens);
-                auto.triggers = triggers;
+                auto.triggers = decision.fired;
             }
         }
     }

@@ -1,16 +1,30 @@
-//! Every wire type: params, results and notifications. Serde + schemars,
-//! no logic; `schemas/` is generated from these and committed.
+//! Every wire type: params, results and notifications, the method table
+//! (`methods`) and compactd's own error codes (`error_codes`). Types the
+//! core defines and the wire carries (messages, strategies, triggers, the
+//! configuration, file operations, transcript formats) are re-exported
+//! here, so the front ends take every wire type from this module. Serde +
+//! schemars, no logic beyond building results from core values;
+//! `schemas/` is generated from these and committed.
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::compaction::trigger::TriggerKind;
-use crate::compaction::Strategy;
-use crate::conversation::{Message, Usage};
-use crate::session::Trigger;
+pub use crate::compaction::trigger::TriggerKind;
+pub use crate::compaction::{Strategy, Trigger};
+pub use crate::config::{Config, SummarizerConfig, SummarizerProvider};
+pub use crate::conversation::{Message, MessageBody, Role, ToolCall, Usage};
+pub use crate::files::watch::WatchMode;
+pub use crate::files::{FileToolRule, ToolOperation};
+pub use crate::import::Format;
+pub use crate::store::Durability;
+
+use crate::compaction::CompactionRecord;
 
 mod files;
+mod lsp;
+pub mod methods;
 pub use files::*;
+pub use lsp::*;
 
 /// Error codes compactd defines (JSON-RPC's server-defined range).
 pub mod error_codes {
@@ -20,29 +34,6 @@ pub mod error_codes {
     pub const SESSION_LOCKED: i32 = -32010;
     /// The session was opened with `readOnly: true`: it cannot be changed.
     pub const SESSION_READ_ONLY: i32 = -32011;
-}
-
-pub mod methods {
-    pub use super::files::methods::*;
-
-    pub const OPEN: &str = "conversation/open";
-    pub const APPEND: &str = "conversation/append";
-    pub const HISTORY: &str = "conversation/history";
-    pub const COMPACT: &str = "conversation/compact";
-    pub const IMPORT: &str = "conversation/import";
-    /// Server → client: the meter changed.
-    pub const TOKENS: &str = "conversation/tokens";
-    /// Server → client: a compaction was applied.
-    pub const DID_COMPACT: &str = "conversation/didCompact";
-    /// Server → client: the circuit breaker stopped auto-compaction.
-    pub const AUTO_COMPACT_STOPPED: &str = "conversation/autoCompactStopped";
-    pub const CHECK: &str = "conversation/check";
-    pub const SET_AUTO_COMPACT: &str = "conversation/setAutoCompact";
-    pub const PREVIEW: &str = "conversation/preview";
-    pub const COMPACTIONS: &str = "conversation/compactions";
-    pub const BRANCH: &str = "conversation/branch";
-    pub const PIN: &str = "conversation/pin";
-    pub const REPORT_ERROR: &str = "conversation/reportError";
 }
 
 /// A `$/progress` token, as LSP defines it.
@@ -190,7 +181,7 @@ pub struct CompactResult {
 }
 
 impl CompactResult {
-    pub fn from_record(record: &crate::session::CompactionRecord) -> CompactResult {
+    pub fn from_record(record: &CompactionRecord) -> CompactResult {
         CompactResult {
             compacted: true,
             reason: None,
@@ -215,6 +206,26 @@ impl CompactResult {
             handoff_session_id: None,
             usage: record.usage,
             duration_ms: record.duration_ms,
+        }
+    }
+
+    /// A summary that would not have made the history smaller: written,
+    /// not applied.
+    pub fn not_applied(record: &CompactionRecord, reason: String) -> CompactResult {
+        let mut result =
+            CompactResult::not_compacted(reason, record.tokens_before, record.strategy);
+        result.summary = record.full_summary();
+        result.tokens_after = record.tokens_after;
+        result
+    }
+
+    /// A handoff: the summary went to a new session holding
+    /// `tokens_after`; this session is unchanged.
+    pub fn handed_off(record: &CompactionRecord, tokens_after: u64) -> CompactResult {
+        CompactResult {
+            compacted: false,
+            tokens_after,
+            ..CompactResult::from_record(record)
         }
     }
 
@@ -412,6 +423,21 @@ pub struct MeterInfo {
     pub source: MeterSource,
 }
 
+impl From<crate::tokens::Meter> for MeterInfo {
+    fn from(meter: crate::tokens::Meter) -> MeterInfo {
+        MeterInfo {
+            context_tokens: meter.context_tokens,
+            context_window: meter.context_window,
+            percent: meter.percent(),
+            auto_compact_at: meter.auto_compact_at,
+            source: match meter.source {
+                crate::tokens::MeterSource::Usage => MeterSource::Usage,
+                crate::tokens::MeterSource::Estimate => MeterSource::Estimate,
+            },
+        }
+    }
+}
+
 /// `conversation/import`: a transcript (a file the server can read, or its
 /// content) becomes a new session.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
@@ -426,7 +452,7 @@ pub struct ImportParams {
     pub content: Option<String>,
     /// The transcript's format; detected from the content when omitted.
     #[serde(default)]
-    pub format: Option<crate::import::Format>,
+    pub format: Option<Format>,
     /// The id of the new session; generated when omitted. Must not exist.
     #[serde(default)]
     pub session_id: Option<String>,
@@ -441,7 +467,7 @@ pub struct ImportParams {
 #[serde(rename_all = "camelCase")]
 pub struct ImportResult {
     pub session_id: String,
-    pub format: crate::import::Format,
+    pub format: Format,
     /// Messages imported.
     pub messages: usize,
     /// Compactions the transcript recorded, imported as ours.
@@ -483,7 +509,8 @@ pub struct CompactdCapabilities {
     pub notifications: Vec<String>,
 }
 
-/// Every schema committed under `schemas/`, by file stem.
+/// Every file generated under `schemas/`, by file stem: the JSON Schema
+/// of each wire type, and `methods`, the method table.
 pub fn schemas() -> Vec<(&'static str, serde_json::Value)> {
     macro_rules! schema {
         ($name:literal, $ty:ty) => {
@@ -494,7 +521,7 @@ pub fn schemas() -> Vec<(&'static str, serde_json::Value)> {
         };
     }
     vec![
-        schema!("config", crate::config::Config),
+        schema!("config", Config),
         schema!("message", Message),
         schema!("OpenParams", OpenParams),
         schema!("OpenResult", OpenResult),
@@ -534,5 +561,6 @@ pub fn schemas() -> Vec<(&'static str, serde_json::Value)> {
         schema!("DidSaveTextDocumentParams", DidSaveTextDocumentParams),
         schema!("DidCloseTextDocumentParams", DidCloseTextDocumentParams),
         schema!("DidChangeWatchedFilesParams", DidChangeWatchedFilesParams),
+        ("methods", methods::table_json()),
     ]
 }

@@ -121,31 +121,12 @@ impl Replay {
     }
 
     fn apply(&mut self, entry: LogEntry) {
-        let session = &mut self.session;
-        match entry {
-            LogEntry::Header(header) => apply_settings(session, header.settings),
-            LogEntry::Settings(settings) => apply_settings(session, settings),
-            LogEntry::Message { message, tokens } => {
-                let count = tokens
-                    .filter(|t| t.is_for(session.encoding()))
-                    .map(|t| t.count);
-                let mut batch = vec![message];
-                // A duplicate id can only come from a hand-edited log; keep
-                // the message under a fresh id rather than lose it.
-                if session.assign_ids(&mut batch).is_err() {
-                    batch[0].id.clear();
-                    let _ = session.assign_ids(&mut batch);
-                }
-                session.push_counted(batch.into_iter().map(|m| (m, count)));
-            }
-            LogEntry::Compaction(record) => session.apply_compaction(*record),
-            LogEntry::Pin { text } => session.add_pin(text),
-            LogEntry::File(event) => session.apply_file_event(&event),
-        }
+        apply_entry(&mut self.session, entry);
     }
 }
 
-/// Rebuilds a session from its entries.
+/// Rebuilds a session from its entries. Only the latest compaction decides
+/// the view; earlier ones are history.
 pub fn replay(id: &str, entries: Vec<LogEntry>, summary_prefix: String) -> Session {
     let mut replay = Replay::new(id, summary_prefix);
     for entry in entries {
@@ -154,7 +135,35 @@ pub fn replay(id: &str, entries: Vec<LogEntry>, summary_prefix: String) -> Sessi
     replay.finish()
 }
 
-fn apply_settings(session: &mut Session, settings: SessionSettings) {
+/// Applies one log entry to a session: the one way a logged change becomes
+/// state, whether a log is replayed or a transcript walked. A message's
+/// stored count is used when it was made with the session's encoding;
+/// otherwise the message is counted here.
+pub fn apply_entry(session: &mut Session, entry: LogEntry) {
+    match entry {
+        LogEntry::Header(header) => apply_settings(session, header.settings),
+        LogEntry::Settings(settings) => apply_settings(session, settings),
+        LogEntry::Message { message, tokens } => {
+            let count = tokens
+                .filter(|t| t.is_for(session.encoding()))
+                .map(|t| t.count);
+            let mut batch = vec![message];
+            // A duplicate id can only come from a hand-edited log; keep
+            // the message under a fresh id rather than lose it.
+            if session.assign_ids(&mut batch).is_err() {
+                batch[0].id.clear();
+                let _ = session.assign_ids(&mut batch);
+            }
+            session.push_counted(batch.into_iter().map(|m| (m, count)));
+        }
+        LogEntry::Compaction(record) => session.apply_compaction(*record),
+        LogEntry::Pin { text } => session.add_pin(text),
+        LogEntry::File(event) => session.apply_file_event(&event),
+    }
+}
+
+/// Applies the settings an entry sets; absent ones stay.
+pub fn apply_settings(session: &mut Session, settings: SessionSettings) {
     if settings.model.is_some() {
         session.set_model(settings.model);
     }
@@ -165,7 +174,7 @@ fn apply_settings(session: &mut Session, settings: SessionSettings) {
         session.set_system_prompt(settings.system_prompt);
     }
     if settings.auto_compact.is_some() {
-        session.auto_compact = settings.auto_compact;
+        session.auto_compact_switch = settings.auto_compact;
     }
 }
 

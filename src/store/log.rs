@@ -48,6 +48,8 @@ impl SharedDurability {
 /// A session log opened by this process.
 #[derive(Debug)]
 pub struct SessionLog {
+    /// The session's id (the log's file stem).
+    id: String,
     path: PathBuf,
     /// `None`: opened read-only; every append is refused.
     writer: Option<Writer>,
@@ -65,12 +67,14 @@ struct Writer {
 
 impl SessionLog {
     pub(super) fn writable(
+        id: &str,
         path: PathBuf,
         file: File,
         lock: SessionLock,
         durability: SharedDurability,
     ) -> SessionLog {
         SessionLog {
+            id: id.to_string(),
             path,
             writer: Some(Writer {
                 file,
@@ -82,8 +86,12 @@ impl SessionLog {
     }
 
     /// A log this process only reads: it holds no lock and writes nothing.
-    pub(super) fn read_only(path: PathBuf) -> SessionLog {
-        SessionLog { path, writer: None }
+    pub(super) fn read_only(id: &str, path: PathBuf) -> SessionLog {
+        SessionLog {
+            id: id.to_string(),
+            path,
+            writer: None,
+        }
     }
 
     pub fn path(&self) -> &Path {
@@ -123,7 +131,7 @@ impl SessionLog {
     pub(super) fn write_raw(&mut self, bytes: &[u8]) -> Result<(), StoreError> {
         let Some(writer) = self.writer.as_mut() else {
             return Err(StoreError::ReadOnly {
-                path: self.path.display().to_string(),
+                id: self.id.clone(),
             });
         };
         writer

@@ -15,13 +15,16 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use crate::compaction::CompactionRecord;
 use crate::conversation::Message;
-use crate::files::{FileEvent, FileTools, SessionFiles, Workspace};
-use crate::session::{CompactionRecord, Session};
+use crate::files::{FileEvent, FileTools, SessionFileLedger, Workspace};
+use crate::session::Session;
 use crate::tokens::Encoding;
 
 pub use ids::{shown_id, validate_session_id};
-pub use load::{fill_token_counts, read_entries, replay, ReadReport, Replay};
+pub use load::{
+    apply_entry, apply_settings, fill_token_counts, read_entries, replay, ReadReport, Replay,
+};
 pub use lock::{LockError, SessionLock};
 pub use log::{Durability, SessionLog};
 
@@ -116,8 +119,9 @@ pub enum StoreError {
     Locked { id: String, pid: Option<u32> },
     #[error("session `{id}` already exists")]
     Exists { id: String },
-    #[error("session log {path} is open read-only: it cannot be written")]
-    ReadOnly { path: String },
+    /// The session was opened to read only (`readOnly`): nothing writes it.
+    #[error("session `{id}` is open read-only: it cannot be appended to, compacted, pinned or reconfigured (open it without `readOnly` once no other process writes it)")]
+    ReadOnly { id: String },
     #[error("session log {path}: {source}")]
     Io {
         path: String,
@@ -259,7 +263,7 @@ impl SessionStore {
             .append(true)
             .open(&path)
             .map_err(io_error(&path))?;
-        let mut log = SessionLog::writable(path, file, lock, self.durability.clone());
+        let mut log = SessionLog::writable(id, path, file, lock, self.durability.clone());
         if torn_tail {
             log.write_raw(b"\n")?;
         }
@@ -282,7 +286,7 @@ impl SessionStore {
 
     /// A session opened for reading only: no lock, no writes.
     pub fn read_only_log(&self, id: &str) -> Result<SessionLog, StoreError> {
-        Ok(SessionLog::read_only(self.path_for(id)?))
+        Ok(SessionLog::read_only(id, self.path_for(id)?))
     }
 }
 
@@ -308,7 +312,7 @@ pub fn with_tool_file_events(
     if entries.iter().any(|e| matches!(e, LogEntry::File(_))) {
         return entries;
     }
-    let mut files = SessionFiles::new(workspace.clone(), 0);
+    let mut files = SessionFileLedger::new(workspace.clone(), 0);
     let mut out = Vec::with_capacity(entries.len());
     for entry in entries {
         let mut events = Vec::new();

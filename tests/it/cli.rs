@@ -567,3 +567,49 @@ fn compact_runs_every_strategy_from_the_command_line() {
         assert_eq!(messages, expected, "{strategy}");
     }
 }
+
+#[test]
+fn commands_read_regular_files_under_the_cap_only() {
+    let work = tempfile::tempdir().unwrap();
+    let fifo = work.path().join("pipe.json");
+    crate::support::mkfifo(&fifo);
+    // A FIFO first: reading one would hang the command for good.
+    let cases = [
+        (fifo.as_path(), "not a regular file (a FIFO or pipe)"),
+        (
+            Path::new("/dev/zero"),
+            "not a regular file (a character device)",
+        ),
+        (work.path(), "not a regular file (a directory)"),
+    ];
+    for (path, needle) in cases {
+        for command in ["compact", "stats", "replay"] {
+            let mut c = compactd();
+            c.arg(command).arg(path).arg("--quiet");
+            if command != "compact" {
+                c.args(["--window", "128000"]);
+            }
+            let out = crate::support::output_within_patience(&mut c);
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(out.status.code(), Some(1), "{command} {path:?}: {stderr}");
+            let own: Vec<&str> = stderr.lines().filter(|l| l.contains(needle)).collect();
+            assert_eq!(own.len(), 1, "{command} {path:?}: {stderr}");
+            assert!(
+                own[0].contains(&path.display().to_string()),
+                "{command} {path:?}: {stderr}"
+            );
+        }
+    }
+    // The cap comes from the configuration (here the workspace's file).
+    std::fs::write(work.path().join("compactd.toml"), "maxImportBytes = 10\n").unwrap();
+    let example = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/conversation.json");
+    let out = crate::support::output_within_patience(
+        compactd().current_dir(work.path()).args(["stats", example]),
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("more than maxImportBytes (10 bytes)"),
+        "{stderr}"
+    );
+}

@@ -212,7 +212,15 @@ fn compact_out_never_replaces_a_log_a_server_has_open() {
     );
     assert_eq!(std::fs::read_to_string(&live).unwrap(), before);
 
-    // Reading a live log is fine, and writing elsewhere leaves no lock file.
+    // Reading a live log is fine, and writing elsewhere leaves no lock file
+    // (with enough history that compacting it makes it smaller).
+    for turn in 0..6 {
+        let text = format!(
+            "turn {turn}: {}",
+            "a long question about the code ".repeat(60)
+        );
+        server.append("live", user(&format!("q{turn}"), &text));
+    }
     let elsewhere = tempfile::tempdir().unwrap();
     let out = elsewhere.path().join("copy.jsonl");
     let copied = cli()

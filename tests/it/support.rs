@@ -21,6 +21,7 @@ pub struct Server {
     stdin: Option<ChildStdin>,
     incoming: Receiver<Value>,
     stderr: Arc<Mutex<String>>,
+    stderr_reader: Option<std::thread::JoinHandle<()>>,
     next_id: i64,
     /// Every message received, in arrival order.
     pub received: Vec<Value>,
@@ -71,7 +72,7 @@ impl Server {
         let stderr = Arc::new(Mutex::new(String::new()));
         let sink = stderr.clone();
         let mut child_stderr = child.stderr.take().unwrap();
-        std::thread::spawn(move || {
+        let stderr_reader = std::thread::spawn(move || {
             let mut buf = [0u8; 4096];
             while let Ok(n) = child_stderr.read(&mut buf) {
                 if n == 0 {
@@ -87,6 +88,7 @@ impl Server {
             child,
             incoming: rx,
             stderr,
+            stderr_reader: Some(stderr_reader),
             next_id: 0,
             received: Vec::new(),
             patience: PATIENCE,
@@ -255,6 +257,18 @@ impl Server {
         self.wait()
     }
 
+    /// Shuts down and returns everything the server wrote to stderr, read
+    /// to its end (what `stderr()` has may still lack the latest lines).
+    pub fn exit_and_stderr(mut self) -> String {
+        self.request("shutdown", json!(null)).expect("shutdown");
+        self.notify("exit", json!(null));
+        assert_eq!(self.wait(), 0, "clean exit");
+        if let Some(reader) = self.stderr_reader.take() {
+            reader.join().unwrap();
+        }
+        self.stderr()
+    }
+
     /// Closes stdin and waits for the process.
     pub fn wait(&mut self) -> i32 {
         self.stdin.take();
@@ -315,6 +329,36 @@ pub fn cli() -> Command {
     let mut command = Command::new(env!("CARGO_BIN_EXE_compactd"));
     command.arg("--no-user-config");
     command
+}
+
+/// Runs `command` to its end and returns its output; a command still
+/// running after `PATIENCE` is killed and fails the test instead of hanging
+/// it.
+pub fn output_within_patience(command: &mut Command) -> std::process::Output {
+    let child = command
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(child.wait_with_output());
+    });
+    match rx.recv_timeout(PATIENCE) {
+        Ok(output) => output.unwrap(),
+        Err(_) => {
+            let _ = Command::new("kill").args(["-9", &pid.to_string()]).status();
+            panic!("{command:?} was still running after {PATIENCE:?}");
+        }
+    }
+}
+
+/// Makes a FIFO (named pipe) at `path` with the system's `mkfifo`.
+pub fn mkfifo(path: &Path) {
+    let status = Command::new("mkfifo").arg(path).status().unwrap();
+    assert!(status.success(), "mkfifo {}", path.display());
 }
 
 /// `file:///…` for an absolute path (test paths need no escaping).

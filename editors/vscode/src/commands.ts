@@ -6,7 +6,7 @@ import { branchItems, fileItems, sessionItems } from './core/pickers';
 import type { CompactdRequests } from './core/requests';
 import type { SessionState, SessionTracker } from './core/sessions';
 import { compactedMessage, previewDocument, summaryDocument } from './core/summary';
-import { METHOD_NOT_FOUND, REQUEST_CANCELLED } from './protocol/methods';
+import { METHOD_NOT_FOUND, REQUEST_CANCELLED } from './protocol/methods.generated';
 import type { DidCompactNotification } from './protocol/types';
 
 interface Deps {

@@ -16,7 +16,7 @@ import {
 import { checkServerVersion, findServer, type ServerCandidate } from './core/locate';
 import type { Requester } from './core/requests';
 import { serverConfiguration } from './core/settings';
-import * as m from './protocol/methods';
+import * as m from './protocol/methods.generated';
 import type { AutoCompactStoppedNotification, DidCompactNotification, TokensNotification } from './protocol/types';
 
 export type ProgressValue = WorkDoneProgressBegin | WorkDoneProgressReport | WorkDoneProgressEnd;

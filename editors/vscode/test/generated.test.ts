@@ -61,6 +61,31 @@ test('a changed wire type makes the check fail, naming the types', () => {
   assert.doesNotMatch(stale.stderr, /package\.json/);
 });
 
+test('a changed method table makes the check fail, naming the method list', () => {
+  const { root, schemas, edit } = scratchCopy();
+  edit('methods.json', (table) => table.methods.push({ constant: 'BRAND_NEW', name: 'conversation/brandNew', kind: 'request', lsp: false, doc: 'New.' }));
+  const stale = generate('--check', '--root', root, '--schemas', schemas);
+  assert.equal(stale.status, 1);
+  assert.match(stale.stderr, /methods\.generated\.ts/);
+  assert.doesNotMatch(stale.stderr, /types\.generated\.ts/);
+  assert.equal(generate('--root', root, '--schemas', schemas).status, 0);
+  const source = readFileSync(join(root, 'src/protocol/methods.generated.ts'), 'utf8');
+  assert.match(source, /export const BRAND_NEW = 'conversation\/brandNew';/);
+});
+
+test('the method list holds every method the server routes and its error codes', () => {
+  const source = readFileSync(join(PACKAGE_ROOT, 'src/protocol/methods.generated.ts'), 'utf8');
+  for (const line of [
+    "export const OPEN = 'conversation/open';",
+    "export const FILES_LIST = 'files/list';",
+    "export const TOKENS = 'conversation/tokens';",
+    'export const METHOD_NOT_FOUND = -32601;',
+    'export const REQUEST_CANCELLED = -32800;',
+  ]) {
+    assert.ok(source.includes(line), line);
+  }
+});
+
 test('two schemas that define one type differently are refused', () => {
   const { root, schemas, edit } = scratchCopy();
   edit('message.json', (schema) => (schema.description = 'Something else.'));

@@ -13,7 +13,7 @@ import { SessionTracker } from '../src/core/sessions';
 import { resumeSessions } from '../src/core/requests';
 import { serverConfiguration } from '../src/core/settings';
 import { compactedMessage } from '../src/core/summary';
-import { METHOD_NOT_FOUND, REQUEST_CANCELLED } from '../src/protocol/methods';
+import { METHOD_NOT_FOUND, REQUEST_CANCELLED } from '../src/protocol/methods.generated';
 import type { CompactdCapabilities, DidCompactNotification, TokensNotification } from '../src/protocol/types';
 import { conversation, shutdown, spawnServer, startServer, type Event, type TestServer } from './support/server';
 

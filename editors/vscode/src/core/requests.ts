@@ -3,7 +3,7 @@
 // connection to the real binary. No `vscode` here.
 
 import type { CancellationToken } from 'vscode-jsonrpc';
-import * as m from '../protocol/methods';
+import * as m from '../protocol/methods.generated';
 import type {
   AppendResult,
   BranchResult,

@@ -14,6 +14,8 @@ export const SERVER_SETTING_KEYS: readonly string[] = [
   'fileTools',
   'fileWatcher',
   'keepRecentTokens',
+  'maxFrameBytes',
+  'maxImportBytes',
   'maxListedFiles',
   'maxToolOutputChars',
   'maxWatchedPaths',

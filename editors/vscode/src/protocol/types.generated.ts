@@ -806,6 +806,18 @@ export interface Config {
    */
   keepRecentTokens?: number;
   /**
+   * The largest frame (message body) accepted from the client, in bytes.
+   * A bigger one is refused (-32600, with its id when the body starts
+   * with one) and skipped unread. At least 4096.
+   */
+  maxFrameBytes?: number;
+  /**
+   * The largest file `conversation/import` and the CLI commands read, in
+   * bytes (default 1 GiB). Larger files, and anything but a regular file
+   * (a FIFO, a device, a directory), are refused.
+   */
+  maxImportBytes?: number;
+  /**
    * Files listed in each of `<read-files>` and `<modified-files>`; the
    * rest are counted ("… and N more").
    */
@@ -902,7 +914,8 @@ export interface SummarizerConfig {
   /**
    * The API base URL. Default: `https://api.openai.com/v1` (openai),
    * `https://api.anthropic.com` (anthropic). For openai, requests go to
-   * `{baseUrl}/chat/completions`, so include the `/v1`.
+   * `{baseUrl}/chat/completions`, so include the `/v1`. Credentials
+   * (`user:password@`, a `key=` or `token=` parameter) are refused.
    */
   baseUrl?: string | null;
   /**
@@ -919,6 +932,7 @@ export interface SummarizerConfig {
    * compactd has no key for: `{"chat_template_kwargs": {"enable_thinking":
    * false}}` turns thinking off on llama.cpp or vLLM serving Qwen3,
    * `{"frequency_penalty": 0.5}` stops a small model from looping.
+   * Credential fields (`api_key`, `token`…) are refused.
    */
   extraBody?: {
     [k: string]: unknown | undefined;

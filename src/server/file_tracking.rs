@@ -1,7 +1,8 @@
 //! The server's side of file tracking: the workspace, the tool mapping, the
-//! watcher and the editor's open buffers, and the plumbing that logs file
-//! events and applies them to sessions (persist, then apply). The decisions
-//! themselves are in `crate::files`.
+//! watcher and the editor's open buffers, and the plumbing that routes file
+//! events from editors, notifications and the watcher to the sessions they
+//! concern. The decisions are in `crate::files`; logging then applying an
+//! event is `engine::append::record_file_events`.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -9,15 +10,14 @@ use std::sync::Arc;
 
 use tokio::sync::mpsc::UnboundedSender;
 
-use super::handlers::lifecycle::path_from_uri;
-use super::{JobDone, RpcError, RpcResult, Server};
+use super::{JobResult, RpcResult, Server};
 use crate::config::Config;
+use crate::engine::{self, Access};
 use crate::files::watch::{DiskChange, FileWatcher, WatchMode};
-use crate::files::{disk, FileEvent, FileOp, FileTools, SessionFiles, Workspace};
+use crate::files::{disk, path_from_uri, FileEvent, FileTools, SessionFileLedger, Workspace};
 use crate::protocol::{methods, FileDidChangeNotification};
-use crate::store::LogEntry;
 
-pub(crate) struct ServerFiles {
+pub(crate) struct FileTracking {
     pub workspace: Workspace,
     pub tools: Arc<FileTools>,
     pub watcher: Option<FileWatcher>,
@@ -25,60 +25,51 @@ pub(crate) struct ServerFiles {
     /// incremental change made it unknown. A change on disk to a buffer's
     /// content is the editor saving it.
     pub documents: HashMap<PathBuf, Option<String>>,
-    pub max_listed_files: usize,
     /// The watcher's mode and cap, to restart it when they change.
     watch_settings: (WatchMode, usize),
 }
 
-impl Default for ServerFiles {
-    fn default() -> ServerFiles {
-        ServerFiles {
+impl Default for FileTracking {
+    fn default() -> FileTracking {
+        FileTracking {
             workspace: disk::workspace(Vec::new()),
             tools: Arc::new(FileTools::default()),
             watcher: None,
             documents: HashMap::new(),
-            max_listed_files: crate::files::DEFAULT_MAX_LISTED_FILES,
             watch_settings: (WatchMode::Off, 0),
         }
     }
 }
 
-impl ServerFiles {
+impl FileTracking {
     pub fn start(
         config: &Config,
         roots: Vec<PathBuf>,
-        jobs: &UnboundedSender<JobDone>,
-    ) -> ServerFiles {
-        let mut files = ServerFiles {
+        job_results: &UnboundedSender<JobResult>,
+    ) -> FileTracking {
+        let mut tracking = FileTracking {
             workspace: disk::workspace(roots),
-            ..ServerFiles::default()
+            ..FileTracking::default()
         };
-        files.reconfigure(config, jobs);
-        files
+        tracking.reconfigure(config, job_results);
+        tracking
     }
 
     /// Takes the file settings of `config`; the watcher restarts (watching
     /// nothing until the next `sync_watches`) when its mode or cap changed.
-    pub fn reconfigure(&mut self, config: &Config, jobs: &UnboundedSender<JobDone>) {
+    pub fn reconfigure(&mut self, config: &Config, job_results: &UnboundedSender<JobResult>) {
         self.tools = Arc::new(FileTools::new(&config.file_tools));
-        self.max_listed_files = config.max_listed_files;
         let settings = (config.file_watcher, config.max_watched_paths);
         if settings != self.watch_settings {
             self.watch_settings = settings;
             // The old watcher stops before the new one starts.
             self.watcher = None;
-            let jobs = jobs.clone();
+            let job_results = job_results.clone();
             self.watcher = FileWatcher::start(settings.0, settings.1, move |changes| {
                 // The state owner applies them; if it is gone, so is the need.
-                let _ = jobs.send(JobDone::FilesChanged(changes));
+                let _ = job_results.send(JobResult::FilesChanged(changes));
             });
         }
-    }
-
-    /// Gives a session this server's workspace and listing cap.
-    pub fn configure(&self, files: &mut SessionFiles) {
-        files.workspace = self.workspace.clone();
-        files.max_listed_files = self.max_listed_files;
     }
 
     /// A path from a client: absolute, workspace-relative, `~/…` or a
@@ -107,46 +98,25 @@ impl ServerFiles {
     }
 }
 
-/// Fills each event's content hash from the file as it is now, right after
-/// the operation (deleted files have none).
-pub(crate) fn hash_from_disk<'a>(events: impl IntoIterator<Item = &'a mut FileEvent>) {
-    for event in events {
-        if event.op != FileOp::Delete && event.content_hash.is_none() {
-            event.content_hash = disk::content_hash(&event.path);
-        }
-    }
-}
-
 impl Server {
-    /// The sessions an event without a session id applies to: every open
+    /// The sessions an event applies to: the one named, else every open
     /// one (they all share this server's workspace), in a stable order.
+    /// Sessions open read-only are left out: their ledgers stay what their
+    /// logs say, and no `files/didChange` is sent for them.
     pub fn file_targets(&self, session_id: Option<&str>) -> RpcResult<Vec<String>> {
-        match session_id {
-            Some(id) => self.session(id).map(|_| vec![id.to_string()]),
-            None => {
-                let mut ids: Vec<String> = self.sessions.keys().cloned().collect();
-                ids.sort();
-                Ok(ids)
-            }
-        }
+        let mut ids: Vec<String> = match session_id {
+            Some(id) => self.session(id).map(|_| vec![id.to_string()])?,
+            None => self.sessions.keys().cloned().collect(),
+        };
+        ids.retain(|id| self.sessions[id].access() == Access::Write);
+        ids.sort();
+        Ok(ids)
     }
 
     /// Logs file events, then applies them to the session's ledger.
     pub fn record_file_events(&mut self, session_id: &str, events: &[FileEvent]) -> RpcResult<()> {
-        // A read-only session keeps the ledger its log gave it.
-        let read_only = self.session(session_id)?.log.is_read_only();
-        if events.is_empty() || read_only {
-            return Ok(());
-        }
         let open = self.session_mut(session_id)?;
-        let entries: Vec<LogEntry> = events.iter().cloned().map(LogEntry::File).collect();
-        open.log
-            .append(&entries, false)
-            .map_err(|e| RpcError::internal(format!("could not record file events: {e}")))?;
-        for event in events {
-            open.session.apply_file_event(event);
-        }
-        Ok(())
+        Ok(engine::append::record_file_events(open, events)?)
     }
 
     /// Records an event reported from outside the conversation (an editor,
@@ -156,12 +126,12 @@ impl Server {
         &mut self,
         session_id: Option<&str>,
         event: FileEvent,
-        wanted: fn(&SessionFiles, &FileEvent) -> bool,
+        wanted: fn(&SessionFileLedger, &FileEvent) -> bool,
     ) -> RpcResult<()> {
         let mut result = Ok(());
         for id in self.file_targets(session_id)? {
             let session = &self.sessions[&id].session;
-            if !wanted(&session.files, &event) {
+            if !wanted(&session.file_ledger, &event) {
                 continue;
             }
             let mut event = event.clone();
@@ -190,21 +160,19 @@ impl Server {
             // The editor saving one of its buffers is not someone else;
             // after an atomic save only the source's disappearance can be.
             let own_save = matches!((target, &hash), (Some(path), Some(hash))
-                if self.files.documents.get(path) == Some(&Some(hash.clone())));
+                if self.file_tracking.documents.get(path) == Some(&Some(hash.clone())));
             let change = match change {
                 DiskChange::Changed(_) if own_save => continue,
                 DiskChange::Renamed { from, .. } if own_save => DiskChange::Removed(from),
                 change => change,
             };
-            let mut ids: Vec<String> = self.sessions.keys().cloned().collect();
-            ids.sort();
-            for id in ids {
+            for id in self.file_targets(None).unwrap_or_default() {
                 let session = &self.sessions[&id].session;
-                let Some((mut events, kind)) =
-                    session
-                        .files
-                        .disk_events(&change, hash.as_deref(), &self.files.tools)
-                else {
+                let Some((mut events, kind)) = session.file_ledger.disk_events(
+                    &change,
+                    hash.as_deref(),
+                    &self.file_tracking.tools,
+                ) else {
                     continue;
                 };
                 let newest = session.last_message_id().map(str::to_string);
@@ -246,7 +214,7 @@ impl Server {
         let paths: std::collections::BTreeSet<PathBuf> = self
             .sessions
             .values()
-            .flat_map(|open| open.session.files.ledger.records())
+            .flat_map(|open| open.session.file_ledger.ledger.records())
             .map(|record| record.path.clone())
             .collect();
         paths
@@ -264,9 +232,11 @@ impl Server {
     /// Applies changed configuration to the file side: the tool mapping,
     /// every open session's listing cap, the watcher.
     pub fn apply_file_config(&mut self) {
-        self.files.reconfigure(&self.config, &self.jobs);
+        self.file_tracking
+            .reconfigure(&self.config, &self.job_results_tx);
+        let env = self.session_env();
         for open in self.sessions.values_mut() {
-            self.files.configure(&mut open.session.files);
+            env.configure(&mut open.session);
         }
         self.sync_watches();
     }
@@ -275,7 +245,7 @@ impl Server {
     /// ledger files, most recently touched first (sessions taking turns),
     /// then the workspace roots; the watcher keeps the cap.
     pub fn sync_watches(&mut self) {
-        let Some(watcher) = self.files.watcher.as_mut() else {
+        let Some(watcher) = self.file_tracking.watcher.as_mut() else {
             return;
         };
         let per_session: Vec<Vec<PathBuf>> = self
@@ -283,7 +253,7 @@ impl Server {
             .values()
             .map(|open| {
                 open.session
-                    .files
+                    .file_ledger
                     .ledger
                     .records()
                     .iter()
@@ -295,7 +265,7 @@ impl Server {
         let dirs = (0..longest)
             .flat_map(|rank| per_session.iter().filter_map(move |dirs| dirs.get(rank)))
             .cloned()
-            .chain(self.files.workspace.roots.iter().cloned());
+            .chain(self.file_tracking.workspace.roots.iter().cloned());
         watcher.set_dirs(dirs.collect::<Vec<_>>());
     }
 }

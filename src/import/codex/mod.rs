@@ -6,6 +6,8 @@
 //! response becomes its usage. Other `event_msg`s repeat the items for the
 //! UI and are skipped.
 
+mod compacted;
+
 use std::collections::HashMap;
 
 use serde_json::Value;
@@ -13,9 +15,12 @@ use serde_json::Value;
 use super::{
     append_line, content_text, Builder, FirstKept, ForeignCompaction, Format, Imported, Line,
 };
+use crate::compaction::Trigger;
 use crate::conversation::{Message, MessageBody, ToolCall, Usage};
-use crate::session::Trigger;
 use crate::store::SessionSettings;
+
+/// Line types Codex writes for itself; none is conversation.
+const BOOKKEEPING: [&str; 2] = ["world_state", "token_usage_record"];
 
 pub(crate) fn import(lines: &[Line]) -> Imported {
     let mut reader = Reader {
@@ -24,7 +29,20 @@ pub(crate) fn import(lines: &[Line]) -> Imported {
         last_assistant: None,
         tool_names: HashMap::new(),
         last_context: 0,
+        user_messages: Vec::new(),
     };
+    // The window Codex itself used is preferred over our table.
+    let context_window = lines.iter().find_map(|l| {
+        l.value
+            .as_ref()
+            .ok()?
+            .pointer("/payload/info/model_context_window")?
+            .as_u64()
+    });
+    reader.builder.settings(SessionSettings {
+        context_window,
+        ..SessionSettings::default()
+    });
     for line in lines {
         if let Some(entry) = reader.builder.readable(line) {
             reader.line(line.number, entry);
@@ -41,6 +59,9 @@ struct Reader {
     tool_names: HashMap<String, String>,
     /// The context size the latest `token_count` reported.
     last_context: u64,
+    /// The user's own messages since the last compaction, oldest first:
+    /// what an older Codex keeps when it compacts.
+    user_messages: Vec<String>,
 }
 
 impl Reader {
@@ -77,140 +98,42 @@ impl Reader {
                     .skip(number, &format!("event_msg {kind} lines (UI events)")),
                 None => self.builder.skip(number, "event_msg lines (UI events)"),
             },
-            "compacted" => {
-                self.response = None;
-                let summary = payload
-                    .get("message")
-                    .and_then(Value::as_str)
-                    .unwrap_or("")
-                    .to_string();
-                self.builder.compaction(ForeignCompaction {
-                    summary,
-                    first_kept: FirstKept::Nothing,
-                    tokens_before: self.last_context,
-                    read_files: Vec::new(),
-                    modified_files: Vec::new(),
-                    trigger: Trigger::Threshold,
-                    line: number,
-                });
-            }
-            "" => self
-                .builder
-                .skip_because(number, "unreadable lines", "no `type`"),
-            other => self
-                .builder
-                .skip(number, &format!("unknown line type `{other}`")),
+            "compacted" => self.compacted(number, payload),
+            other => self.builder.skip_line_type(number, other, &BOOKKEEPING),
         }
+    }
+
+    /// Everything before is summarized; the summary is the history Codex
+    /// replaced it with.
+    fn compacted(&mut self, number: usize, payload: &Value) {
+        self.response = None;
+        let message = payload.get("message").and_then(Value::as_str).unwrap_or("");
+        let replacement = match payload.get("replacement_history").and_then(Value::as_array) {
+            Some(history) => compacted::from_history(history, message),
+            None => compacted::rebuilt(&self.user_messages, message),
+        };
+        self.user_messages = replacement.user_messages;
+        self.builder.compaction(ForeignCompaction {
+            summary: replacement.summary,
+            first_kept: FirstKept::Nothing,
+            tokens_before: self.last_context,
+            read_files: Vec::new(),
+            modified_files: Vec::new(),
+            // A rollout does not say whether it was asked for.
+            trigger: Trigger::Threshold,
+            line: number,
+        });
     }
 
     fn response_item(&mut self, number: usize, item: &Value) {
         let kind = item.get("type").and_then(Value::as_str).unwrap_or("");
-        let text = |field: &str| item.get(field).and_then(Value::as_str).unwrap_or("");
         match kind {
-            "message" => {
-                let content = content_text(item.get("content"));
-                match text("role") {
-                    "assistant" => {
-                        let index = self.assistant(number);
-                        if let Some(MessageBody::Assistant { content: c, .. }) =
-                            self.builder.message_mut(index).map(|m| &mut m.body)
-                        {
-                            append_line(c, &content);
-                        }
-                    }
-                    "user" => {
-                        self.response = None;
-                        self.builder
-                            .message(number, None, Message::user("", content));
-                    }
-                    "developer" | "system" => {
-                        self.response = None;
-                        self.builder
-                            .message(number, None, Message::system("", content));
-                    }
-                    other => self.builder.skip_because(
-                        number,
-                        "unreadable response items",
-                        format!("message with role `{other}`"),
-                    ),
-                }
-            }
-            "reasoning" => {
-                let summary: Vec<&str> = item
-                    .get("summary")
-                    .and_then(Value::as_array)
-                    .into_iter()
-                    .flatten()
-                    .chain(
-                        item.get("content")
-                            .and_then(Value::as_array)
-                            .into_iter()
-                            .flatten(),
-                    )
-                    .filter_map(|p| p.get("text").and_then(Value::as_str))
-                    .collect();
-                let index = self.assistant(number);
-                if let (false, Some(MessageBody::Assistant { thinking, .. })) = (
-                    summary.is_empty(),
-                    self.builder.message_mut(index).map(|m| &mut m.body),
-                ) {
-                    append_line(
-                        thinking.get_or_insert_with(String::new),
-                        &summary.join("\n"),
-                    );
-                }
-            }
+            "message" => self.response_message(number, item),
+            "reasoning" => self.reasoning(number, item),
             "function_call" | "custom_tool_call" | "local_shell_call" => {
-                let call_id = item
-                    .get("call_id")
-                    .or_else(|| item.get("id"))
-                    .and_then(Value::as_str)
-                    .unwrap_or("")
-                    .to_string();
-                let (name, arguments) = match kind {
-                    "function_call" => {
-                        let raw = text("arguments");
-                        let parsed = serde_json::from_str(raw)
-                            .unwrap_or_else(|_| Value::String(raw.to_string()));
-                        (text("name").to_string(), parsed)
-                    }
-                    "custom_tool_call" => (
-                        text("name").to_string(),
-                        serde_json::json!({ "input": text("input") }),
-                    ),
-                    _ => (
-                        "local_shell".to_string(),
-                        item.get("action").cloned().unwrap_or(Value::Null),
-                    ),
-                };
-                self.tool_names.insert(call_id.clone(), name.clone());
-                let index = self.assistant(number);
-                if let Some(MessageBody::Assistant { tool_calls, .. }) =
-                    self.builder.message_mut(index).map(|m| &mut m.body)
-                {
-                    tool_calls.push(ToolCall {
-                        id: call_id,
-                        name,
-                        arguments,
-                    });
-                }
+                self.tool_call(number, kind, item)
             }
-            "function_call_output" | "custom_tool_call_output" => {
-                self.response = None;
-                let call_id = text("call_id").to_string();
-                let (content, is_error) = output_text(item.get("output"));
-                let message = Message {
-                    id: String::new(),
-                    body: MessageBody::Tool {
-                        tool_name: self.tool_names.get(&call_id).cloned(),
-                        tool_call_id: call_id,
-                        content,
-                        is_error,
-                    },
-                    usage: None,
-                };
-                self.builder.message(number, None, message);
-            }
+            "function_call_output" | "custom_tool_call_output" => self.tool_output(number, item),
             "web_search_call" => self.builder.skip(
                 number,
                 "web_search_call items (run by the provider, no result item)",
@@ -223,6 +146,122 @@ impl Reader {
                 .builder
                 .skip(number, &format!("unknown response item type `{other}`")),
         }
+    }
+
+    fn response_message(&mut self, number: usize, item: &Value) {
+        let content = content_text(item.get("content"));
+        match item.get("role").and_then(Value::as_str).unwrap_or("") {
+            "assistant" => {
+                let index = self.assistant(number);
+                if let Some(MessageBody::Assistant { content: c, .. }) =
+                    self.builder.message_mut(index).map(|m| &mut m.body)
+                {
+                    append_line(c, &content);
+                }
+            }
+            "user" => {
+                self.response = None;
+                if compacted::is_users_own(&content) {
+                    self.user_messages.push(content.clone());
+                }
+                self.builder
+                    .message(number, None, Message::user("", content));
+            }
+            "developer" | "system" => {
+                self.response = None;
+                self.builder
+                    .message(number, None, Message::system("", content));
+            }
+            other => self.builder.skip_because(
+                number,
+                "unreadable response items",
+                format!("message with role `{other}`"),
+            ),
+        }
+    }
+
+    fn reasoning(&mut self, number: usize, item: &Value) {
+        let summary: Vec<&str> = item
+            .get("summary")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .chain(
+                item.get("content")
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten(),
+            )
+            .filter_map(|p| p.get("text").and_then(Value::as_str))
+            .collect();
+        let index = self.assistant(number);
+        if let (false, Some(MessageBody::Assistant { thinking, .. })) = (
+            summary.is_empty(),
+            self.builder.message_mut(index).map(|m| &mut m.body),
+        ) {
+            append_line(
+                thinking.get_or_insert_with(String::new),
+                &summary.join("\n"),
+            );
+        }
+    }
+
+    fn tool_call(&mut self, number: usize, kind: &str, item: &Value) {
+        let text = |field: &str| item.get(field).and_then(Value::as_str).unwrap_or("");
+        let call_id = item
+            .get("call_id")
+            .or_else(|| item.get("id"))
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string();
+        let (name, arguments) = match kind {
+            "function_call" => {
+                let raw = text("arguments");
+                let parsed =
+                    serde_json::from_str(raw).unwrap_or_else(|_| Value::String(raw.to_string()));
+                (text("name").to_string(), parsed)
+            }
+            "custom_tool_call" => (
+                text("name").to_string(),
+                serde_json::json!({ "input": text("input") }),
+            ),
+            _ => (
+                "local_shell".to_string(),
+                item.get("action").cloned().unwrap_or(Value::Null),
+            ),
+        };
+        self.tool_names.insert(call_id.clone(), name.clone());
+        let index = self.assistant(number);
+        if let Some(MessageBody::Assistant { tool_calls, .. }) =
+            self.builder.message_mut(index).map(|m| &mut m.body)
+        {
+            tool_calls.push(ToolCall {
+                id: call_id,
+                name,
+                arguments,
+            });
+        }
+    }
+
+    fn tool_output(&mut self, number: usize, item: &Value) {
+        self.response = None;
+        let call_id = item
+            .get("call_id")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string();
+        let (content, is_error) = output_text(item.get("output"));
+        let message = Message {
+            id: String::new(),
+            body: MessageBody::Tool {
+                tool_name: self.tool_names.get(&call_id).cloned(),
+                tool_call_id: call_id,
+                content,
+                is_error,
+            },
+            usage: None,
+        };
+        self.builder.message(number, None, message);
     }
 
     /// The assistant message of the current response, opened on demand.
