@@ -306,3 +306,93 @@ mod split_turn {
         assert!(crate::conversation::validate_history(&s.history(), true).is_ok());
     }
 }
+
+/// One writer per session, and a read-only session that nothing changes:
+/// the engine's side of what `tests/it/locking.rs` checks with two
+/// processes.
+mod access {
+    use super::super::create::{self, Opened};
+    use super::super::{append, auto, Access, EngineError, SessionEnv};
+    use crate::config::Config;
+    use crate::conversation::Message;
+    use crate::files::{disk, FileEvent, FileOp, FileTools, Origin};
+    use crate::store::{Durability, SessionSettings, SessionStore, StoreError};
+
+    fn env() -> SessionEnv {
+        SessionEnv::new(&Config::default(), disk::workspace(Vec::new()))
+    }
+
+    fn open(store: &SessionStore, id: &str) -> Result<Opened, EngineError> {
+        create::open(store, id, SessionSettings::default(), &env())
+    }
+
+    fn is_read_only_refusal(result: Result<(), EngineError>) -> bool {
+        matches!(
+            result,
+            Err(EngineError::Refused(StoreError::ReadOnly { .. }))
+        )
+    }
+
+    #[test]
+    fn the_lock_admits_one_writer_and_readers_change_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = SessionStore::new(dir.path(), Durability::Flush);
+        let mut writer = open(&store, "s").unwrap();
+        assert!(!writer.resumed);
+        let first = vec![Message::user("m1", "hello")];
+        append::append(&mut writer.open, first, &FileTools::default()).unwrap();
+        assert!(matches!(
+            open(&store, "s"),
+            Err(EngineError::Refused(StoreError::Locked {
+                pid: Some(_),
+                ..
+            }))
+        ));
+
+        let mut reader = create::open_read_only(&store, "s", &env()).unwrap();
+        assert_eq!(reader.open.access(), Access::ReadOnly);
+        assert_eq!(reader.open.session.message_count(), 1);
+        let more = vec![Message::user("m2", "no")];
+        let refused = append::append(&mut reader.open, more, &FileTools::default()).map(|_| ());
+        assert!(is_read_only_refusal(refused));
+        assert!(is_read_only_refusal(append::pin(
+            &mut reader.open,
+            "keep".into()
+        )));
+        assert!(is_read_only_refusal(append::set_auto_compact(
+            &mut reader.open,
+            true
+        )));
+        let event = FileEvent::new(dir.path().join("f"), FileOp::Read, Origin::Explicit);
+        assert!(is_read_only_refusal(append::record_file_events(
+            &mut reader.open,
+            &[event]
+        )));
+        let settings = SessionSettings {
+            model: Some("gpt-4".into()),
+            ..SessionSettings::default()
+        };
+        append::change_settings(&mut reader.open, settings).unwrap();
+        assert_eq!(reader.open.session.model, None, "settings are not applied");
+        let config = Config {
+            auto_compact: true,
+            ..Config::default()
+        };
+        assert!(!auto::allowed(
+            &config,
+            &reader.open.session,
+            Access::ReadOnly
+        ));
+        assert!(auto::allowed(&config, &writer.open.session, Access::Write));
+        assert_eq!(store.load("s").unwrap().unwrap().entries.len(), 2);
+
+        drop(writer);
+        let reopened = open(&store, "s").unwrap();
+        assert!(reopened.resumed);
+        assert_eq!(reopened.open.session.message_count(), 1);
+        assert!(matches!(
+            create::open_read_only(&store, "absent", &env()),
+            Err(EngineError::Invalid(_))
+        ));
+    }
+}
