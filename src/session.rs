@@ -240,11 +240,18 @@ impl Session {
 
     /// Adds messages that already have unique ids (see `assign_ids`).
     pub fn push(&mut self, messages: Vec<Message>) {
+        self.push_counted(messages.into_iter().map(|m| (m, None)));
+    }
+
+    /// `push` with token counts already known: `Some` is a count made with
+    /// this session's encoding (the session log stores them), `None` is
+    /// counted here.
+    pub fn push_counted(&mut self, messages: impl IntoIterator<Item = (Message, Option<u64>)>) {
         let generation = self.compactions.len();
-        for message in messages {
+        for (message, known) in messages {
             self.file_ledger.observe(&message);
             self.calibrate(&message);
-            let tokens = tokens::count_message(self.encoding, &message);
+            let tokens = known.unwrap_or_else(|| tokens::count_message(self.encoding, &message));
             let index = self.messages.len();
             self.index.insert(message.id.clone(), index);
             self.messages.push(Counted {

@@ -14,7 +14,7 @@ use crate::config::Config;
 use crate::conversation::{Message, Usage};
 use crate::engine::auto::AutoCompaction;
 use crate::engine::compaction::{Conclusion, JobSummarizer, NotPlanned};
-use crate::engine::{self, window};
+use crate::engine::{self, window, Access};
 use crate::protocol::{Format, Strategy, Trigger};
 use crate::session::Session;
 use crate::store::LogEntry;
@@ -107,7 +107,7 @@ pub async fn run(args: &ReplayArgs, no_user_config: bool) -> Result<(), CliError
         let shift = (ours * source.correction().scale).round() as i64;
         session.push(vec![shifted(message, shift)]);
         source.push(vec![message.clone()]);
-        let decision = engine::auto::decide(&config, &session, false);
+        let decision = engine::auto::decide(&config, &session, Access::Write, false);
         let Some(auto) = decision.start else {
             continue;
         };

@@ -12,7 +12,7 @@ use super::{
 use crate::compaction::trigger::TriggerKind;
 use crate::config::Config;
 use crate::conversation::{tool_pairing, Message, Role};
-use crate::engine::{self, window};
+use crate::engine::{self, window, Access};
 use crate::files::{disk, SessionFileLedger};
 use crate::import::Imported;
 use crate::protocol::Format;
@@ -266,7 +266,7 @@ fn measure(imported: &Imported, config: &Config, mut session: Session, stats: &m
         auto.peak_meter = auto.peak_meter.max(meter.context_tokens);
         if auto.fires_after_message.is_none() {
             // Where the server would start an automatic compaction.
-            let decision = engine::auto::decide(config, &session, false);
+            let decision = engine::auto::decide(config, &session, Access::Write, false);
             if decision.start.is_some() {
                 auto.fires_after_message = Some(position);
                 auto.line = imported.message_lines.get(position - 1).copied();

@@ -185,6 +185,7 @@ pub fn conclude(
 
 /// Applies a compaction: logged and synced first, then applied.
 pub fn apply(open: &mut OpenSession, record: CompactionRecord) -> EngineResult<()> {
+    open.check_writable()?;
     open.log
         .append(&[LogEntry::Compaction(Box::new(record.clone()))], true)
         .map_err(|e| {

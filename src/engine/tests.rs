@@ -233,7 +233,7 @@ mod invariants {
                         let mut batch = messages_of(&turns, &mut next);
                         session.assign_ids(&mut batch).unwrap();
                         appended += batch.len();
-                        log.extend(batch.iter().cloned().map(|message| LogEntry::Message { message }));
+                        log.extend(batch.iter().cloned().map(LogEntry::message));
                         session.push(batch);
                     }
                     Step::Compact(strategy, keep) => {
@@ -328,18 +328,14 @@ mod overhead {
                 format!("u{n}"),
                 format!("step {n}: {}", "words ".repeat(300)),
             );
-            log.push(LogEntry::Message {
-                message: user.clone(),
-            });
+            log.push(LogEntry::message(user.clone()));
             session.push(vec![user]);
             let mut reply = Message::assistant(format!("a{n}"), "ok ".repeat(100), vec![]);
             reply.usage = Some(Usage {
                 input: provider(session.estimated_tokens()),
                 ..Usage::default()
             });
-            log.push(LogEntry::Message {
-                message: reply.clone(),
-            });
+            log.push(LogEntry::message(reply.clone()));
             session.push(vec![reply]);
         }
     }
@@ -502,13 +498,107 @@ mod overhead_decisions {
             ..Config::default()
         };
         let strategy = |overhead| {
-            let decision =
-                crate::engine::auto::decide(&config, &reads_with_overhead(overhead), false);
+            let decision = crate::engine::auto::decide(
+                &config,
+                &reads_with_overhead(overhead),
+                crate::engine::Access::Write,
+                false,
+            );
             decision.start.map(|start| start.strategy)
         };
         assert_eq!(strategy(5_000), Some(Strategy::Prune));
         // 25k of system prompt and tools stay after any pruning: only a
         // summary gets under the limit.
         assert_eq!(strategy(25_000), Some(Strategy::Checkpoint));
+    }
+}
+
+/// One writer per session, and a read-only session that nothing changes:
+/// the engine's side of what `tests/it/locking.rs` checks with two
+/// processes.
+mod access {
+    use super::super::create::{self, Opened};
+    use super::super::{append, auto, Access, EngineError, SessionEnv};
+    use crate::config::Config;
+    use crate::conversation::Message;
+    use crate::files::{disk, FileEvent, FileOp, FileTools, Origin};
+    use crate::store::{Durability, SessionSettings, SessionStore, StoreError};
+
+    fn env() -> SessionEnv {
+        SessionEnv::new(&Config::default(), disk::workspace(Vec::new()))
+    }
+
+    fn open(store: &SessionStore, id: &str) -> Result<Opened, EngineError> {
+        create::open(store, id, SessionSettings::default(), &env())
+    }
+
+    fn is_read_only_refusal(result: Result<(), EngineError>) -> bool {
+        matches!(
+            result,
+            Err(EngineError::Refused(StoreError::ReadOnly { .. }))
+        )
+    }
+
+    #[test]
+    fn the_lock_admits_one_writer_and_readers_change_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = SessionStore::new(dir.path(), Durability::Flush);
+        let mut writer = open(&store, "s").unwrap();
+        assert!(!writer.resumed);
+        let first = vec![Message::user("m1", "hello")];
+        append::append(&mut writer.open, first, &FileTools::default()).unwrap();
+        assert!(matches!(
+            open(&store, "s"),
+            Err(EngineError::Refused(StoreError::Locked {
+                pid: Some(_),
+                ..
+            }))
+        ));
+
+        let mut reader = create::open_read_only(&store, "s", &env()).unwrap();
+        assert_eq!(reader.open.access(), Access::ReadOnly);
+        assert_eq!(reader.open.session.message_count(), 1);
+        let more = vec![Message::user("m2", "no")];
+        let refused = append::append(&mut reader.open, more, &FileTools::default()).map(|_| ());
+        assert!(is_read_only_refusal(refused));
+        assert!(is_read_only_refusal(append::pin(
+            &mut reader.open,
+            "keep".into()
+        )));
+        assert!(is_read_only_refusal(append::set_auto_compact(
+            &mut reader.open,
+            true
+        )));
+        let event = FileEvent::new(dir.path().join("f"), FileOp::Read, Origin::Explicit);
+        assert!(is_read_only_refusal(append::record_file_events(
+            &mut reader.open,
+            &[event]
+        )));
+        let settings = SessionSettings {
+            model: Some("gpt-4".into()),
+            ..SessionSettings::default()
+        };
+        append::change_settings(&mut reader.open, settings).unwrap();
+        assert_eq!(reader.open.session.model, None, "settings are not applied");
+        let config = Config {
+            auto_compact: true,
+            ..Config::default()
+        };
+        assert!(!auto::allowed(
+            &config,
+            &reader.open.session,
+            Access::ReadOnly
+        ));
+        assert!(auto::allowed(&config, &writer.open.session, Access::Write));
+        assert_eq!(store.load("s").unwrap().unwrap().entries.len(), 2);
+
+        drop(writer);
+        let reopened = open(&store, "s").unwrap();
+        assert!(reopened.resumed);
+        assert_eq!(reopened.open.session.message_count(), 1);
+        assert!(matches!(
+            create::open_read_only(&store, "absent", &env()),
+            Err(EngineError::Invalid(_))
+        ));
     }
 }

@@ -182,7 +182,7 @@ impl Builder {
                         session.push(vec![message.clone()]);
                     }
                     message_lines.push(*line);
-                    entries.push(LogEntry::Message { message });
+                    entries.push(LogEntry::message(message));
                 }
                 Item::Settings(change) => {
                     if let Some(session) = &mut session {

@@ -4,6 +4,7 @@
 //! Code extension's method list is generated) is written from it, and a
 //! test holds it, the routes and `docs/protocol.md` to each other.
 
+use lsp_server::ErrorCode;
 use serde::Serialize;
 
 /// Who sends a method, and whether it is answered.
@@ -165,17 +166,20 @@ pub fn advertised_notifications() -> Vec<String> {
     names(|m| m.kind == Kind::ServerNotification)
 }
 
-/// The JSON-RPC error codes compactd answers with.
-pub const ERROR_CODES: &[(&str, lsp_server::ErrorCode)] = &[
+/// The JSON-RPC error codes compactd answers with: JSON-RPC's and LSP's,
+/// then compactd's own (`super::error_codes`).
+pub const ERROR_CODES: &[(&str, i32)] = &[
     (
         "SERVER_NOT_INITIALIZED",
-        lsp_server::ErrorCode::ServerNotInitialized,
+        ErrorCode::ServerNotInitialized as i32,
     ),
-    ("INVALID_REQUEST", lsp_server::ErrorCode::InvalidRequest),
-    ("METHOD_NOT_FOUND", lsp_server::ErrorCode::MethodNotFound),
-    ("INVALID_PARAMS", lsp_server::ErrorCode::InvalidParams),
-    ("INTERNAL_ERROR", lsp_server::ErrorCode::InternalError),
-    ("REQUEST_CANCELLED", lsp_server::ErrorCode::RequestCanceled),
+    ("INVALID_REQUEST", ErrorCode::InvalidRequest as i32),
+    ("METHOD_NOT_FOUND", ErrorCode::MethodNotFound as i32),
+    ("INVALID_PARAMS", ErrorCode::InvalidParams as i32),
+    ("INTERNAL_ERROR", ErrorCode::InternalError as i32),
+    ("REQUEST_CANCELLED", ErrorCode::RequestCanceled as i32),
+    ("SESSION_LOCKED", super::error_codes::SESSION_LOCKED),
+    ("SESSION_READ_ONLY", super::error_codes::SESSION_READ_ONLY),
 ];
 
 /// `schemas/methods.json`: the table and the error codes.
@@ -194,7 +198,7 @@ pub fn table_json() -> serde_json::Value {
         .collect();
     let codes: serde_json::Map<String, serde_json::Value> = ERROR_CODES
         .iter()
-        .map(|(name, code)| (name.to_string(), serde_json::json!(*code as i32)))
+        .map(|(name, code)| (name.to_string(), serde_json::json!(*code)))
         .collect();
     serde_json::json!({ "methods": methods, "errorCodes": codes })
 }

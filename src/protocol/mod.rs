@@ -1,10 +1,10 @@
-//! Every wire type: params, results and notifications, and the method
-//! table (`methods`). Types the core defines and the wire carries
-//! (messages, strategies, triggers, the configuration, file operations,
-//! transcript formats) are re-exported here, so the front ends take every
-//! wire type from this module. Serde + schemars, no logic beyond building
-//! results from core values; `schemas/` is generated from these and
-//! committed.
+//! Every wire type: params, results and notifications, the method table
+//! (`methods`) and compactd's own error codes (`error_codes`). Types the
+//! core defines and the wire carries (messages, strategies, triggers, the
+//! configuration, file operations, transcript formats) are re-exported
+//! here, so the front ends take every wire type from this module. Serde +
+//! schemars, no logic beyond building results from core values;
+//! `schemas/` is generated from these and committed.
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -16,6 +16,7 @@ pub use crate::conversation::{Message, MessageBody, Role, ToolCall, Usage};
 pub use crate::files::watch::WatchMode;
 pub use crate::files::{FileToolRule, ToolOperation};
 pub use crate::import::Format;
+pub use crate::store::Durability;
 
 use crate::compaction::CompactionRecord;
 
@@ -24,6 +25,16 @@ mod lsp;
 pub mod methods;
 pub use files::*;
 pub use lsp::*;
+
+/// Error codes compactd defines (JSON-RPC's server-defined range).
+pub mod error_codes {
+    /// The session is open for writing in another process (or is being
+    /// written by this one under another open); the message names the
+    /// holder's pid. `conversation/open` with `readOnly: true` still reads it.
+    pub const SESSION_LOCKED: i32 = -32010;
+    /// The session was opened with `readOnly: true`: it cannot be changed.
+    pub const SESSION_READ_ONLY: i32 = -32011;
+}
 
 /// A `$/progress` token, as LSP defines it.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
@@ -55,6 +66,12 @@ pub struct OpenParams {
     /// learned from its usage.
     #[serde(default)]
     pub tool_definitions: Option<Vec<serde_json::Value>>,
+    /// Open an existing session to read it only, without its lock (for
+    /// example while another compactd process writes it): a snapshot of
+    /// its log as of now; appends, compactions, pins and settings on it
+    /// fail with error -32011. Settings given here are not applied.
+    #[serde(default)]
+    pub read_only: bool,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
@@ -67,6 +84,9 @@ pub struct OpenResult {
     pub message_count: usize,
     /// Problems found while loading the log (skipped lines).
     pub warnings: Vec<String>,
+    /// The session is open read-only in this server.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub read_only: bool,
     pub meter: MeterInfo,
 }
 

@@ -75,11 +75,14 @@ pub(crate) fn start(server: &mut Server, session_id: &str, request: CompactionRe
         job.waiters.extend(request.waiter);
         return;
     }
-    let Some(open) = server.sessions.get(session_id) else {
-        if let Some(waiter) = request.waiter {
-            server.respond(waiter.id().clone(), Err(super::no_session(session_id)));
+    let open = match server.writable_session(session_id) {
+        Ok(open) => open,
+        Err(error) => {
+            if let Some(waiter) = request.waiter {
+                server.respond(waiter.id().clone(), Err(error));
+            }
+            return;
         }
-        return;
     };
     let planned = engine::compaction::plan(
         &server.config,
@@ -302,7 +305,7 @@ pub(crate) fn maybe_auto_compact(server: &mut Server, session_id: &str) -> Vec<T
         return Vec::new();
     };
     let compacting = server.running.contains_key(session_id);
-    let decision = engine::auto::decide(&server.config, &open.session, compacting);
+    let decision = engine::auto::decide(&server.config, &open.session, open.access(), compacting);
     let Some(start_now) = decision.start else {
         return decision.fired;
     };

@@ -19,9 +19,9 @@ use tokio::sync::mpsc;
 
 use crate::config::Config;
 use crate::engine::{self, EngineError, OpenSession, SessionEnv};
-use crate::protocol::{methods, MeterInfo, ProgressToken, TokensNotification};
+use crate::protocol::{error_codes, methods, MeterInfo, ProgressToken, TokensNotification};
 use crate::session::Session;
-use crate::store::SessionStore;
+use crate::store::{SessionStore, StoreError};
 use crate::tokens;
 use crate::transport::{self, Incoming, Outbox};
 use file_tracking::FileTracking;
@@ -57,11 +57,24 @@ impl RpcError {
     }
 }
 
+/// The one place engine (and store) errors get their codes.
 impl From<EngineError> for RpcError {
     fn from(e: EngineError) -> RpcError {
         match e {
             EngineError::Invalid(message) => RpcError::invalid_params(message),
             EngineError::Failed(message) => RpcError::internal(message),
+            EngineError::Refused(
+                e @ (StoreError::InvalidId { .. } | StoreError::Exists { .. }),
+            ) => RpcError::invalid_params(format!("sessionId: {e}")),
+            EngineError::Refused(e @ StoreError::Locked { .. }) => RpcError {
+                code: error_codes::SESSION_LOCKED,
+                message: e.to_string(),
+            },
+            EngineError::Refused(e @ StoreError::ReadOnly { .. }) => RpcError {
+                code: error_codes::SESSION_READ_ONLY,
+                message: e.to_string(),
+            },
+            EngineError::Refused(e @ StoreError::Io { .. }) => RpcError::internal(e.to_string()),
         }
     }
 }
@@ -139,7 +152,7 @@ where
     let mut server = Server {
         out,
         phase: Phase::Uninitialized,
-        store: SessionStore::new(config.sessions_dir()),
+        store: SessionStore::new(config.sessions_dir(), config.durability),
         config,
         config_dirs: ConfigDirs::default(),
         sessions: HashMap::new(),
@@ -304,6 +317,14 @@ impl Server {
         self.sessions.get(id).ok_or_else(|| no_session(id))
     }
 
+    /// A session to compact: refused up front when it is open read-only,
+    /// before a progress token or a plan exists for it.
+    pub fn writable_session(&self, id: &str) -> RpcResult<&OpenSession> {
+        let open = self.session(id)?;
+        open.check_writable()?;
+        Ok(open)
+    }
+
     pub fn meter_info(&self, session: &Session) -> MeterInfo {
         engine::window::meter(&self.config, session).into()
     }
@@ -359,7 +380,8 @@ impl Server {
 
 pub(crate) fn no_session(id: &str) -> RpcError {
     RpcError::invalid_params(format!(
-        "sessionId: no open session `{id}` (call conversation/open first)"
+        "sessionId: no open session `{}` (call conversation/open first)",
+        crate::store::shown_id(id)
     ))
 }
 

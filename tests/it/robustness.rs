@@ -224,7 +224,7 @@ fn every_bad_frame_kind_is_followed_by_ten_answered_requests() {
                 "{name}: not a frame, not answered: {errors:?}"
             ),
         }
-        let stderr = server.stderr()[logged_before..].to_string();
+        let stderr = server.stderr_after_containing(logged_before, logged);
         assert!(
             stderr.contains(logged),
             "{name}: `{logged}` not logged:\n{stderr}"

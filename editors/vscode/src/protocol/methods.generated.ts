@@ -83,3 +83,5 @@ export const INVALID_REQUEST = -32600;
 export const METHOD_NOT_FOUND = -32601;
 export const REQUEST_CANCELLED = -32800;
 export const SERVER_NOT_INITIALIZED = -32002;
+export const SESSION_LOCKED = -32010;
+export const SESSION_READ_ONLY = -32011;

@@ -10,6 +10,7 @@ export const SERVER_SETTING_KEYS: readonly string[] = [
   'contextWindow',
   'dataDir',
   'defaultContextWindow',
+  'durability',
   'fileTools',
   'fileWatcher',
   'keepRecentTokens',

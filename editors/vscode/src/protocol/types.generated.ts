@@ -70,6 +70,15 @@ export type FileStatus = 'modified' | 'read' | 'created' | 'deleted';
  */
 export type Format = 'compactd' | 'pi' | 'claude-code' | 'codex' | 'openai';
 /**
+ * When an append to a session log counts as done: `flush` (handed to
+ * the operating system: survives compactd crashing or being killed,
+ * not a power loss; about 10 µs per append) or `fsync` (also synced to
+ * the disk: survives a power loss; 3–5 ms per append, measured with
+ * `cargo bench --bench append` on a 2-core VM). Session headers and
+ * compactions are always synced.
+ */
+export type Durability = 'flush' | 'fsync';
+/**
  * What a tool does to the file its arguments name.
  */
 export type ToolOperation = ('read' | 'modify' | 'create' | 'delete') | 'patch' | 'command';
@@ -617,6 +626,13 @@ export interface OpenParams {
    */
   model?: string | null;
   /**
+   * Open an existing session to read it only, without its lock (for
+   * example while another compactd process writes it): a snapshot of
+   * its log as of now; appends, compactions, pins and settings on it
+   * fail with error -32011. Settings given here are not applied.
+   */
+  readOnly?: boolean;
+  /**
    * Resume this session (from its log) or create it under this id.
    * Omitted: a new session with a generated id.
    */
@@ -640,6 +656,10 @@ export interface OpenResult {
    */
   messageCount: number;
   meter: MeterInfo;
+  /**
+   * The session is open read-only in this server.
+   */
+  readOnly?: boolean;
   /**
    * True when the session was resumed from an existing log.
    */
@@ -806,6 +826,7 @@ export interface Config {
    * The window assumed for models the built-in table does not know.
    */
   defaultContextWindow?: number;
+  durability?: Durability;
   /**
    * Tool calls that read or change files, by tool name: added to the
    * shipped mapping (pi, Claude Code, OpenAI-style, `apply_patch`), or
