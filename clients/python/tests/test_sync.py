@@ -142,6 +142,7 @@ def test_invalid_params_raise_response_error_with_the_servers_message(spawn_args
             client.append("bad", [{"role": "robot", "content": "beep"}])  # type: ignore[list-item]
         assert error.value.code == methods.INVALID_PARAMS
         assert "robot" in error.value.message
+        assert str(error.value).startswith("conversation/append: ")
         with pytest.raises(ResponseError) as unknown:
             client.history("nobody")
         assert unknown.value.code == methods.INVALID_PARAMS
@@ -244,3 +245,19 @@ def test_a_server_that_dies_fails_waiting_requests_with_server_exited(
             client.history("doomed")
     finally:
         client.close()
+
+
+def test_calling_the_client_from_its_own_callback_raises_instead_of_deadlocking(spawn_args: Dict[str, Any]) -> None:
+    errors: "queue.Queue[BaseException]" = queue.Queue()
+
+    def on_tokens(meter: Dict[str, Any]) -> None:
+        try:
+            client.history(meter["sessionId"])
+        except RuntimeError as error:
+            errors.put(error)
+
+    with CompactdClient.spawn(**spawn_args) as client:
+        client.on_tokens(on_tokens)
+        client.open(session_id="reentrant")
+        assert "called from one of its callbacks" in str(errors.get(timeout=PATIENCE))
+        assert client.history("reentrant")["messages"] == []

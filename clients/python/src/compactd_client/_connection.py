@@ -32,6 +32,7 @@ class Connection:
         self._closed_error = closed_error
         self._ids = itertools.count(1)
         self._pending: Dict[int, "asyncio.Future[Any]"] = {}
+        self._methods: Dict[int, str] = {}
         self._listeners: List[NotificationCallback] = []
         self._request_handlers: Dict[str, RequestHandler] = {}
         self._closed: Optional[CompactdError] = None
@@ -67,6 +68,7 @@ class Connection:
         future: "asyncio.Future[Any]" = asyncio.get_running_loop().create_future()
         self._send({"id": request_id, "method": method, "params": params})
         self._pending[request_id] = future
+        self._methods[request_id] = method
         try:
             await self._drain()
             return await future
@@ -77,6 +79,7 @@ class Connection:
             raise
         finally:
             self._pending.pop(request_id, None)
+            self._methods.pop(request_id, None)
 
     async def notify(self, method: str, params: Any) -> None:
         self._send({"method": method, "params": params})
@@ -116,7 +119,7 @@ class Connection:
             if future is None or future.done():
                 return  # answered after the caller gave up
             if "error" in message:
-                future.set_exception(ResponseError.from_error(message["error"]))
+                future.set_exception(ResponseError.from_error(message["error"], self._methods.get(message["id"])))
             else:
                 future.set_result(message.get("result"))
         elif "id" in message:

@@ -4,6 +4,7 @@ implementation; callbacks run on that thread."""
 
 import asyncio
 import concurrent.futures
+import inspect
 import os
 import queue
 import threading
@@ -66,12 +67,27 @@ class CompactdClient(SyncMethods):
             raise
         return cls(loop, thread, client)
 
+    def _on_client_thread(self) -> None:
+        # Waiting there for the loop that runs there would never end.
+        if threading.current_thread() is self._thread:
+            raise RuntimeError(
+                "a CompactdClient method was called from one of its callbacks, which run on the client's thread; "
+                "hand the work to another thread (or use notifications()), or use AsyncCompactdClient"
+            )
+
     def _run(self, coroutine: Awaitable[T], timeout: Optional[float] = None) -> T:
+        try:
+            self._on_client_thread()
+        except RuntimeError:
+            if inspect.iscoroutine(coroutine):
+                coroutine.close()
+            raise
         return asyncio.run_coroutine_threadsafe(coroutine, self._loop).result(timeout)  # type: ignore[arg-type]
 
     def _request(
         self, method: str, params: Dict[str, Any], *, timeout: Optional[float] = None, cancel: Optional[Cancellation] = None
     ) -> Any:
+        self._on_client_thread()
         if cancel is not None and cancel.cancelled:
             raise RequestCancelled(m.REQUEST_CANCELLED, "cancelled before it was sent", method=method)
         future = asyncio.run_coroutine_threadsafe(self._client._request(method, params), self._loop)
