@@ -21,29 +21,33 @@ trap 'rm -rf "$scratch"' EXIT
 cache="${XDG_CACHE_HOME:-$HOME/.cache}/compactd"
 
 echo "== clients/typescript: npm ci, npm test, npm pack"
-(cd clients/typescript && npm ci --no-audit --no-fund --loglevel=error && npm test && npm pack --silent --pack-destination "$scratch" >/dev/null)
-tarball=$(echo "$scratch"/compactd-client-*.tgz)
-tar -tzf "$tarball" | sort >"$scratch/contents"
-for want in package/package.json package/README.md package/out/src/index.js package/out/src/index.d.ts package/out/src/generated/api.js; do
-  grep -qx "$want" "$scratch/contents" || { echo "npm pack: $want missing from $(basename "$tarball")" >&2; exit 1; }
-done
-if grep -E '^package/(out/test|src|scripts|test)/' "$scratch/contents"; then
-  echo "npm pack: $(basename "$tarball") holds the files above, which are not the package's" >&2
-  exit 1
+if ! command -v npm >/dev/null; then
+  echo "SKIP: clients/typescript (no npm)"
+else
+  (cd clients/typescript && npm ci --no-audit --no-fund --loglevel=error && npm test && npm pack --silent --pack-destination "$scratch" >/dev/null)
+  tarball=$(echo "$scratch"/compactd-client-*.tgz)
+  tar -tzf "$tarball" | sort >"$scratch/contents"
+  for want in package/package.json package/README.md package/out/src/index.js package/out/src/index.d.ts package/out/src/generated/api.js; do
+    grep -qx "$want" "$scratch/contents" || { echo "npm pack: $want missing from $(basename "$tarball")" >&2; exit 1; }
+  done
+  if grep -E '^package/(out/test|src|scripts|test)/' "$scratch/contents"; then
+    echo "npm pack: $(basename "$tarball") holds the files above, which are not the package's" >&2
+    exit 1
+  fi
+  mkdir "$scratch/use-ts"
+  (cd "$scratch/use-ts" && npm init -y >/dev/null && npm install --prefer-offline --no-audit --no-fund --loglevel=error "$tarball")
+  (cd "$scratch/use-ts" && HOME="$scratch/use-ts" node -e '
+    const { CompactdClient } = require("compactd-client");
+    (async () => {
+      const c = await CompactdClient.spawn({ path: process.env.COMPACTD_BIN, args: ["--no-user-config"] });
+      const { sessionId } = await c.open({});
+      const r = await c.append({ sessionId, messages: [{ role: "user", content: "hi" }] });
+      if (r.ids.length !== 1) throw new Error("append: " + JSON.stringify(r));
+      const exit = await c.close();
+      if (exit.code !== 0) throw new Error("exit " + JSON.stringify(exit));
+      console.log(`the packed compactd-client ran: ${c.version}, 1 message appended, exit 0`);
+    })().catch((e) => { console.error(e); process.exit(1); });')
 fi
-mkdir "$scratch/use-ts"
-(cd "$scratch/use-ts" && npm init -y >/dev/null && npm install --prefer-offline --no-audit --no-fund --loglevel=error "$tarball")
-(cd "$scratch/use-ts" && HOME="$scratch/use-ts" node -e '
-  const { CompactdClient } = require("compactd-client");
-  (async () => {
-    const c = await CompactdClient.spawn({ path: process.env.COMPACTD_BIN, args: ["--no-user-config"] });
-    const { sessionId } = await c.open({});
-    const r = await c.append({ sessionId, messages: [{ role: "user", content: "hi" }] });
-    if (r.ids.length !== 1) throw new Error("append: " + JSON.stringify(r));
-    const exit = await c.close();
-    if (exit.code !== 0) throw new Error("exit " + JSON.stringify(exit));
-    console.log(`the packed compactd-client ran: ${c.version}, 1 message appended, exit 0`);
-  })().catch((e) => { console.error(e); process.exit(1); });')
 
 echo "== clients/python: pytest, wheel, install in a fresh venv"
 pythons=(python3)
