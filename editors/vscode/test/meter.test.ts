@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { formatTokens, meterLevel, meterText, meterTooltip, timeAgo } from '../src/core/meter';
-import type { MeterInfo } from '../src/protocol/types';
+import type { MeterInfo } from 'compactd-client';
 
 test('formatTokens: one decimal at most, none when zero, k and M', () => {
   const cases: [number, string][] = [

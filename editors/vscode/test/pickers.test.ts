@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { branchItems, fileItems, sessionItems } from '../src/core/pickers';
-import type { FileInfo, Message } from '../src/protocol/types';
+import type { FileInfo, Message } from 'compactd-client';
 
 test('branchItems: newest first, no system prompt or summary, tool names shown', () => {
   const messages: Message[] = [

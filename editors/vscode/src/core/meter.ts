@@ -1,7 +1,7 @@
 // The status-bar meter's text, colour level and tooltip. No `vscode` here, so
 // it is unit-tested in plain Node.
 
-import type { MeterInfo } from '../protocol/types';
+import type { MeterInfo } from 'compactd-client';
 
 export type MeterLevel = 'normal' | 'warning' | 'error';
 

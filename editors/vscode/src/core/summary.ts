@@ -1,6 +1,6 @@
 // Texts shown after and about compactions. No `vscode` here.
 
-import type { CompactResult, DidCompactNotification, PreviewResult } from '../protocol/types';
+import type { CompactResult, DidCompactNotification, PreviewResult } from 'compactd-client';
 
 type Compaction = Pick<CompactResult, 'messagesSummarized' | 'tokensBefore' | 'tokensAfter'>;
 
