@@ -11,25 +11,22 @@
 //! measures another build (an older one, for before/after figures).
 //! `cargo test --all-targets` runs it on a 1 MB log, to check it works.
 
-use std::io::{BufRead, BufReader, BufWriter, Write};
-use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, Command, Stdio};
+mod support;
+
+use std::io::{BufReader, BufWriter, Write};
+use std::path::Path;
+use std::process::{Child, ChildStdin};
 use std::sync::mpsc::{self, Receiver};
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
+use support::{corpus, mb, ms, status};
 
 fn main() {
-    let benching = std::env::args().any(|a| a == "--bench");
-    let megabytes: u64 = std::env::var("COMPACTD_BENCH_STALL_MB")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(if benching { 100 } else { 1 });
-    let bin = std::env::var_os("COMPACTD_BENCH_BIN")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_compactd")));
+    let (_, size) = support::benching_and_size("COMPACTD_BENCH_STALL_MB");
+    let bin = support::binary();
     let dir = tempfile::tempdir().expect("temp dir");
-    let (bytes, messages) = generate(&dir.path().join("big.jsonl"), megabytes << 20);
+    let (bytes, messages) = generate(&dir.path().join("big.jsonl"), size);
     println!(
         "stall: {} ({:.1} MB log, {messages} messages, all in the view)",
         bin.display(),
@@ -58,34 +55,6 @@ fn main() {
         mb(run.rss_after),
         mb(run.peak)
     );
-}
-
-fn mb(bytes: u64) -> f64 {
-    bytes as f64 / (1u64 << 20) as f64
-}
-
-fn ms(d: Duration) -> f64 {
-    d.as_secs_f64() * 1000.0
-}
-
-/// Text to cut messages from: this repository's sources (code and prose),
-/// so the bench needs nothing outside it.
-fn corpus() -> Vec<char> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let mut text = std::fs::read_to_string(root.join("README.md")).unwrap();
-    for dir in ["src", "src/server/handlers", "src/engine", "docs"] {
-        let mut paths: Vec<PathBuf> = std::fs::read_dir(root.join(dir))
-            .unwrap()
-            .flatten()
-            .map(|e| e.path())
-            .filter(|p| p.is_file())
-            .collect();
-        paths.sort();
-        for path in paths {
-            text.push_str(&std::fs::read_to_string(path).unwrap_or_default());
-        }
-    }
-    text.chars().collect()
 }
 
 /// Writes a compactd session log of at least `target` bytes, no
@@ -140,14 +109,7 @@ struct Run {
 
 /// One fresh server: open both sessions, then the auto-compacting append.
 fn measure(bin: &Path, sessions: &Path) -> Run {
-    let mut child = Command::new(bin)
-        .arg("--no-user-config")
-        .env("COMPACTD_LOG", "warn")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn compactd");
+    let mut child = support::spawn(bin);
     let mut client = Client::new(&mut child);
     client.request(
         "initialize",
@@ -194,17 +156,8 @@ fn measure(bin: &Path, sessions: &Path) -> Run {
     };
     client.request("shutdown", Value::Null);
     client.notify("exit", Value::Null);
-    let exit = child.wait().unwrap();
-    assert!(exit.success(), "compactd exited with {exit}");
+    support::finish(child);
     run
-}
-
-/// A field of `/proc/<pid>/status`, in bytes.
-fn status(child: &Child, field: &str) -> u64 {
-    let text = std::fs::read_to_string(format!("/proc/{}/status", child.id())).unwrap();
-    let line = text.lines().find(|l| l.starts_with(field)).unwrap();
-    let kb: u64 = line.split_whitespace().nth(1).unwrap().parse().unwrap();
-    kb * 1024
 }
 
 /// The bench's side of the protocol: it answers the server's requests to
@@ -223,7 +176,7 @@ impl Client {
         let (tx, incoming) = mpsc::channel();
         // Messages are stamped as they arrive, not when the bench looks.
         std::thread::spawn(move || {
-            while let Some(message) = read(&mut stdout) {
+            while let Some(message) = support::read_message(&mut stdout) {
                 if tx.send((Instant::now(), message)).is_err() {
                     break;
                 }
@@ -238,9 +191,7 @@ impl Client {
     }
 
     fn send(&mut self, message: Value) {
-        let body = serde_json::to_string(&message).unwrap();
-        write!(self.stdin, "Content-Length: {}\r\n\r\n{body}", body.len()).unwrap();
-        self.stdin.flush().unwrap();
+        support::write_message(&mut self.stdin, &message);
     }
 
     fn notify(&mut self, method: &str, params: Value) {
@@ -281,24 +232,4 @@ impl Client {
         }
         at.into_iter().map(Option::unwrap).collect()
     }
-}
-
-fn read(stdout: &mut impl BufRead) -> Option<Value> {
-    let mut length = 0;
-    loop {
-        let mut line = String::new();
-        if stdout.read_line(&mut line).ok()? == 0 {
-            return None;
-        }
-        let line = line.trim_end();
-        if line.is_empty() {
-            break;
-        }
-        if let Some(v) = line.strip_prefix("Content-Length: ") {
-            length = v.parse().ok()?;
-        }
-    }
-    let mut body = vec![0; length];
-    stdout.read_exact(&mut body).ok()?;
-    serde_json::from_slice(&body).ok()
 }

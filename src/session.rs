@@ -6,8 +6,12 @@
 //! The view starts after the latest checkpoint (its summary comes first),
 //! then shows the messages appended since, with the runs that
 //! `incremental` compactions replaced shown as their summaries and the tool
-//! outputs that `prune` removed shown as placeholders. Nothing is ever
-//! removed from `messages`.
+//! outputs that `prune` removed shown as placeholders; a tool result that
+//! answers no open call (`CallTracker`) is kept but not shown. Nothing is
+//! ever removed from `messages`. What the view counts (running totals, the
+//! calibration, the meter) is in `meter`.
+
+mod meter;
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
@@ -15,13 +19,12 @@ use std::sync::Arc;
 use crate::compaction::job::{self, PlanInput, PlanOptions, PlannedJob};
 use crate::compaction::plan::{EntryKind, ViewEntry};
 use crate::compaction::record::{pruned_placeholder, CompactionRecord};
-use crate::compaction::trigger::{CircuitBreaker, TriggerInput};
+use crate::compaction::trigger::CircuitBreaker;
 use crate::compaction::{self, Strategy};
-use crate::conversation::{
-    synthetic_result, CallStep, CallTracker, Message, MessageBody, OffHistory, Role,
-};
+use crate::conversation::{CallStep, CallTracker, Message, MessageBody, OffHistory, Role};
 use crate::files::{FileEvent, SessionFileLedger};
-use crate::tokens::{self, Encoding, Meter, MeterSource};
+use crate::tokens::{self, Calibration, Encoding};
+use meter::{synthetic_tokens, ViewTotals};
 
 #[derive(Debug, Clone)]
 struct Counted {
@@ -49,20 +52,6 @@ enum Slot {
     Summary(usize),
 }
 
-/// Running sums over the view, kept up to date on every append so the
-/// meter and the triggers cost nothing per message.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-struct ViewTotals {
-    /// Estimated tokens of every slot.
-    tokens: u64,
-    /// Raw messages, and the user messages among them.
-    messages: u64,
-    user_turns: u64,
-    /// The latest current provider report: the context it gives, and the
-    /// estimated tokens of the slots after it.
-    latest_usage: Option<(u64, u64)>,
-}
-
 #[derive(Debug, thiserror::Error, PartialEq)]
 pub enum AppendError {
     #[error("messages[{index}].id: `{id}` is already used in this session")]
@@ -75,6 +64,8 @@ pub struct Session {
     pub model: Option<String>,
     pub context_window: Option<u64>,
     pub system_prompt: Option<String>,
+    /// The tool definitions the client declared, as the provider gets them.
+    pub tool_definitions: Option<Vec<serde_json::Value>>,
     /// Per-session auto-compaction switch (`None`: the config decides).
     pub auto_compact_switch: Option<bool>,
     /// The circuit breaker of automatic compaction (not persisted: a
@@ -92,6 +83,9 @@ pub struct Session {
     /// Tokens of each record's summary message.
     summary_tokens: Vec<u64>,
     system_tokens: u64,
+    tool_tokens: u64,
+    /// What the provider counts beyond our count, learned from usage.
+    calibration: Calibration,
     summary_prefix: String,
     totals: ViewTotals,
     /// The file ledger, fed by file events applied in log order.
@@ -116,6 +110,7 @@ impl Session {
             model,
             context_window,
             system_prompt: None,
+            tool_definitions: None,
             auto_compact_switch: None,
             breaker: CircuitBreaker::default(),
             encoding,
@@ -128,6 +123,8 @@ impl Session {
             pruned: HashMap::new(),
             summary_tokens: Vec::new(),
             system_tokens: 0,
+            tool_tokens: 0,
+            calibration: Calibration::default(),
             summary_prefix,
             totals: ViewTotals::default(),
             file_ledger: SessionFileLedger::default(),
@@ -146,6 +143,13 @@ impl Session {
         self.system_prompt = prompt;
     }
 
+    pub fn set_tool_definitions(&mut self, tools: Option<Vec<serde_json::Value>>) {
+        self.tool_tokens = tools
+            .as_deref()
+            .map_or(0, |t| tokens::count_tool_definitions(self.encoding, t));
+        self.tool_definitions = tools;
+    }
+
     pub fn set_model(&mut self, model: Option<String>) {
         if model == self.model {
             return;
@@ -160,6 +164,8 @@ impl Session {
             }
             let prompt = self.system_prompt.take();
             self.set_system_prompt(prompt);
+            let tools = self.tool_definitions.take();
+            self.set_tool_definitions(tools);
             self.rebuild_view();
         } else {
             // Which usage reports count depends on the model.
@@ -245,9 +251,19 @@ impl Session {
     /// stays out of the view (`CallTracker`): returned with its position
     /// in `messages` and why.
     pub fn push(&mut self, messages: Vec<Message>) -> Vec<(usize, OffHistory)> {
+        self.push_counted(messages.into_iter().map(|m| (m, None)))
+    }
+
+    /// `push` with token counts already known: `Some` is a count made with
+    /// this session's encoding (the session log stores them), `None` is
+    /// counted here.
+    pub fn push_counted(
+        &mut self,
+        messages: impl IntoIterator<Item = (Message, Option<u64>)>,
+    ) -> Vec<(usize, OffHistory)> {
         let generation = self.compactions.len();
         let mut off_history = Vec::new();
-        for (position, message) in messages.into_iter().enumerate() {
+        for (position, (message, known)) in messages.into_iter().enumerate() {
             self.file_ledger.observe(&message);
             let index = self.messages.len();
             let in_view = match self.calls.observe(&message) {
@@ -262,7 +278,10 @@ impl Session {
                     true
                 }
             };
-            let tokens = tokens::count_message(self.encoding, &message);
+            // After the tracker: the request this reply answers held the
+            // synthetic results its arrival closed the calls with.
+            self.calibrate(&message);
+            let tokens = known.unwrap_or_else(|| tokens::count_message(self.encoding, &message));
             self.index.insert(message.id.clone(), index);
             self.messages.push(Counted {
                 message: Arc::new(message),
@@ -278,56 +297,6 @@ impl Session {
             }
         }
         off_history
-    }
-
-    /// The open calls got no result before the conversation moved on: the
-    /// history closes them with synthetic results, counted with their
-    /// caller (which is in the view while its calls are open).
-    fn close_interrupted(&mut self, interrupted: Vec<(String, String)>) {
-        let Some(caller) = self.open_caller.take() else {
-            return;
-        };
-        if interrupted.is_empty() {
-            return;
-        }
-        let tokens = synthetic_tokens(self.encoding, &interrupted);
-        let counted = &mut self.messages[caller];
-        counted.interrupted = interrupted;
-        counted.synthetic_tokens = tokens;
-        self.totals.tokens += tokens;
-        if let Some((_, after)) = &mut self.totals.latest_usage {
-            *after += tokens;
-        }
-    }
-
-    fn add_to_totals(&mut self, slot: Slot) {
-        let tokens = self.slot_tokens(&slot);
-        let (report, trailing) = match slot {
-            Slot::Message(i) => {
-                self.totals.messages += 1;
-                if self.messages[i].message.role() == Role::User {
-                    self.totals.user_turns += 1;
-                }
-                let counted = &self.messages[i];
-                let report = self.current_usage(counted, self.compactions.len());
-                (report, counted.synthetic_tokens)
-            }
-            Slot::Summary(_) => (None, 0),
-        };
-        self.totals.tokens += tokens;
-        match (report, &mut self.totals.latest_usage) {
-            // Synthetic results come after the reporting message.
-            (Some(context), latest) => *latest = Some((context, trailing)),
-            (None, Some((_, after))) => *after += tokens,
-            (None, None) => {}
-        }
-    }
-
-    fn recompute_totals(&mut self) {
-        self.totals = ViewTotals::default();
-        for slot in self.view.clone() {
-            self.add_to_totals(slot);
-        }
     }
 
     /// All messages ever appended, compacted or not.
@@ -400,68 +369,12 @@ impl Session {
         }
     }
 
-    fn fixed_tokens(&self) -> u64 {
-        self.system_tokens + self.checkpoint.map(|i| self.summary_tokens[i]).unwrap_or(0)
-    }
-
-    /// Our own estimate of the whole view, ignoring provider usage.
-    pub fn estimated_tokens(&self) -> u64 {
-        self.fixed_tokens() + self.totals.tokens
-    }
-
-    /// The meter: the provider's latest current report plus our estimate
-    /// of what came after it; otherwise our estimate of everything.
-    pub fn meter(&self, context_window: u64, auto_compact_at: u64) -> Meter {
-        let (context_tokens, source) = match self.totals.latest_usage {
-            Some((reported, after)) => (reported + after, MeterSource::Usage),
-            None => (self.estimated_tokens(), MeterSource::Estimate),
-        };
-        Meter {
-            context_tokens,
-            context_window,
-            auto_compact_at,
-            source,
-        }
-    }
-
-    /// What the auto-compaction triggers look at.
-    pub fn trigger_input(&self, context_window: u64, auto_compact_at: u64) -> TriggerInput {
-        TriggerInput {
-            tokens: self.meter(context_window, auto_compact_at).context_tokens,
-            window: context_window,
-            messages: self.totals.messages,
-            user_turns: self.totals.user_turns,
-        }
-    }
-
-    /// Usage that still describes this view: reported after the latest
-    /// compaction, by the session's model.
-    fn current_usage(&self, counted: &Counted, generation: usize) -> Option<u64> {
-        if counted.generation != generation || counted.message.role() != Role::Assistant {
-            return None;
-        }
-        let usage = counted.message.usage?;
-        if let (
-            MessageBody::Assistant {
-                model: Some(reported),
-                ..
-            },
-            Some(ours),
-        ) = (&counted.message.body, &self.model)
-        {
-            if !same_model(reported, ours) {
-                return None;
-            }
-        }
-        let context = usage.context_tokens();
-        (context > 0).then_some(context)
-    }
-
     /// What planning a compaction sees of this session.
     pub fn plan_input(&self) -> PlanInput<'_> {
         PlanInput {
             entries: self.view_entries(),
-            system_tokens: self.system_tokens,
+            system_tokens: self.declared_tokens(),
+            correction: self.correction(),
             has_checkpoint: self.checkpoint.is_some(),
             records: &self.compactions,
             task: self.all_messages().find(|m| m.role() == Role::User),
@@ -496,15 +409,6 @@ impl Session {
     pub fn apply_compaction(&mut self, record: CompactionRecord) {
         self.compactions.push(record);
         self.rebuild_view();
-    }
-
-    /// The running totals agree with a recount (for tests of the
-    /// bookkeeping).
-    #[cfg(test)]
-    pub(crate) fn totals_match_recount(&self) -> bool {
-        let mut recomputed = self.clone();
-        recomputed.recompute_totals();
-        recomputed.totals == self.totals
     }
 
     /// Recomputes the view from the messages and every compaction record.
@@ -591,23 +495,9 @@ fn pruned_message(counted: &Counted) -> Message {
     message
 }
 
-/// Tokens of the synthetic results closing these calls.
-fn synthetic_tokens(encoding: Encoding, calls: &[(String, String)]) -> u64 {
-    calls
-        .iter()
-        .map(|(id, name)| tokens::count_message(encoding, &synthetic_result(id, name)))
-        .sum()
-}
-
-fn same_model(a: &str, b: &str) -> bool {
-    let strip = |m: &str| m.rsplit('/').next().unwrap_or(m).to_ascii_lowercase();
-    strip(a) == strip(b)
-}
-
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use crate::conversation::Usage;
 
     /// A session counted in o200k with a system prompt, its summaries
     /// introduced by `PREFIX`.
@@ -641,55 +531,5 @@ pub(crate) mod tests {
                 id: "x".into()
             })
         );
-    }
-
-    #[test]
-    fn meter_prefers_the_latest_report_plus_later_estimates() {
-        let mut s = Session::new("s".into(), None, None, None, "P".into());
-        let mut a = Message::assistant("a1", "done", vec![]);
-        a.usage = Some(Usage {
-            input: 500,
-            ..Usage::default()
-        });
-        s.push(vec![Message::user("u1", "go"), a]);
-        let after = [
-            Message::user("u2", "more words here"),
-            Message::assistant("a2", "ok", vec![]),
-        ];
-        let expected_after: u64 = after
-            .iter()
-            .map(|m| tokens::count_message(s.encoding(), m))
-            .sum();
-        s.push(after.to_vec());
-        let m = s.meter(1000, 900);
-        assert_eq!(
-            (m.context_tokens, m.source),
-            (500 + expected_after, MeterSource::Usage)
-        );
-        assert_eq!(
-            m.percent(),
-            ((500 + expected_after) as f64 / 10.0 * 10.0).round() / 10.0
-        );
-        let fresh = Session::new("t".into(), None, None, None, "P".into());
-        assert_eq!(fresh.meter(1000, 900).source, MeterSource::Estimate);
-        // Appending tracks the same totals as recomputing from scratch.
-        let mut recomputed = s.clone();
-        recomputed.recompute_totals();
-        assert_eq!(recomputed.totals, s.totals);
-    }
-
-    #[test]
-    fn usage_from_another_model_is_ignored() {
-        let mut s = session();
-        let mut a = Message::assistant("a1", "done", vec![]);
-        a.usage = Some(Usage {
-            input: 5000,
-            ..Usage::default()
-        });
-        if let MessageBody::Assistant { model, .. } = &mut a.body {
-            *model = Some("claude-sonnet-4-5".into());
-        }
-        s.push(vec![Message::user("u1", "go"), a]);
-        assert_eq!(s.meter(10_000, 9_000).source, tokens::MeterSource::Estimate);
     }
 }

@@ -26,22 +26,62 @@ pub struct OpenSession {
     pub log: SessionLog,
 }
 
+/// What this process may do with an open session.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Access {
+    /// It holds the session's lock: it alone writes the log.
+    Write,
+    /// It read a snapshot of a log another process may be writing: nothing
+    /// changes the session here, automatic compaction included.
+    ReadOnly,
+}
+
+impl OpenSession {
+    pub fn access(&self) -> Access {
+        if self.log.is_read_only() {
+            Access::ReadOnly
+        } else {
+            Access::Write
+        }
+    }
+
+    /// Refuses every change to a session opened read-only, before anything
+    /// is planned, counted or written.
+    pub fn check_writable(&self) -> EngineResult<()> {
+        match self.access() {
+            Access::Write => Ok(()),
+            Access::ReadOnly => Err(EngineError::Refused(StoreError::ReadOnly {
+                id: self.session.id.clone(),
+            })),
+        }
+    }
+}
+
 /// Why an engine operation changed nothing.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[derive(Debug, thiserror::Error)]
 pub enum EngineError {
-    /// The request cannot be met as asked (a bad id, a message id already
-    /// used, no such message); the message names the field.
+    /// The request cannot be met as asked (a message id already used, no
+    /// such message); the message names the field.
     #[error("{0}")]
     Invalid(String),
     /// Reading or writing the session log failed, or the state changed
     /// underneath; nothing was applied.
     #[error("{0}")]
     Failed(String),
+    /// The store refused the session as asked: its id is no portable file
+    /// name (`InvalidId`), a log already exists under it (`Exists`), another
+    /// process writes it (`Locked`), or it is open read-only here
+    /// (`ReadOnly`). Never `Io`, which is `Failed`.
+    #[error(transparent)]
+    Refused(StoreError),
 }
 
 impl From<StoreError> for EngineError {
     fn from(e: StoreError) -> EngineError {
-        EngineError::Failed(e.to_string())
+        match e {
+            StoreError::Io { .. } => EngineError::Failed(e.to_string()),
+            refused => EngineError::Refused(refused),
+        }
     }
 }
 

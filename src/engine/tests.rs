@@ -46,12 +46,14 @@ mod pipeline {
         }
     }
 
-    /// Plans, summarizes offline and applies one compaction.
+    /// Plans, summarizes offline and applies one compaction. Its
+    /// `tokensBefore` is in the terms of its `tokensAfter`: the
+    /// calibrated count.
     pub(super) fn compact(
         s: &mut Session,
         options: &PlanOptions,
     ) -> Result<CompactionRecord, String> {
-        let before = s.estimated_tokens();
+        let before = s.calibrated_tokens();
         let job = s.plan(options, before)?.prepare();
         let record = job.record(&summaries(&job), Trigger::Manual, 0, 0);
         s.apply_compaction(record.clone());
@@ -107,10 +109,11 @@ mod pipeline {
 
 /// Property tests: whatever the history and whatever the sequence of
 /// compactions, the view sent to a model stays valid, nothing appended is
-/// lost, and replaying the log gives the same view.
+/// lost, the meter is the calibrated count of exactly what is sent, and
+/// replaying the log gives the same view and meter.
 mod invariants {
     use super::pipeline::{compact, options};
-    use super::{tokens, Message, Role, Session};
+    use super::{tokens, Message, Role, Session, Usage};
     use crate::compaction::Strategy as Kind;
     use crate::conversation::{validate_history, ToolCall};
     use crate::store::{self, LogEntry};
@@ -120,12 +123,17 @@ mod invariants {
     #[derive(Debug, Clone)]
     enum Turn {
         User(usize),
-        Text(usize),
+        /// An assistant's text; `reports`: with the provider's usage.
+        Text {
+            len: usize,
+            reports: bool,
+        },
         /// Parallel calls: (output size, answered?, failed?) each; results
         /// arrive in the order of `order`.
         Tools {
             calls: Vec<(usize, bool, bool)>,
             reversed: bool,
+            reports: bool,
         },
         /// A result arriving on its own for an earlier call: `pick` chooses
         /// among the calls still without a result (even) or all calls
@@ -146,7 +154,8 @@ mod invariants {
     fn turn() -> impl Strategy<Value = Turn> {
         prop_oneof![
             (1usize..400).prop_map(Turn::User),
-            (1usize..400).prop_map(Turn::Text),
+            (1usize..400, prop::bool::weighted(0.7))
+                .prop_map(|(len, reports)| Turn::Text { len, reports }),
             (
                 prop::collection::vec(
                     (
@@ -156,9 +165,14 @@ mod invariants {
                     ),
                     1..4
                 ),
-                any::<bool>()
+                any::<bool>(),
+                prop::bool::weighted(0.5)
             )
-                .prop_map(|(calls, reversed)| Turn::Tools { calls, reversed }),
+                .prop_map(|(calls, reversed, reports)| Turn::Tools {
+                    calls,
+                    reversed,
+                    reports
+                }),
             (any::<usize>(), 1usize..2000).prop_map(|(pick, len)| Turn::Late { pick, len }),
         ]
     }
@@ -181,18 +195,29 @@ mod invariants {
     /// Calls made so far, and whether each got a result.
     type Calls = Vec<(String, bool)>;
 
+    /// The messages of `turns`; an assistant message that reports usage
+    /// has an empty one, which `report_usage` fills in.
     fn messages_of(turns: &[Turn], next: &mut usize, calls_made: &mut Calls) -> Vec<Message> {
         let mut out = Vec::new();
         let text = |n: usize, seed: usize| "word ".repeat(n / 5 + 1) + &seed.to_string();
+        let assistant = |n: usize, text: String, calls, reports: bool| {
+            let mut message = Message::assistant(format!("a{n}"), text, calls);
+            message.usage = reports.then(Usage::default);
+            message
+        };
         for t in turns {
             *next += 1;
             let n = *next;
             match t {
                 Turn::User(len) => out.push(Message::user(format!("u{n}"), text(*len, n))),
-                Turn::Text(len) => {
-                    out.push(Message::assistant(format!("a{n}"), text(*len, n), vec![]))
+                Turn::Text { len, reports } => {
+                    out.push(assistant(n, text(*len, n), vec![], *reports))
                 }
-                Turn::Tools { calls, reversed } => {
+                Turn::Tools {
+                    calls,
+                    reversed,
+                    reports,
+                } => {
                     let ids: Vec<String> = (0..calls.len()).map(|j| format!("c{n}-{j}")).collect();
                     let tool_calls = ids
                         .iter()
@@ -202,7 +227,7 @@ mod invariants {
                             arguments: serde_json::json!({"path": format!("src/{id}.rs")}),
                         })
                         .collect();
-                    out.push(Message::assistant(format!("a{n}"), "", tool_calls));
+                    out.push(assistant(n, String::new(), tool_calls, *reports));
                     calls_made.extend(ids.iter().zip(calls).map(|(id, c)| (id.clone(), c.1)));
                     let mut results: Vec<Message> = calls
                         .iter()
@@ -245,6 +270,77 @@ mod invariants {
         out
     }
 
+    /// A provider that counts `OVERHEAD` tokens compactd never sees (its
+    /// own framing, say) and two of its tokens per token of compactd's: an
+    /// exact fit, so the calibration must find it exactly.
+    const OVERHEAD: u64 = 700;
+    fn provider(held: u64) -> u64 {
+        OVERHEAD + 2 * held
+    }
+
+    /// Our count of messages as `history()` gives them.
+    fn count(session: &Session, messages: &[Message]) -> u64 {
+        messages
+            .iter()
+            .map(|m| tokens::count_message(session.encoding(), m))
+            .sum()
+    }
+
+    /// Fills in the usage of each assistant message that reports one, as
+    /// the provider would report the request it answers: what `history()`
+    /// sent for it, the synthetic results closing the calls its arrival
+    /// interrupts included.
+    fn report_usage(session: &Session, batch: &mut [Message]) {
+        let mut scratch = session.clone();
+        for message in batch.iter_mut() {
+            if message.usage.is_some() {
+                let mut probe = scratch.clone();
+                probe.push(vec![message.clone()]);
+                let history = probe.history();
+                let (last, sent) = history.split_last().unwrap();
+                assert_eq!(last.id, message.id, "calls at the end stay pending");
+                message.usage = Some(Usage {
+                    input: provider(count(&probe, sent)),
+                    ..Usage::default()
+                });
+            }
+            scratch.push(vec![message.clone()]);
+        }
+    }
+
+    /// The meter is the calibration applied once to our count of what
+    /// `history()` sends: after the latest current report, that report
+    /// plus the scaled count of what follows it; without one, the
+    /// overhead plus the scaled count of everything. (Scaling rounds, so
+    /// it is applied to the sum, never message by message.) And the
+    /// calibration, fed what was sent for each report, finds the
+    /// provider's exact fit once its scale applies.
+    fn check_meter(session: &Session, current: &[String]) -> Result<(), TestCaseError> {
+        let history = session.history();
+        let correction = session.correction();
+        let meter = session.meter(1_000_000, 900_000);
+        let report = history
+            .iter()
+            .rposition(|m| m.usage.is_some() && current.contains(&m.id));
+        let expected = match report {
+            Some(at) => {
+                prop_assert_eq!(meter.source, tokens::MeterSource::Usage);
+                let reported = history[at].usage.unwrap().context_tokens();
+                reported + correction.scaled(count(session, &history[at + 1..]))
+            }
+            None => {
+                prop_assert_eq!(meter.source, tokens::MeterSource::Estimate);
+                correction.context(count(session, &history))
+            }
+        };
+        prop_assert_eq!(meter.context_tokens, expected, "{:?}", correction);
+        if correction.scale != 1.0 {
+            prop_assert!((correction.scale - 2.0).abs() < 1e-9, "{:?}", correction);
+            prop_assert_eq!(correction.overhead, OVERHEAD, "{:?}", correction);
+        }
+        Ok(())
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig { cases: 96, ..ProptestConfig::default() })]
 
@@ -260,13 +356,17 @@ mod invariants {
             let mut next = 0;
             let mut appended = 0;
             let mut calls_made = Vec::new();
+            // Ids appended since the latest compaction: their usage is current.
+            let mut current: Vec<String> = Vec::new();
             for step in steps {
                 match step {
                     Step::Append(turns) => {
                         let mut batch = messages_of(&turns, &mut next, &mut calls_made);
                         session.assign_ids(&mut batch).unwrap();
+                        report_usage(&session, &mut batch);
+                        current.extend(batch.iter().map(|m| m.id.clone()));
                         appended += batch.len();
-                        log.extend(batch.iter().cloned().map(|message| LogEntry::Message { message }));
+                        log.extend(batch.iter().cloned().map(LogEntry::message));
                         session.push(batch);
                     }
                     Step::Compact(strategy, keep) => {
@@ -277,6 +377,7 @@ mod invariants {
                             prop_assert!(record.tokens_after <= record.tokens_before + 2_000 || strategy == Kind::Checkpoint,
                                 "{strategy:?} grew the view: {} → {}", record.tokens_before, record.tokens_after);
                             log.push(LogEntry::Compaction(Box::new(record)));
+                            current.clear();
                         }
                     }
                 }
@@ -285,12 +386,14 @@ mod invariants {
                 prop_assert_eq!(history.first().map(|m| m.role()), Some(Role::System));
                 prop_assert_eq!(session.all_messages().count(), appended, "nothing appended is lost");
                 prop_assert!(session.totals_match_recount(), "running totals match a recount");
-                let sent: u64 = history.iter().map(|m| tokens::count_message(session.encoding(), m)).sum();
-                prop_assert_eq!(session.estimated_tokens(), sent, "the meter counts exactly what is sent");
+                prop_assert_eq!(session.estimated_tokens(), count(&session, &history), "our count is exactly what is sent");
+                check_meter(&session, &current)?;
             }
             let replayed = store::replay("p", log, "PREFIX".into());
             prop_assert_eq!(replayed.history(), session.history(), "the log replays to the same view");
             prop_assert_eq!(replayed.estimated_tokens(), session.estimated_tokens());
+            prop_assert_eq!(replayed.correction(), session.correction(), "and the same calibration");
+            prop_assert_eq!(replayed.meter(1_000_000, 900_000), session.meter(1_000_000, 900_000));
         }
     }
 }
@@ -385,5 +488,301 @@ mod progress {
                 Some(100)
             ]
         );
+    }
+}
+
+/// The overhead the client never sends: learned from usage, carried into
+/// the meter after a compaction and into `tokensAfter`, never counted
+/// twice, and the same after the log is replayed.
+mod overhead {
+    use super::pipeline::{compact, options};
+    use super::*;
+    use crate::store::{self, LogEntry, SessionHeader, SessionSettings};
+
+    /// A provider that counts 6,000 tokens of system prompt and tools
+    /// compactd never sees, and 1.25 tokens per token of compactd's.
+    fn provider(estimate: u64) -> u64 {
+        6_000 + estimate * 5 / 4
+    }
+
+    /// Turns with usage as that provider reports it, pushed and logged.
+    fn converse(session: &mut Session, log: &mut Vec<LogEntry>, turns: usize) {
+        for n in 0..turns {
+            let user = Message::user(
+                format!("u{n}"),
+                format!("step {n}: {}", "words ".repeat(300)),
+            );
+            log.push(LogEntry::message(user.clone()));
+            session.push(vec![user]);
+            let mut reply = Message::assistant(format!("a{n}"), "ok ".repeat(100), vec![]);
+            reply.usage = Some(Usage {
+                input: provider(session.estimated_tokens()),
+                ..Usage::default()
+            });
+            log.push(LogEntry::message(reply.clone()));
+            session.push(vec![reply]);
+        }
+    }
+
+    fn header(settings: SessionSettings) -> LogEntry {
+        LogEntry::Header(SessionHeader {
+            version: 1,
+            session_id: "o".into(),
+            created_at: 0,
+            settings,
+        })
+    }
+
+    #[test]
+    fn tokens_after_and_the_meter_after_a_compaction_include_the_overhead() {
+        let mut s = Session::new("o".into(), None, None, None, "PREFIX".into());
+        let mut log = vec![header(SessionSettings::default())];
+        converse(&mut s, &mut log, 12);
+        let correction = s.correction();
+        assert!(correction.overhead.abs_diff(6_000) < 50, "{correction:?}");
+        assert!((correction.scale - 1.25).abs() < 0.02, "{correction:?}");
+        // With usage, the meter is the report plus the scaled newer
+        // messages: the overhead is in the report, not added again.
+        let meter = s.meter(200_000, 180_000);
+        assert_eq!(meter.source, tokens::MeterSource::Usage);
+        let last = s.all_messages().last().unwrap().usage.unwrap();
+        assert_eq!(meter.context_tokens, last.context_tokens());
+        assert_eq!(meter.overhead_tokens, correction.overhead);
+
+        let record = compact(&mut s, &options(Strategy::Checkpoint, 800)).unwrap();
+        let truth = provider(s.estimated_tokens());
+        assert_eq!(record.tokens_after, s.calibrated_tokens());
+        let off = record.tokens_after.abs_diff(truth) as f64 / truth as f64;
+        assert!(off < 0.01, "{} vs {truth}", record.tokens_after);
+        let meter = s.meter(200_000, 180_000);
+        assert_eq!(meter.source, tokens::MeterSource::Estimate);
+        assert_eq!(meter.context_tokens, record.tokens_after);
+
+        log.push(LogEntry::Compaction(Box::new(record)));
+        let resumed = store::replay("o", log, "PREFIX".into());
+        assert_eq!(resumed.meter(200_000, 180_000), meter);
+    }
+
+    #[test]
+    fn a_declared_system_prompt_and_tools_are_counted_before_any_usage() {
+        let tools = vec![serde_json::json!({
+            "name": "read_file",
+            "description": "Reads a file from the workspace.",
+            "input_schema": {"type": "object", "properties": {"path": {"type": "string"}}}
+        })];
+        let settings = SessionSettings {
+            system_prompt: Some("You are a careful coding agent.".into()),
+            tool_definitions: Some(tools.clone()),
+            ..SessionSettings::default()
+        };
+        let s = store::replay("o", vec![header(settings)], "PREFIX".into());
+        let declared = tokens::count_message(
+            s.encoding(),
+            &Message::system("system", "You are a careful coding agent."),
+        ) + tokens::count_tool_definitions(s.encoding(), &tools);
+        let meter = s.meter(200_000, 180_000);
+        assert_eq!(meter.overhead_tokens, declared);
+        assert_eq!(meter.context_tokens, declared);
+        // Declared tools are part of every plan's fixed tokens.
+        assert_eq!(s.plan_input().system_tokens, declared);
+    }
+}
+
+/// Overflow recovery and the prune-or-summarize choice look at the context
+/// as the provider counts it, overhead included.
+mod overhead_decisions {
+    use super::*;
+    use crate::config::Config;
+    use crate::engine::compaction::overflow_keep;
+
+    /// A 32k-window session of six turns, each reply reported by a provider
+    /// that counts `overhead` tokens beyond compactd's count; `turn(n)` is
+    /// the user message, the reply, and what follows the reply.
+    fn reported(
+        overhead: u64,
+        turn: impl Fn(usize) -> (Message, Message, Vec<Message>),
+    ) -> Session {
+        let mut s = Session::new(
+            "o".into(),
+            Some("gpt-4o".into()),
+            Some(32_000),
+            None,
+            "P".into(),
+        );
+        for n in 0..6 {
+            let (user, mut reply, after) = turn(n);
+            s.push(vec![user]);
+            reply.usage = Some(Usage {
+                input: overhead + s.estimated_tokens(),
+                ..Usage::default()
+            });
+            s.push(vec![reply]);
+            s.push(after);
+        }
+        s
+    }
+
+    /// Six long requests.
+    fn session_with_overhead(overhead: u64) -> Session {
+        reported(overhead, |n| {
+            (
+                Message::user(format!("u{n}"), "words ".repeat(3_000)),
+                Message::assistant(format!("a{n}"), "ok", vec![]),
+                Vec::new(),
+            )
+        })
+    }
+
+    #[test]
+    fn overflow_recovery_keeps_less_when_the_overhead_leaves_no_room() {
+        let config = Config {
+            keep_recent_tokens: 7_000,
+            reserve_tokens: 4_000,
+            ..Config::default()
+        };
+        // Without overhead the full tail fits under the limit (28,001).
+        assert_eq!(overflow_keep(&config, &session_with_overhead(0)), 7_000);
+        // With 20k of system prompt and tools, a 7k tail leaves no room
+        // for the summary; half of it does.
+        assert_eq!(
+            overflow_keep(&config, &session_with_overhead(20_000)),
+            3_500
+        );
+        // When nothing leaves room, the least that can be planned.
+        assert_eq!(overflow_keep(&config, &session_with_overhead(40_000)), 0);
+    }
+
+    /// Six turns, each reading a 4,000-token file.
+    fn reads_with_overhead(overhead: u64) -> Session {
+        reported(overhead, |n| {
+            let call = crate::conversation::ToolCall {
+                id: format!("c{n}"),
+                name: "read".into(),
+                arguments: serde_json::json!({"path": format!("f{n}.rs")}),
+            };
+            (
+                Message::user(format!("u{n}"), "next file"),
+                Message::assistant(format!("a{n}"), "", vec![call]),
+                vec![Message::tool_result(
+                    format!("t{n}"),
+                    format!("c{n}"),
+                    "code ".repeat(4_000),
+                    false,
+                )],
+            )
+        })
+    }
+
+    #[test]
+    fn auto_compaction_prunes_only_when_pruning_gets_under_the_limit_with_the_overhead() {
+        let config = Config {
+            reserve_tokens: 4_000,
+            prune_protect_tokens: 4_000,
+            prune_minimum_tokens: 1_000,
+            ..Config::default()
+        };
+        let strategy = |overhead| {
+            let decision = crate::engine::auto::decide(
+                &config,
+                &reads_with_overhead(overhead),
+                crate::engine::Access::Write,
+                false,
+            );
+            decision.start.map(|start| start.strategy)
+        };
+        assert_eq!(strategy(5_000), Some(Strategy::Prune));
+        // 25k of system prompt and tools stay after any pruning: only a
+        // summary gets under the limit.
+        assert_eq!(strategy(25_000), Some(Strategy::Checkpoint));
+    }
+}
+
+/// One writer per session, and a read-only session that nothing changes:
+/// the engine's side of what `tests/it/locking.rs` checks with two
+/// processes.
+mod access {
+    use super::super::create::{self, Opened};
+    use super::super::{append, auto, Access, EngineError, SessionEnv};
+    use crate::config::Config;
+    use crate::conversation::Message;
+    use crate::files::{disk, FileEvent, FileOp, FileTools, Origin};
+    use crate::store::{Durability, SessionSettings, SessionStore, StoreError};
+
+    fn env() -> SessionEnv {
+        SessionEnv::new(&Config::default(), disk::workspace(Vec::new()))
+    }
+
+    fn open(store: &SessionStore, id: &str) -> Result<Opened, EngineError> {
+        create::open(store, id, SessionSettings::default(), &env())
+    }
+
+    fn is_read_only_refusal(result: Result<(), EngineError>) -> bool {
+        matches!(
+            result,
+            Err(EngineError::Refused(StoreError::ReadOnly { .. }))
+        )
+    }
+
+    #[test]
+    fn the_lock_admits_one_writer_and_readers_change_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = SessionStore::new(dir.path(), Durability::Flush);
+        let mut writer = open(&store, "s").unwrap();
+        assert!(!writer.resumed);
+        let first = vec![Message::user("m1", "hello")];
+        append::append(&mut writer.open, first, &FileTools::default()).unwrap();
+        assert!(matches!(
+            open(&store, "s"),
+            Err(EngineError::Refused(StoreError::Locked {
+                pid: Some(_),
+                ..
+            }))
+        ));
+
+        let mut reader = create::open_read_only(&store, "s", &env()).unwrap();
+        assert_eq!(reader.open.access(), Access::ReadOnly);
+        assert_eq!(reader.open.session.message_count(), 1);
+        let more = vec![Message::user("m2", "no")];
+        let refused = append::append(&mut reader.open, more, &FileTools::default()).map(|_| ());
+        assert!(is_read_only_refusal(refused));
+        assert!(is_read_only_refusal(append::pin(
+            &mut reader.open,
+            "keep".into()
+        )));
+        assert!(is_read_only_refusal(append::set_auto_compact(
+            &mut reader.open,
+            true
+        )));
+        let event = FileEvent::new(dir.path().join("f"), FileOp::Read, Origin::Explicit);
+        assert!(is_read_only_refusal(append::record_file_events(
+            &mut reader.open,
+            &[event]
+        )));
+        let settings = SessionSettings {
+            model: Some("gpt-4".into()),
+            ..SessionSettings::default()
+        };
+        append::change_settings(&mut reader.open, settings).unwrap();
+        assert_eq!(reader.open.session.model, None, "settings are not applied");
+        let config = Config {
+            auto_compact: true,
+            ..Config::default()
+        };
+        assert!(!auto::allowed(
+            &config,
+            &reader.open.session,
+            Access::ReadOnly
+        ));
+        assert!(auto::allowed(&config, &writer.open.session, Access::Write));
+        assert_eq!(store.load("s").unwrap().unwrap().entries.len(), 2);
+
+        drop(writer);
+        let reopened = open(&store, "s").unwrap();
+        assert!(reopened.resumed);
+        assert_eq!(reopened.open.session.message_count(), 1);
+        assert!(matches!(
+            create::open_read_only(&store, "absent", &env()),
+            Err(EngineError::Invalid(_))
+        ));
     }
 }

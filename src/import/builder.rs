@@ -182,7 +182,7 @@ impl Builder {
                         session.push(vec![message.clone()]);
                     }
                     message_lines.push(*line);
-                    entries.push(LogEntry::Message { message });
+                    entries.push(LogEntry::message(message));
                 }
                 Item::Settings(change) => {
                     if let Some(session) = &mut session {
@@ -265,7 +265,8 @@ fn place(
     let mut record = record(session, foreign, first_kept_id, format, number)
         .map_err(|why| ("compactions that could not be placed", Some(why)))?;
     session.apply_compaction(record.clone());
-    record.tokens_after = session.estimated_tokens();
+    // As the meter shows it: with the overhead the usage so far shows.
+    record.tokens_after = session.calibrated_tokens();
     Ok(LogEntry::Compaction(Box::new(record)))
 }
 

@@ -30,13 +30,6 @@ pub struct CancelParams {
     pub id: lsp_server::RequestId,
 }
 
-/// `window/workDoneProgress/cancel`'s params: the token of the progress
-/// the user cancelled.
-#[derive(Debug, Deserialize)]
-pub struct WorkDoneProgressCancelParams {
-    pub token: super::ProgressToken,
-}
-
 /// `workspace/didChangeConfiguration`'s params: `settings` has the shape
 /// of `initializationOptions`, optionally under a `compactd` key.
 #[derive(Debug, Default, Deserialize)]

@@ -87,11 +87,14 @@ pub(crate) fn start(server: &mut Server, session_id: &str, request: CompactionRe
         job.waiters.extend(request.waiter);
         return;
     }
-    let Some(open) = server.sessions.get(session_id) else {
-        if let Some(waiter) = request.waiter {
-            server.respond(waiter.id().clone(), Err(super::no_session(session_id)));
+    let open = match server.writable_session(session_id) {
+        Ok(open) => open,
+        Err(error) => {
+            if let Some(waiter) = request.waiter {
+                server.respond(waiter.id().clone(), Err(error));
+            }
+            return;
         }
-        return;
     };
     let planned = engine::compaction::plan(
         &server.config,
@@ -312,7 +315,8 @@ fn handoff(
     let source = &server.session(source_id)?.session;
     let opened = engine::create::handoff(&server.store, source, record, &server.session_env())?;
     let new_id = opened.session.id.clone();
-    let mut result = CompactResult::handed_off(record, opened.session.estimated_tokens());
+    let tokens = engine::compaction::handoff_tokens(source, &opened.session);
+    let mut result = CompactResult::handed_off(record, tokens);
     result.reason = Some(engine::compaction::handoff_reason(&new_id));
     result.handoff_session_id = Some(new_id);
     server.send_meter(&opened.session);
@@ -367,7 +371,7 @@ pub(crate) fn maybe_auto_compact(server: &mut Server, session_id: &str) -> Vec<T
         return Vec::new();
     };
     let compacting = server.running.contains_key(session_id);
-    let decision = engine::auto::decide(&server.config, &open.session, compacting);
+    let decision = engine::auto::decide(&server.config, &open.session, open.access(), compacting);
     let Some(start_now) = decision.start else {
         return decision.fired;
     };

@@ -12,7 +12,7 @@ use tokio::sync::mpsc::UnboundedSender;
 
 use super::{JobResult, RpcResult, Server};
 use crate::config::Config;
-use crate::engine;
+use crate::engine::{self, Access};
 use crate::files::watch::{DiskChange, FileWatcher, WatchMode};
 use crate::files::{disk, path_from_uri, FileEvent, FileTools, SessionFileLedger, Workspace};
 use crate::protocol::{methods, FileDidChangeNotification};
@@ -99,17 +99,18 @@ impl FileTracking {
 }
 
 impl Server {
-    /// The sessions an event without a session id applies to: every open
+    /// The sessions an event applies to: the one named, else every open
     /// one (they all share this server's workspace), in a stable order.
+    /// Sessions open read-only are left out: their ledgers stay what their
+    /// logs say, and no `files/didChange` is sent for them.
     pub fn file_targets(&self, session_id: Option<&str>) -> RpcResult<Vec<String>> {
-        match session_id {
-            Some(id) => self.session(id).map(|_| vec![id.to_string()]),
-            None => {
-                let mut ids: Vec<String> = self.sessions.keys().cloned().collect();
-                ids.sort();
-                Ok(ids)
-            }
-        }
+        let mut ids: Vec<String> = match session_id {
+            Some(id) => self.session(id).map(|_| vec![id.to_string()])?,
+            None => self.sessions.keys().cloned().collect(),
+        };
+        ids.retain(|id| self.sessions[id].access() == Access::Write);
+        ids.sort();
+        Ok(ids)
     }
 
     /// Logs file events, then applies them to the session's ledger.
@@ -165,9 +166,7 @@ impl Server {
                 DiskChange::Renamed { from, .. } if own_save => DiskChange::Removed(from),
                 change => change,
             };
-            let mut ids: Vec<String> = self.sessions.keys().cloned().collect();
-            ids.sort();
-            for id in ids {
+            for id in self.file_targets(None).unwrap_or_default() {
                 let session = &self.sessions[&id].session;
                 let Some((mut events, kind)) = session.file_ledger.disk_events(
                     &change,

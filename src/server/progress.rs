@@ -108,17 +108,8 @@ impl ProgressTokens {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use lsp_server::{Message, ResponseError};
+    use lsp_server::ResponseError;
     use serde_json::json;
-
-    /// Everything the outbox sent, as JSON.
-    fn sent(rx: &mut tokio::sync::mpsc::UnboundedReceiver<Message>) -> Vec<serde_json::Value> {
-        let mut out = Vec::new();
-        while let Ok(message) = rx.try_recv() {
-            out.push(serde_json::to_value(message).unwrap());
-        }
-        out
-    }
 
     fn kinds(messages: &[serde_json::Value]) -> Vec<String> {
         messages
@@ -148,7 +139,7 @@ mod tests {
 
     #[test]
     fn a_created_token_waits_for_the_answer_and_a_refused_one_is_never_used() {
-        let (out, mut rx) = Outbox::channel();
+        let (out, mut sent) = Outbox::channel();
         let mut tokens = ProgressTokens {
             client_creates: true,
             ..ProgressTokens::default()
@@ -157,28 +148,28 @@ mod tests {
         tokens.send(&out, &accepted, json!({"kind": "begin"}));
         tokens.send(&out, &accepted, json!({"kind": "report", "percentage": 10}));
         tokens.send(&out, &accepted, json!({"kind": "report", "percentage": 20}));
-        assert_eq!(kinds(&sent(&mut rx)), ["window/workDoneProgress/create"]);
+        assert_eq!(kinds(&sent.take()), ["window/workDoneProgress/create"]);
         assert!(tokens.answered(&out, &answer("compactd-progress-1", true)));
-        let flushed = sent(&mut rx);
+        let flushed = sent.take();
         assert_eq!(kinds(&flushed), ["begin", "report"]);
         assert_eq!(flushed[1]["params"]["value"]["percentage"], 20);
         tokens.send(&out, &accepted, json!({"kind": "end"}));
-        assert_eq!(kinds(&sent(&mut rx)), ["end"]);
+        assert_eq!(kinds(&sent.take()), ["end"]);
 
         let refused = tokens.create(&out).unwrap();
         tokens.send(&out, &refused, json!({"kind": "begin"}));
         assert!(tokens.answered(&out, &answer("compactd-progress-2", false)));
         tokens.send(&out, &refused, json!({"kind": "report"}));
         tokens.send(&out, &refused, json!({"kind": "end"}));
-        assert_eq!(kinds(&sent(&mut rx)), ["window/workDoneProgress/create"]);
+        assert_eq!(kinds(&sent.take()), ["window/workDoneProgress/create"]);
         assert!(tokens.refused.is_empty() && tokens.held.is_empty());
         assert!(!tokens.answered(&out, &answer("someone-else", true)));
     }
 
     #[test]
     fn a_client_that_cannot_create_tokens_gets_none() {
-        let (out, mut rx) = Outbox::channel();
+        let (out, mut sent) = Outbox::channel();
         assert_eq!(ProgressTokens::default().create(&out), None);
-        assert!(sent(&mut rx).is_empty());
+        assert!(sent.take().is_empty());
     }
 }

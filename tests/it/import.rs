@@ -963,4 +963,18 @@ fn a_large_import_runs_while_other_sessions_are_served() {
         "{}",
         again.message
     );
+    // Written off the state owner like every new log: under the session's
+    // lock, each message with its token count (so a resume counts nothing).
+    let log = std::fs::read_to_string(data.path().join("big.jsonl")).unwrap();
+    let counted = log
+        .lines()
+        .map(|line| serde_json::from_str::<Value>(line).unwrap())
+        .filter(|entry| entry["type"] == "message" && entry["tokens"]["count"].as_u64() > Some(0))
+        .count();
+    assert_eq!(counted, 2400);
+    let mut second = Server::start(data.path(), json!({}));
+    let locked = second
+        .request("conversation/open", json!({"sessionId": "big"}))
+        .unwrap_err();
+    assert_eq!(locked.code, -32010, "{locked:?}");
 }

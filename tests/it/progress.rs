@@ -3,7 +3,8 @@
 //! compaction that runs, used only once the client accepted it, never when
 //! it refused; `window/workDoneProgress/cancel` stops a compaction, an
 //! automatic one included; percentages are numbers or absent, and rise
-//! over a whole split-turn compaction.
+//! over a whole split-turn compaction; a session open read-only gets no
+//! token and no compaction.
 
 use serde_json::{json, Value};
 
@@ -273,4 +274,47 @@ fn a_split_turn_compaction_reports_one_rising_sequence_without_nulls() {
         "{percentages:?}"
     );
     assert!(*percentages.last().unwrap() > 80, "{percentages:?}");
+}
+
+#[test]
+fn a_read_only_session_gets_no_token_and_no_compaction() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut writer = Server::start(dir.path(), json!({}));
+    writer.open(json!({"sessionId": "s"}));
+    writer.append("s", chat(6, 50));
+    // A client that creates tokens, with limits every request exceeds.
+    let mut reader = Server::start_creating_progress(
+        dir.path(),
+        json!({"autoCompactTokenLimit": 1, "keepRecentTokens": 20}),
+    );
+    let opened = reader
+        .request(
+            "conversation/open",
+            json!({"sessionId": "s", "readOnly": true}),
+        )
+        .unwrap();
+    assert_eq!(opened["readOnly"], true);
+    let check = reader
+        .request("conversation/check", json!({"sessionId": "s"}))
+        .unwrap();
+    assert_eq!(check["compacting"], false, "{check}");
+    let read_only = |result: Result<Value, crate::support::RpcError>| {
+        assert_eq!(result.expect_err("refused").code, -32011);
+    };
+    read_only(reader.request("conversation/compact", json!({"sessionId": "s"})));
+    read_only(reader.request(
+        "conversation/compact",
+        json!({"sessionId": "s", "workDoneToken": "mine"}),
+    ));
+    read_only(reader.request(
+        "conversation/reportError",
+        json!({"sessionId": "s", "status": 400, "message": "prompt is too long: 200000 tokens > 100000 maximum"}),
+    ));
+    // Everything was answered; nothing asked for a token or reported.
+    reader
+        .request("conversation/history", json!({"sessionId": "s"}))
+        .unwrap();
+    assert_eq!(creates(&reader), 0, "{:?}", reader.received);
+    assert!(reader.received_notifications("$/progress").is_empty());
+    reader.assert_not_compacted("s");
 }

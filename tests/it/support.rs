@@ -4,7 +4,7 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
 use serde_json::{json, Value};
@@ -20,11 +20,16 @@ pub struct Server {
     child: Child,
     stdin: Option<ChildStdin>,
     incoming: Receiver<Value>,
-    stderr: Arc<Mutex<String>>,
+    /// What the server wrote to stderr so far, and a signal for each new
+    /// piece of it.
+    stderr: Arc<(Mutex<String>, Condvar)>,
     stderr_reader: Option<std::thread::JoinHandle<()>>,
     next_id: i64,
     /// Every message received, in arrival order.
     pub received: Vec<Value>,
+    /// For each request sent, how many messages had been received then:
+    /// its answer is among the later ones (a raw frame may reuse its id).
+    sent_at: std::collections::HashMap<i64, usize>,
     /// How long `next` waits before failing the test.
     pub patience: Duration,
     /// Accept every progress token the server asks to create, as editors
@@ -72,7 +77,7 @@ impl Server {
                 }
             }
         });
-        let stderr = Arc::new(Mutex::new(String::new()));
+        let stderr = Arc::new((Mutex::new(String::new()), Condvar::new()));
         let sink = stderr.clone();
         let mut child_stderr = child.stderr.take().unwrap();
         let stderr_reader = std::thread::spawn(move || {
@@ -81,9 +86,11 @@ impl Server {
                 if n == 0 {
                     break;
                 }
-                sink.lock()
+                let (text, grew) = &*sink;
+                text.lock()
                     .unwrap()
                     .push_str(&String::from_utf8_lossy(&buf[..n]));
+                grew.notify_all();
             }
         });
         Server {
@@ -94,6 +101,7 @@ impl Server {
             stderr_reader: Some(stderr_reader),
             next_id: 0,
             received: Vec::new(),
+            sent_at: std::collections::HashMap::new(),
             patience: PATIENCE,
             accept_progress_tokens: false,
             data_dir: data_dir.to_path_buf(),
@@ -160,6 +168,11 @@ impl Server {
         server
     }
 
+    /// The server process's id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// The HOME the server runs with.
     pub fn home(&self) -> &Path {
         self._home.path()
@@ -184,6 +197,7 @@ impl Server {
     pub fn send_request(&mut self, method: &str, params: Value) -> i64 {
         self.next_id += 1;
         let id = self.next_id;
+        self.sent_at.insert(id, self.received.len());
         self.send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
         id
     }
@@ -193,11 +207,12 @@ impl Server {
         self.response(id)
     }
 
-    /// The response to `id`: one already received (while waiting for
-    /// another), else read until it arrives.
+    /// The response to `id`: one already received since it was sent
+    /// (while waiting for another), else read until it arrives.
     pub fn response(&mut self, id: i64) -> Result<Value, RpcError> {
         let answers = |m: &Value| m.get("id") == Some(&json!(id)) && m.get("method").is_none();
-        let message = match self.received.iter().find(|m| answers(m)) {
+        let since = self.sent_at.get(&id).copied().unwrap_or(0);
+        let message = match self.received[since..].iter().find(|m| answers(m)) {
             Some(message) => message.clone(),
             None => self.next_where(answers),
         };
@@ -257,7 +272,19 @@ impl Server {
     }
 
     pub fn stderr(&self) -> String {
-        self.stderr.lock().unwrap().clone()
+        self.stderr.0.lock().unwrap().clone()
+    }
+
+    /// What the server wrote to stderr after its first `from` bytes, once
+    /// that holds `needle` (or `patience` ran out): the server logs on its
+    /// own stream, so a log line may arrive after the answer it goes with.
+    pub fn stderr_after_containing(&self, from: usize, needle: &str) -> String {
+        let (text, grew) = &*self.stderr;
+        let guard = text.lock().unwrap();
+        let (guard, _) = grew
+            .wait_timeout_while(guard, self.patience, |text| !text[from..].contains(needle))
+            .unwrap();
+        guard[from..].to_string()
     }
 
     /// `conversation/append` as a request; panics on an error answer.

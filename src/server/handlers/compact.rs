@@ -9,7 +9,8 @@ use crate::server::compactor::{self, CompactionRequest, Waiter};
 use crate::server::{Reply, Server};
 
 pub fn start(server: &mut Server, id: RequestId, params: CompactParams) -> Reply {
-    if let Err(e) = server.session(&params.session_id) {
+    // A read-only session is refused before any progress token exists.
+    if let Err(e) = server.writable_session(&params.session_id) {
         return Reply::Now(Err(e));
     }
     let strategy = params.strategy.unwrap_or(server.config.strategy);

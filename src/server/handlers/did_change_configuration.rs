@@ -30,6 +30,7 @@ pub fn handle(server: &mut Server, params: DidChangeConfigurationParams) {
             }
             config.data_dir = server.config.data_dir.clone();
             server.config = config;
+            server.store.set_durability(server.config.durability);
             server.apply_file_config();
             tracing::info!("configuration updated");
             let ids: Vec<String> = server.sessions.keys().cloned().collect();

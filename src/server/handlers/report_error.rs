@@ -34,6 +34,10 @@ pub fn start(server: &mut Server, id: RequestId, params: ReportErrorParams) -> R
             compaction: None,
         }));
     }
+    // Recovering compacts: refused for a session open read-only.
+    if let Err(e) = server.writable_session(&params.session_id) {
+        return Reply::Now(Err(e));
+    }
     let keep = engine::compaction::overflow_keep(&server.config, session);
     compactor::start(
         server,
