@@ -811,14 +811,12 @@ impl Session {
             .cloned()
             .map(Required::Path)
             .collect();
-        if let Some(latest) = raw_view.iter().rev().find(|m| m.role() == Role::User) {
-            required.push(Required::LatestRequest(latest.text().to_string()));
+        if let Some(latest) = retention::latest_request(raw_view) {
+            required.push(Required::LatestRequest(latest));
         }
         required.extend(rules.iter().cloned().map(Required::Rule));
-        if let Some(task) = self.all_messages().find(|m| m.role() == Role::User) {
-            if !task.text().trim().is_empty() {
-                required.push(Required::Verbatim(task.text().to_string()));
-            }
+        if let Some(task) = retention::first_request(self.all_messages()) {
+            required.push(Required::Verbatim(task));
         }
         required.extend(self.pins.iter().cloned().map(Required::Verbatim));
         job.required = required;

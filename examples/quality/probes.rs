@@ -27,6 +27,9 @@ pub struct OpenError {
     pub key: String,
     /// The line that says what went wrong.
     pub line: String,
+    /// Every line of the output that names an error: the error is carried
+    /// when any of them is.
+    pub signals: Vec<String>,
 }
 
 #[derive(Debug, Default)]
@@ -90,10 +93,8 @@ pub fn derive(raw: &Raw, labels: &[String]) -> Probes {
 fn note_result(probes: &mut Probes, name: &str, args: &Value, is_error: bool, text: &str) {
     let key = call_key(name, args);
     if is_error {
-        probes.open_errors.push(OpenError {
-            key,
-            line: error_line(text),
-        });
+        let (line, signals) = error_lines(text);
+        probes.open_errors.push(OpenError { key, line, signals });
         return;
     }
     probes.open_errors.retain(|e| e.key != key);
@@ -141,8 +142,9 @@ fn call_key(name: &str, args: &Value) -> String {
     name.to_string()
 }
 
-/// The line of a failed tool's output that says what went wrong.
-fn error_line(text: &str) -> String {
+/// The line of a failed tool's output that says what went wrong (the
+/// first naming an error, else the first), and every line naming one.
+fn error_lines(text: &str) -> (String, Vec<String>) {
     const SIGNS: [&str; 12] = [
         "error",
         "failed",
@@ -157,24 +159,37 @@ fn error_line(text: &str) -> String {
         "panic",
         "traceback",
     ];
-    let clean = strip_escapes(text);
+    let clean = strip_escapes(text)
+        .replace("<tool_use_error>", " ")
+        .replace("</tool_use_error>", " ");
     let lines: Vec<&str> = clean
         .lines()
         .map(str::trim)
         // Minified code and data lines say nothing a reader could use.
         .filter(|l| !l.is_empty() && l.chars().count() <= 240)
         .collect();
-    let line = lines
+    let signals: Vec<String> = lines
         .iter()
-        .find(|l| {
+        .filter(|l| {
             let lower = l.to_lowercase();
             !lower.starts_with("command exited with code")
                 && SIGNS.iter().any(|s| lower.contains(s))
         })
-        .or(lines.first())
-        .copied()
-        .unwrap_or("");
-    line.chars().take(60).collect()
+        .map(|l| l.chars().take(60).collect())
+        .collect();
+    let ends: Vec<String> = [lines.first(), lines.last()]
+        .into_iter()
+        .flatten()
+        .map(|l| l.chars().take(60).collect())
+        .collect();
+    let line = signals
+        .first()
+        .or(ends.first())
+        .cloned()
+        .unwrap_or_default();
+    // Without a line naming an error, its first or last line stands for it.
+    let signals = if signals.is_empty() { ends } else { signals };
+    (line, signals)
 }
 
 /// What the person asked, with the markup clients wrap around it removed;
@@ -210,7 +225,8 @@ pub fn request(text: &str, meta: bool) -> Option<String> {
 }
 
 /// Terminal escape sequences (CSI and OSC) and other control characters
-/// removed.
+/// removed. (compactd has its own; this one is written again on purpose,
+/// like the error-line rule above, so that a bug there cannot hide here.)
 pub fn strip_escapes(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     let mut chars = text.chars().peekable();

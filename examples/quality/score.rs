@@ -123,15 +123,25 @@ pub fn score(
             note("rule", r, has(r))
         }),
         open_errors: Recall::of(probes.open_errors.iter().map(|e| e.line.as_str()), |l| {
-            note("open error", l, haystack.contains(&opening(l, 50)))
+            let error = probes.open_errors.iter().find(|e| e.line == l);
+            let found =
+                error.is_some_and(|e| e.signals.iter().any(|s| haystack.contains(&opening(s, 50))));
+            note("open error", l, found)
         }),
         summary_tokens: tokens,
         fragments: body_entries(summary)
+            .iter()
             .filter(|(label, entry)| !label && is_fragment(entry))
             .count(),
         duplicates: duplicates(summary),
         misses: Vec::new(),
     };
+    for (_, entry) in body_entries(summary)
+        .iter()
+        .filter(|(label, e)| !label && is_fragment(e))
+    {
+        misses.push(format!("(noise) fragment: {entry}"));
+    }
     Score { misses, ..score }
 }
 
@@ -161,27 +171,37 @@ fn rule_claims(summary: &str) -> Vec<String> {
     claims
 }
 
-/// Entry lines of the summary outside the file sections: `(true, text)`
-/// for a labelled `[…]` line (verbatim by design), `(false, text)` for a
-/// `- ` entry.
-fn body_entries(summary: &str) -> impl Iterator<Item = (bool, &str)> {
+/// Entries of the summary outside the file sections, continuation lines
+/// (indented by two spaces) joined to theirs: `(true, text)` for a
+/// labelled `[…]` line (verbatim by design), `(false, text)` for a `- `
+/// entry.
+fn body_entries(summary: &str) -> Vec<(bool, String)> {
+    let mut entries: Vec<(bool, String)> = Vec::new();
     let mut in_files = false;
-    summary.lines().filter_map(move |line| {
-        let line = line.trim_end();
-        if line == "<read-files>" || line == "<modified-files>" {
-            in_files = true;
-        } else if line == "</read-files>" || line == "</modified-files>" {
-            in_files = false;
-            return None;
+    let mut open = false;
+    for line in summary.lines().map(str::trim_end) {
+        match line {
+            "<read-files>" | "<modified-files>" => in_files = true,
+            "</read-files>" | "</modified-files>" => in_files = false,
+            _ if in_files => {}
+            _ => {
+                if let (true, Some(more)) = (open, line.strip_prefix("  ")) {
+                    let last = entries.last_mut().expect("an open entry");
+                    last.1.push(' ');
+                    last.1.push_str(more.trim());
+                    continue;
+                }
+                open = false;
+                if let Some(entry) = line.strip_prefix("- ") {
+                    entries.push((false, entry.to_string()));
+                    open = true;
+                } else if line.starts_with('[') {
+                    entries.push((true, line.to_string()));
+                }
+            }
         }
-        if in_files {
-            return None;
-        }
-        if let Some(entry) = line.strip_prefix("- ") {
-            return Some((false, entry));
-        }
-        line.starts_with('[').then_some((true, line))
-    })
+    }
+    entries
 }
 
 /// A piece of a sentence or of a list rather than a statement: a code span

@@ -6,6 +6,7 @@ pub mod files;
 pub mod overflow;
 pub mod plan;
 pub mod retention;
+pub mod text;
 pub mod trigger;
 
 pub use files::{FileMarks, FileSections};
@@ -94,10 +95,13 @@ pub fn handoff_message(summary: &str) -> Message {
     )
 }
 
+/// How the id of a summary message starts.
+pub const SUMMARY_ID_PREFIX: &str = "summary-";
+
 /// The user message that carries a summary into the compacted history.
 pub fn summary_message(compaction_id: &str, prefix: &str, summary: &str) -> Message {
     Message::user(
-        format!("summary-{compaction_id}"),
+        format!("{SUMMARY_ID_PREFIX}{compaction_id}"),
         format!(
             "{}\n\n<summary>\n{}\n</summary>",
             prefix.trim_end(),
