@@ -179,6 +179,13 @@ fn note_call(digest: &mut Digest, tools: &FileTools, call: &ToolCall, result: Op
         return;
     }
     if let Some(command) = shell_command(call) {
+        // Not every agent marks a failing test run as an error.
+        let outcome = match (&outcome, result) {
+            (Outcome::Ok, Some(m)) if runs_tests(&command_core(command)) => {
+                failed_tests(m.text()).map_or(Outcome::Ok, Outcome::Failed)
+            }
+            _ => outcome,
+        };
         note_command(digest, command, &outcome);
         return;
     }
@@ -438,6 +445,22 @@ fn runs_tests(core: &str) -> bool {
     words.iter().any(|w| RUNNERS.contains(w))
         || (words.first().is_some_and(|w| INTERPRETERS.contains(w))
             && words.iter().skip(1).any(named_test))
+}
+
+/// The line of a test run's output that reports failing tests (cargo's
+/// "test … FAILED", "test result: FAILED", a tally such as "2 failed"),
+/// for runs no tool marked as an error.
+fn failed_tests(output: &str) -> Option<String> {
+    let output = strip_ansi(output);
+    let line = output.lines().map(str::trim).find(|line| {
+        let words: Vec<&str> = line.split_whitespace().collect();
+        words.contains(&"FAILED")
+            || words.windows(2).any(|w| {
+                w[1].trim_matches(|c: char| !c.is_alphanumeric()) == "failed"
+                    && w[0].parse::<u32>().is_ok_and(|n| n > 0)
+            })
+    })?;
+    Some(clip(line, LINE_CHARS))
 }
 
 /// The line of a failed tool's output that says what went wrong: the

@@ -157,6 +157,45 @@ fn commands_are_collapsed_with_their_failures_and_fixes() {
 }
 
 #[test]
+fn a_failing_test_run_counts_even_when_no_tool_said_so() {
+    let run = |i: usize, output: &str| {
+        vec![
+            Message::assistant(
+                format!("a{i}"),
+                "",
+                vec![call(
+                    &format!("c{i}"),
+                    "bash",
+                    json!({"command": "cargo test --test time"}),
+                )],
+            ),
+            Message::tool_result(format!("t{i}"), format!("c{i}"), output, false),
+        ]
+    };
+    let mut messages = vec![Message::user(
+        "u1",
+        "Make parse_duration accept bare numbers as seconds.",
+    )];
+    messages.extend(run(1, "running 3 tests\ntest parses_units ... ok\ntest empty_input_is_an_error ... FAILED\n\ntest result: FAILED. 2 passed; 1 failed"));
+    check(
+        messages.clone(),
+        None,
+        &["- `cargo test --test time`: failed, still open", "## Errors still open\n- `cargo test --test time`: test empty_input_is_an_error ... FAILED"],
+        &[],
+    );
+    messages.extend(run(
+        2,
+        "running 3 tests\ntest result: ok. 3 passed; 0 failed",
+    ));
+    check(
+        messages,
+        None,
+        &["- `cargo test --test time` ×2: failed (first: test empty_input_is_an_error ... FAILED), then ok"],
+        &["## Errors still open"],
+    );
+}
+
+#[test]
 fn files_say_what_happened_to_them() {
     let edit = |i: usize, name: &str, path: &str| {
         Message::assistant(
