@@ -30,20 +30,14 @@ pub(super) fn digest_of(messages: &[Message]) -> Digest {
     let tools = FileTools::default();
     let mut digest = Digest::default();
     let mut requests: Vec<String> = Vec::new();
-    let mut turn_text: Option<String> = None;
-    let mut answered = false;
+    let mut turn = Turn::default();
     for message in messages {
         match &message.body {
             MessageBody::User { content } => {
                 let Some(request) = request_text(content) else {
                     continue;
                 };
-                // Only a turn that ended with an answer says what it
-                // achieved; an interrupted one ends mid-work.
-                let text = turn_text.take();
-                if answered {
-                    close_turn(&mut digest, text);
-                }
+                close_turn(&mut digest, std::mem::take(&mut turn));
                 for rule in rules_in(content) {
                     if !digest.rules.contains(&rule) {
                         digest.rules.push(rule);
@@ -51,7 +45,6 @@ pub(super) fn digest_of(messages: &[Message]) -> Digest {
                 }
                 digest.decisions.extend(user_decisions(&request));
                 requests.push(request);
-                answered = false;
             }
             MessageBody::Assistant {
                 content,
@@ -59,26 +52,28 @@ pub(super) fn digest_of(messages: &[Message]) -> Digest {
                 ..
             } => {
                 let content = strip_ansi(content);
-                if !content.trim().is_empty() {
+                let said = !content.trim().is_empty();
+                if said {
                     digest.decisions.extend(decisions(&content));
-                    turn_text = Some(content.into_owned());
+                    turn.text = Some(content.into_owned());
                 }
                 for call in tool_calls {
                     let result = results.get(call.id.as_str()).copied();
                     note_call(&mut digest, &tools, call, result);
                 }
-                answered = tool_calls.is_empty() && turn_text.is_some();
+                turn.worked |= !tool_calls.is_empty();
+                turn.answered = said && tool_calls.is_empty();
             }
             _ => {}
         }
     }
     // A turn that ended with an answer is where things stand: its outcome
     // under Progress says it. A turn still under way has a state instead.
-    if answered {
-        close_turn(&mut digest, turn_text);
-    } else {
-        digest.state = turn_text.as_deref().and_then(state);
+    let answered = turn.answered;
+    if !answered {
+        digest.state = turn.text.as_deref().and_then(state);
     }
+    close_turn(&mut digest, turn);
     digest.latest = requests.last().map(|latest| Latest {
         request: latest.clone(),
         answered,
@@ -89,6 +84,15 @@ pub(super) fn digest_of(messages: &[Message]) -> Digest {
         digest.add_request(request);
     }
     digest
+}
+
+/// The turn under way: its last assistant text, whether that text ended
+/// it (no tool call after it), whether it used any tool.
+#[derive(Debug, Default)]
+struct Turn {
+    text: Option<String>,
+    answered: bool,
+    worked: bool,
 }
 
 /// The first request as the task entry holds it: word for word (the
@@ -104,9 +108,15 @@ pub(super) fn task_text(request: &str) -> String {
     }
 }
 
-/// A turn ended: what its last assistant text says was achieved.
-fn close_turn(digest: &mut Digest, text: Option<String>) {
-    if let Some(outcome) = text.as_deref().and_then(outcome) {
+/// A turn ended: what its last assistant text says was achieved. Only a
+/// turn that did some work (used a tool) and ended with an answer counts:
+/// an interrupted one ends mid-work, and a conversational answer is not
+/// progress.
+fn close_turn(digest: &mut Digest, turn: Turn) {
+    if !(turn.answered && turn.worked) {
+        return;
+    }
+    if let Some(outcome) = turn.text.as_deref().and_then(outcome) {
         if digest.progress.last() != Some(&outcome) {
             digest.progress.push(outcome);
         }

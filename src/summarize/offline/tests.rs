@@ -90,6 +90,12 @@ fn progress_says_what_each_turn_achieved() {
     let turn = |i: usize, reply: &str| {
         vec![
             Message::user(format!("u{i}"), format!("request number {i}")),
+            Message::assistant(
+                format!("w{i}"),
+                "",
+                vec![call(&format!("c{i}"), "edit", json!({"path": "theme.ts"}))],
+            ),
+            Message::tool_result(format!("t{i}"), format!("c{i}"), "ok", false),
             Message::assistant(format!("a{i}"), reply, vec![]),
         ]
     };
@@ -102,6 +108,13 @@ fn progress_says_what_each_turn_achieved() {
         5,
         "Hmm, looks like the console logs were already removed or commented out.",
     ));
+    // A conversational answer, no tool used: not progress.
+    messages.push(Message::user("u6", "write some markdown here in chat"));
+    messages.push(Message::assistant(
+        "a6",
+        "Here's a markdown sample with various elements:\n\n# Heading 1",
+        vec![],
+    ));
     check(
         messages,
         None,
@@ -111,8 +124,8 @@ fn progress_says_what_each_turn_achieved() {
            - VS Code is literally ignoring the RGB values and rendering them all the same!\n\
            - Made the following changes to reduce intensity: `cyan` (accent, markdown code): `#00d7ff` → `#00afd7` (less bright cyan)\n\
            - Looks like the console logs were already removed or commented out.\n",
-           "The latest request \"request number 5\" was answered; continue with the messages that follow."],
-        &["Perfect!", "## Current state", "WHAT."],
+           "The last request above was answered; continue with the messages that follow."],
+        &["Perfect!", "## Current state", "WHAT.", "markdown sample"],
     );
 }
 
