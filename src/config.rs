@@ -11,6 +11,10 @@ use serde::{Deserialize, Serialize};
 use crate::files::{watch::WatchMode, FileToolRule};
 
 pub const CONFIG_FILE_NAME: &str = "compactd.toml";
+/// The default `maxImportBytes`: 1 GiB.
+pub const DEFAULT_MAX_IMPORT_BYTES: u64 = 1 << 30;
+/// The smallest `maxFrameBytes` accepted.
+pub const MIN_MAX_FRAME_BYTES: u64 = 4096;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", default, deny_unknown_fields)]
@@ -74,6 +78,22 @@ pub struct Config {
     /// files, plus the workspace roots); beyond it, the least recently
     /// touched files go unwatched.
     pub max_watched_paths: usize,
+    /// The largest file `conversation/import` and the CLI commands read, in
+    /// bytes (default 1 GiB). Larger files, and anything but a regular file
+    /// (a FIFO, a device, a directory), are refused.
+    pub max_import_bytes: u64,
+    /// The largest frame (message body) accepted from the client, in bytes.
+    /// A bigger one is refused (-32600, with its id when the body starts
+    /// with one) and skipped unread. At least 4096.
+    #[schemars(range(min = 4096))]
+    pub max_frame_bytes: u64,
+    /// When an append to a session log counts as done: `flush` (handed to
+    /// the operating system: survives compactd crashing or being killed,
+    /// not a power loss; about 10 µs per append) or `fsync` (also synced to
+    /// the disk: survives a power loss; 3–5 ms per append, measured with
+    /// `cargo bench --bench append` on a 2-core VM). Session headers and
+    /// compactions are always synced.
+    pub durability: crate::store::Durability,
 }
 
 impl Default for Config {
@@ -103,6 +123,9 @@ impl Default for Config {
             file_tools: BTreeMap::new(),
             file_watcher: WatchMode::Auto,
             max_watched_paths: 256,
+            max_import_bytes: DEFAULT_MAX_IMPORT_BYTES,
+            max_frame_bytes: crate::transport::DEFAULT_MAX_FRAME_BYTES,
+            durability: crate::store::Durability::Flush,
         }
     }
 }
@@ -143,7 +166,8 @@ pub struct SummarizerConfig {
     pub model: Option<String>,
     /// The API base URL. Default: `https://api.openai.com/v1` (openai),
     /// `https://api.anthropic.com` (anthropic). For openai, requests go to
-    /// `{baseUrl}/chat/completions`, so include the `/v1`.
+    /// `{baseUrl}/chat/completions`, so include the `/v1`. Credentials
+    /// (`user:password@`, a `key=` or `token=` parameter) are refused.
     pub base_url: Option<String>,
     /// The NAME of the environment variable holding the API key, read at
     /// call time. The key itself is never accepted in configuration.
@@ -160,6 +184,7 @@ pub struct SummarizerConfig {
     /// compactd has no key for: `{"chat_template_kwargs": {"enable_thinking":
     /// false}}` turns thinking off on llama.cpp or vLLM serving Qwen3,
     /// `{"frequency_penalty": 0.5}` stops a small model from looping.
+    /// Credential fields (`api_key`, `token`…) are refused.
     pub extra_body: Option<serde_json::Map<String, serde_json::Value>>,
     /// Milliseconds to wait for the response to start and between any two
     /// pieces of it before the attempt counts as timed out (and is retried).
@@ -267,6 +292,15 @@ impl Config {
                     .into(),
             });
         }
+        if config.max_frame_bytes < MIN_MAX_FRAME_BYTES {
+            return Err(ConfigError::Invalid {
+                source_name: "configuration".into(),
+                field: "maxFrameBytes".into(),
+                message: format!(
+                    "must be at least {MIN_MAX_FRAME_BYTES}, or the server could not read even `shutdown`"
+                ),
+            });
+        }
         if config.summarizer.provider == SummarizerProvider::Anthropic
             && config.summarizer.model.is_none()
         {
@@ -340,7 +374,8 @@ fn reject_inline_keys(layer: &serde_json::Value, source_name: &str) -> Result<()
             ));
         }
     }
-    if let Some(name) = summarizer.get("apiKeyEnv") {
+    let key_env = summarizer.get("apiKeyEnv");
+    if let Some(name) = key_env {
         let valid = name.as_str().is_some_and(|n| {
             !n.is_empty()
                 && n.len() <= 128
@@ -357,7 +392,208 @@ fn reject_inline_keys(layer: &serde_json::Value, source_name: &str) -> Result<()
             ));
         }
     }
+    if let Some(url) = summarizer.get("baseUrl").and_then(|u| u.as_str()) {
+        credentials::check_base_url(url).map_err(|m| invalid("baseUrl", &m))?;
+    }
+    if let Some(extra) = summarizer.get("extraBody") {
+        credentials::check_extra_body(extra).map_err(|m| invalid("extraBody", &m))?;
+    }
+    if let Some(name) = key_env.and_then(|n| n.as_str()) {
+        credentials::check_key_value(layer, name).map_err(|(field, message)| {
+            ConfigError::Invalid {
+                source_name: source_name.to_string(),
+                field,
+                message,
+            }
+        })?;
+    }
     Ok(())
+}
+
+/// Credentials written where compactd would send or show them: in the base
+/// URL, in the extra request body, or the key's own value anywhere in the
+/// configuration. Messages name what was found, never its value.
+mod credentials {
+    use serde_json::Value;
+
+    use crate::summarize::redact::Redactor;
+
+    const ADVICE: &str =
+        "put the key in an environment variable and name that variable in `summarizer.apiKeyEnv`";
+
+    /// Field and parameter names that carry credentials, compared
+    /// lower-case with only letters and digits kept (`X-Api-Key` → `xapikey`).
+    const NAMES: [&str; 13] = [
+        "key",
+        "token",
+        "auth",
+        "bearer",
+        "password",
+        "passwd",
+        "pwd",
+        "secret",
+        "sig",
+        "signature",
+        "credential",
+        "credentials",
+        "authorization",
+    ];
+    /// … and names ending like these (`x_api_key`, `access_token`).
+    const ENDINGS: [&str; 14] = [
+        "apikey",
+        "accesskey",
+        "secretkey",
+        "privatekey",
+        "apitoken",
+        "accesstoken",
+        "authtoken",
+        "bearertoken",
+        "sessiontoken",
+        "refreshtoken",
+        "secret",
+        "password",
+        "credentials",
+        "authorization",
+    ];
+
+    /// The credential word `name` matches, if any.
+    fn credential_name(name: &str) -> Option<&'static str> {
+        let plain: String = name
+            .chars()
+            .filter(char::is_ascii_alphanumeric)
+            .map(|c| c.to_ascii_lowercase())
+            .collect();
+        NAMES
+            .iter()
+            .find(|n| **n == plain)
+            .or_else(|| ENDINGS.iter().find(|e| plain.ends_with(**e)))
+            .copied()
+    }
+
+    pub fn check_base_url(text: &str) -> Result<(), String> {
+        let url = reqwest::Url::parse(text)
+            .ok()
+            .filter(|u| matches!(u.scheme(), "http" | "https") && u.has_host())
+            .ok_or("must be an http:// or https:// URL")?;
+        if !url.username().is_empty() || url.password().is_some() {
+            return Err(format!(
+                "must not hold credentials (`user:password@`); {ADVICE}"
+            ));
+        }
+        if let Some(word) = url
+            .query_pairs()
+            .find_map(|(name, _)| credential_name(&name))
+        {
+            return Err(format!(
+                "must not hold credentials in its query string (a parameter named like `{word}`); {ADVICE}"
+            ));
+        }
+        Ok(())
+    }
+
+    pub fn check_extra_body(extra: &Value) -> Result<(), String> {
+        match credential_field(extra) {
+            Some(word) => Err(format!(
+                "must not hold credentials (a field named like `{word}`); {ADVICE}"
+            )),
+            None => Ok(()),
+        }
+    }
+
+    /// The credential word of a field name anywhere in `value`.
+    fn credential_field(value: &Value) -> Option<&'static str> {
+        match value {
+            Value::Object(map) => map
+                .iter()
+                .find_map(|(name, v)| credential_name(name).or_else(|| credential_field(v))),
+            Value::Array(items) => items.iter().find_map(credential_field),
+            _ => None,
+        }
+    }
+
+    /// Refuses the key's value (or a piece of it) anywhere in `layer` when
+    /// the variable `env_name` holds a key: it would be sent, stored or
+    /// echoed from there. Errs with the field (its names redacted, in case
+    /// one is the key) and why.
+    pub fn check_key_value(layer: &Value, env_name: &str) -> Result<(), (String, String)> {
+        let Some(key) = std::env::var(env_name)
+            .ok()
+            .map(|k| k.trim().to_string())
+            .filter(|k| !k.is_empty())
+        else {
+            return Ok(());
+        };
+        let redactor = Redactor::new(Some(&key));
+        let mut path = Vec::new();
+        if find(layer, &redactor, &mut path) {
+            let field: Vec<String> = path.iter().map(|name| redactor.text(name)).collect();
+            return Err((
+                field.join("."),
+                format!("holds the value of the environment variable {env_name} (the API key); keys are sent only from the environment"),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Whether `value` holds a piece of the key; `path` is left at it.
+    fn find(value: &Value, redactor: &Redactor, path: &mut Vec<String>) -> bool {
+        match value {
+            Value::String(text) => redactor.finds(text),
+            Value::Object(map) => map.iter().any(|(name, v)| {
+                path.push(name.clone());
+                let is_key_env = path.len() == 2 && path[0] == "summarizer" && name == "apiKeyEnv";
+                let found = !is_key_env && (redactor.finds(name) || find(v, redactor, path));
+                if !found {
+                    path.pop();
+                }
+                found
+            }),
+            Value::Array(items) => items.iter().enumerate().any(|(i, v)| {
+                path.push(i.to_string());
+                let found = find(v, redactor, path);
+                if !found {
+                    path.pop();
+                }
+                found
+            }),
+            _ => false,
+        }
+    }
+
+    #[cfg(test)]
+    mod tests {
+        use super::*;
+
+        #[test]
+        fn credential_names_and_ordinary_options() {
+            for name in [
+                "api_key",
+                "X-Api-Key",
+                "key",
+                "token",
+                "access_token",
+                "Authorization",
+                "client_secret",
+                "sig",
+            ] {
+                assert!(credential_name(name).is_some(), "{name}");
+            }
+            for name in [
+                "max_tokens",
+                "max_completion_tokens",
+                "budget_tokens",
+                "keep_alive",
+                "n_keep",
+                "top_k",
+                "chat_template_kwargs",
+                "frequency_penalty",
+                "api-version",
+                "cache_prompt",
+            ] {
+                assert_eq!(credential_name(name), None, "{name}");
+            }
+        }
+    }
 }
 
 fn from_value<T: serde::de::DeserializeOwned>(
@@ -518,6 +754,96 @@ mod tests {
             err.contains("apiKeyEnv") && !err.contains("SECRET"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn credentials_in_the_base_url_and_extra_body_are_refused_without_being_echoed() {
+        // (a base URL, a word of the reason)
+        let urls = [
+            ("https://me:SECRETpw@api.example/v1", "user:password@"),
+            ("https://SECRETuser@api.example/v1", "user:password@"),
+            ("https://api.example/v1?key=SECRET", "named like `key`"),
+            (
+                "https://api.example/v1?x=1&Api_Key=SECRET",
+                "named like `apikey`",
+            ),
+            (
+                "https://api.example/v1?access_token=SECRET",
+                "named like `accesstoken`",
+            ),
+            ("SECRET", "http:// or https:// URL"),
+            ("file:///SECRET", "http:// or https:// URL"),
+        ];
+        // (an extra body, a word of the reason)
+        let bodies = [
+            (json!({"api_key": "SECRET"}), "named like `apikey`"),
+            (
+                json!({"x": [{"Authorization": "Bearer SECRET"}]}),
+                "named like `authorization`",
+            ),
+            (json!({"token": "SECRET"}), "named like `token`"),
+        ];
+        let cases = urls
+            .into_iter()
+            .map(|(url, why)| (json!({ "baseUrl": url }), "baseUrl", why))
+            .chain(
+                bodies
+                    .into_iter()
+                    .map(|(body, why)| (json!({ "extraBody": body }), "extraBody", why)),
+            );
+        for (summarizer, field, why) in cases {
+            let mut summarizer = summarizer;
+            summarizer["provider"] = json!("openai");
+            let err = Config::resolve(Some(&json!({ "summarizer": summarizer })), None, None)
+                .unwrap_err()
+                .to_string();
+            assert!(!err.contains("SECRET"), "echoed: {err}");
+            assert!(
+                err.contains(&format!("summarizer.{field}")) && err.contains(why),
+                "{err}"
+            );
+        }
+        // Ordinary URLs and options pass.
+        let ok = json!({"summarizer": {"provider": "openai",
+            "baseUrl": "http://127.0.0.1:8765/v1?api-version=2024-02-01",
+            "extraBody": {"max_completion_tokens": 5, "keep_alive": "5m", "n_keep": 1,
+                          "thinking": {"budget_tokens": 0}}}});
+        assert!(Config::resolve(Some(&ok), None, None).is_ok());
+    }
+
+    #[test]
+    fn the_key_value_itself_is_refused_anywhere_in_the_configuration() {
+        let key = "sk-cfg-Qw3Er5Ty7Ui9Op1As";
+        // A unique variable: the environment is shared by the test process.
+        std::env::set_var("COMPACTD_CONFIG_TEST_KEY", key);
+        for summarizer in [
+            json!({"baseUrl": format!("https://api.example/v1/{key}")}),
+            json!({"baseUrl": format!("https://api.example/v1?q={}", &key[3..20])}),
+            json!({"extraBody": {"user": format!("Bearer {key}")}}),
+            json!({"extraBody": {key: 1}}),
+            json!({"model": key}),
+        ] {
+            let mut summarizer = summarizer;
+            summarizer["provider"] = json!("openai");
+            summarizer["apiKeyEnv"] = json!("COMPACTD_CONFIG_TEST_KEY");
+            let err = Config::resolve(Some(&json!({ "summarizer": summarizer })), None, None)
+                .unwrap_err()
+                .to_string();
+            assert!(!err.contains(&key[3..11]), "echoed: {err}");
+            assert!(
+                err.contains("COMPACTD_CONFIG_TEST_KEY") && err.contains("`summarizer."),
+                "{err}"
+            );
+        }
+        // Outside the summarizer settings too, even where a type error
+        // would have quoted it.
+        let options = json!({"keepRecentTokens": key, "fileTools": {key: null},
+            "summarizer": {"apiKeyEnv": "COMPACTD_CONFIG_TEST_KEY"}});
+        let err = Config::resolve(Some(&options), None, None)
+            .unwrap_err()
+            .to_string();
+        assert!(!err.contains(&key[3..11]), "echoed: {err}");
+        assert!(err.contains("COMPACTD_CONFIG_TEST_KEY"), "{err}");
     }
 
     #[test]

@@ -2,13 +2,16 @@
 //!
 //! The core (`conversation`, `tokens`, `compaction`, `session`, the file
 //! ledger in `files`) is pure; I/O lives at the edges (`transport`,
-//! `server`, `store`, `summarize`, `import`, `files::watch`). See
-//! `docs/ARCHITECTURE.md`.
+//! `store`, `summarize`, `import`, `files::watch`, `files::disk`). The
+//! `engine` holds every operation and policy on a session; the two front
+//! ends, `server` (JSON-RPC, wire types in `protocol`) and `cli`, call it.
+//! See `docs/ARCHITECTURE.md`.
 
 pub mod cli;
 pub mod compaction;
 pub mod config;
 pub mod conversation;
+pub mod engine;
 pub mod files;
 pub mod import;
 pub mod protocol;

@@ -1,16 +1,16 @@
-//! Compacts a transcript through compactd's library, the way `compactd
-//! compact` (one compaction at a cut) and `compactd replay` (automatic
-//! compactions under a small window) do.
+//! Compacts a transcript through compactd's engine, as `compactd compact`
+//! does (import, plan, summarize, conclude, apply): once at a cut, or in a
+//! chain of compactions as the transcript is walked under a small window.
 
-use compactd::compaction::Strategy;
+use compactd::compaction::{Strategy, Trigger};
 use compactd::config::Config;
 use compactd::conversation::Message;
+use compactd::engine::compaction::{self as engine_compaction, Conclusion, JobSummarizer};
+use compactd::engine::{self, SessionEnv};
 use compactd::files::{disk, FileTools};
 use compactd::import::{self, Imported};
-use compactd::session::{PlanOptions, Session, Trigger};
-use compactd::store::LogEntry;
-use compactd::summarize::driver::{self, DriverOutput, DriverSettings};
-use compactd::summarize::{self, Summarizer};
+use compactd::session::Session;
+use compactd::store::{self, LogEntry};
 
 /// A compacted conversation.
 #[derive(Debug)]
@@ -39,24 +39,19 @@ pub fn import(bytes: &[u8], config: &Config) -> Result<Imported, Skip> {
     Ok(imported)
 }
 
-fn configure(session: &mut Session, config: &Config) {
-    session.files.workspace = disk::workspace(Vec::new());
-    session.files.max_listed_files = config.max_listed_files;
+fn env(config: &Config) -> SessionEnv {
+    SessionEnv::new(config, disk::workspace(Vec::new()))
 }
 
-fn prefix(config: &Config) -> String {
-    config.summary_prefix.clone().unwrap_or_else(|| {
-        compactd::compaction::DEFAULT_SUMMARY_PREFIX
-            .trim_end()
-            .to_string()
-    })
+/// The transcript as a session, as `compactd compact` builds it.
+fn session(imported: &Imported, config: &Config) -> Session {
+    let entries = imported.log_entries("quality", 0);
+    engine::create::replay("quality", entries, &env(config))
 }
 
 /// The transcript's estimated tokens, as `compactd compact` would count it.
 pub fn tokens(imported: &Imported, config: &Config) -> u64 {
-    imported
-        .session("quality", prefix(config))
-        .estimated_tokens()
+    session(imported, config).estimated_tokens()
 }
 
 /// One compaction of the whole transcript, keeping `keep` recent tokens.
@@ -68,12 +63,10 @@ pub async fn once(
     keep: u64,
     max_input: Option<u64>,
 ) -> Result<Outcome, Skip> {
-    let mut session = imported.session("quality", prefix(config));
-    configure(&mut session, config);
-    let summarizer = summarize::from_config(&config.summarizer);
+    let mut session = session(imported, config);
     let started = std::time::Instant::now();
     let before = session.estimated_tokens();
-    compact(&mut session, config, keep, summarizer.as_ref(), max_input).await?;
+    compact(&mut session, config, keep, max_input).await?;
     Ok(outcome(&session, 1, before, started))
 }
 
@@ -88,33 +81,28 @@ pub async fn chain(
     at: u64,
     keep: u64,
 ) -> Result<Outcome, Skip> {
-    let mut session = Session::new(
-        "chain".into(),
-        imported.settings.model.clone(),
-        Some(window),
-        imported.settings.system_prompt.clone(),
-        prefix(config),
-    );
-    configure(&mut session, config);
-    let summarizer = summarize::from_config(&config.summarizer);
+    let header = engine::create::header("chain", 0, imported.settings.clone());
+    let mut session = engine::create::replay("chain", vec![header], &env(config));
+    session.context_window = Some(window);
     let started = std::time::Instant::now();
     let (mut compactions, mut summarized, mut before) = (0, 0, 0);
     for entry in &imported.entries {
         match entry {
-            LogEntry::Message { message } => session.push(vec![Message {
+            LogEntry::Message { message, .. } => session.push(vec![Message {
                 usage: None,
                 ..message.clone()
             }]),
-            LogEntry::File(event) => session.apply_file_event(event),
-            LogEntry::Pin { text } => session.add_pin(text.clone()),
-            LogEntry::Settings(s) if s.model.is_some() => session.set_model(s.model.clone()),
-            _ => {}
+            LogEntry::Compaction(_) => {}
+            other => {
+                store::apply_entry(&mut session, other.clone());
+                session.context_window = Some(window);
+            }
         }
         let tokens = session.estimated_tokens();
         if tokens < at {
             continue;
         }
-        if let Ok(n) = compact(&mut session, config, keep, summarizer.as_ref(), None).await {
+        if let Ok(n) = compact(&mut session, config, keep, None).await {
             compactions += 1;
             summarized += n;
             before = before.max(tokens);
@@ -130,17 +118,16 @@ pub async fn chain(
     Ok(outcome)
 }
 
-/// Plans, summarizes and applies one checkpoint compaction; the number of
-/// messages it summarized.
+/// Plans, summarizes and applies one checkpoint compaction with the
+/// engine; the number of messages it summarized.
 async fn compact(
     session: &mut Session,
     config: &Config,
     keep: u64,
-    summarizer: &dyn Summarizer,
     max_input: Option<u64>,
 ) -> Result<usize, Skip> {
-    let options = PlanOptions::from_config(config, Strategy::Checkpoint, keep, None);
-    let job = session.plan(&options, session.estimated_tokens())?;
+    let job = engine_compaction::plan(config, session, Strategy::Checkpoint, keep, None)
+        .map_err(|not| not.reason)?;
     let input_tokens: u64 = [&job.input, &job.turn_prefix]
         .into_iter()
         .flatten()
@@ -151,24 +138,19 @@ async fn compact(
             "{input_tokens} tokens to summarize, over the {max} this summarizer is given"
         ));
     }
-    let settings = DriverSettings::from_config(config, session.encoding());
-    let mut outputs: [Option<DriverOutput>; 2] = [None, None];
-    for (output, input) in outputs.iter_mut().zip([&job.input, &job.turn_prefix]) {
-        if let Some(input) = input {
-            *output = Some(driver::summarize(summarizer, input, settings, &|_| {}).await);
+    let summaries = JobSummarizer::new(config, job.encoding)
+        .run(&job, &|_| {})
+        .await;
+    let conclusion = engine_compaction::conclude(session, &job, &summaries, Trigger::Manual, 0, 0)
+        .map_err(|e| e.to_string())?;
+    match conclusion {
+        Conclusion::Apply(record) => {
+            session.apply_compaction(record);
+            Ok(job.messages_summarized)
         }
+        Conclusion::NotSmaller { reason, .. } => Err(reason),
+        Conclusion::Handoff(_) => Err("a checkpoint was planned, not a handoff".into()),
     }
-    let [main, turn_prefix] = outputs;
-    let record = session.record_compaction(
-        &job,
-        main.as_ref(),
-        turn_prefix.as_ref(),
-        Trigger::Manual,
-        0,
-        0,
-    );
-    session.apply_compaction(record);
-    Ok(job.messages_summarized)
 }
 
 fn outcome(

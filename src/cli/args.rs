@@ -35,8 +35,10 @@ pub enum Command {
     /// Compact a transcript offline and print the summary.
     ///
     /// Prints the summary, then `Conversation compacted: N messages →
-    /// summary; tokens A → B (saved S, x%)`. Token figures are compactd's own
-    /// count of the conversation before and after.
+    /// summary; tokens A → B (saved S, x%)`. The figures are the server's:
+    /// before, the meter (the provider's last reported context plus
+    /// compactd's count of later messages, or compactd's count alone);
+    /// after, compactd's count of the compacted history.
     Compact(CompactArgs),
     /// Report what a transcript holds and how well compactd meters it.
     ///

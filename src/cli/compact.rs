@@ -7,15 +7,15 @@ use serde::Serialize;
 use serde_json::json;
 
 use super::args::CompactArgs;
-use super::{
-    configure_files, import_file, keep_recent_flag, resolve_config, summarize_job, summary_prefix,
-    CliError, ConfigFlag,
-};
-use crate::compaction::Strategy;
-use crate::import::Format;
-use crate::protocol::CompactResult;
-use crate::session::{JobTarget, PlanOptions, Session, Trigger};
-use crate::store::{validate_session_id, LogEntry};
+use super::{import_file, keep_recent_flag, resolve_config, session_env, CliError, ConfigFlag};
+use crate::compaction::CompactionJob;
+use crate::config::Config;
+use crate::engine::compaction::{Conclusion, JobSummarizer, NotPlanned};
+use crate::engine::{self, SessionEnv};
+use crate::import::Imported;
+use crate::protocol::{CompactResult, Format, Strategy, Trigger};
+use crate::session::Session;
+use crate::store::{validate_session_id, LockError, LogEntry, SessionLock};
 use crate::summarize::Progress;
 
 /// What `--json` prints: the compact result plus where it came from.
@@ -35,7 +35,7 @@ pub struct CompactReport {
     pub result: CompactResult,
 }
 
-pub async fn run(args: &CompactArgs, no_user_config: bool) -> Result<(), CliError> {
+fn config_flags(args: &CompactArgs) -> Vec<ConfigFlag> {
     let mut flags: Vec<ConfigFlag> = Vec::new();
     if let Some(strategy) = &args.strategy {
         flags.push(ConfigFlag {
@@ -59,17 +59,23 @@ pub async fn run(args: &CompactArgs, no_user_config: bool) -> Result<(), CliErro
         });
     }
     flags.extend(keep_recent_flag(args.keep_recent_tokens));
-    let config = resolve_config(no_user_config, flags)?;
+    flags
+}
+
+/// Imports the transcript, compacts it once with the engine (as
+/// `conversation/compact` would after `conversation/import`), prints the
+/// outcome and writes the compacted session with `--out`.
+pub async fn run(args: &CompactArgs, no_user_config: bool) -> Result<(), CliError> {
+    let config = resolve_config(no_user_config, config_flags(args))?;
     if let Some(out) = &args.out {
         refuse_input_as_output(&args.file, out)?;
     }
     let quiet = args.common.quiet;
     let imported = import_file(&args.file, args.common.format.format(), quiet, &config)?;
-    let mut session = imported.session("cli", summary_prefix(&config));
-    configure_files(&mut session, &config);
+    let env = session_env(&config);
+    let id = args.out.as_deref().map_or("cli".into(), session_id_for);
+    let mut session = engine::create::replay(&id, imported.log_entries(&id, 0), &env);
     let messages = session.view_messages().count();
-    let tokens_before = session.estimated_tokens();
-    let keep = config.keep_recent_tokens;
     let report = |result: CompactResult, out: Option<String>| CompactReport {
         file: args.file.display().to_string(),
         format: imported.format,
@@ -79,11 +85,19 @@ pub async fn run(args: &CompactArgs, no_user_config: bool) -> Result<(), CliErro
         out,
         result,
     };
-    let options =
-        PlanOptions::from_config(&config, config.strategy, keep, args.instructions.clone());
-    let job = match session.plan(&options, tokens_before) {
+    let planned = engine::compaction::plan(
+        &config,
+        &session,
+        config.strategy,
+        config.keep_recent_tokens,
+        args.instructions.clone(),
+    );
+    let job = match planned {
         Ok(job) => job,
-        Err(reason) => {
+        Err(NotPlanned {
+            reason,
+            tokens_before,
+        }) => {
             let result = CompactResult::not_compacted(reason, tokens_before, config.strategy);
             if args.common.json {
                 super::print_json(&report(result, None));
@@ -96,85 +110,110 @@ pub async fn run(args: &CompactArgs, no_user_config: bool) -> Result<(), CliErro
             return Ok(());
         }
     };
+    let compacted = summarize(&config, &mut session, &job, &imported, &env, quiet).await?;
+    let out = match (&args.out, &compacted.entries) {
+        (Some(path), Some(entries)) => {
+            write_log(path, entries)?;
+            Some(path.display().to_string())
+        }
+        _ => None,
+    };
+    if args.common.json {
+        super::print_json(&report(compacted.result, out));
+    } else {
+        print_text(&job, &compacted.result, out);
+    }
+    Ok(())
+}
+
+/// A compaction done: its result, and the log of the session it leaves
+/// (`None` when nothing changed).
+struct Compacted {
+    result: CompactResult,
+    entries: Option<Vec<LogEntry>>,
+}
+
+/// Writes the job's summaries and carries out what the engine concludes:
+/// the record applied to `session`, or a new session for a handoff.
+async fn summarize(
+    config: &Config,
+    session: &mut Session,
+    job: &CompactionJob,
+    imported: &Imported,
+    env: &SessionEnv,
+    quiet: bool,
+) -> Result<Compacted, CliError> {
     let spinner = super::progress::spinner(
         format!("summarizing {} messages", job.messages_summarized),
         quiet,
     );
     let started = std::time::Instant::now();
     let progress = |p: Progress| spinner.set_message(p.message);
-    let (main, turn_prefix) = summarize_job(&config, &session, &job, &progress).await;
+    let summaries = JobSummarizer::new(config, job.encoding)
+        .run(job, &progress)
+        .await;
     spinner.finish_and_clear();
-    let record = session.record_compaction(
-        &job,
-        main.as_ref(),
-        turn_prefix.as_ref(),
+    let duration_ms = started.elapsed().as_millis() as u64;
+    let conclusion = engine::compaction::conclude(
+        session,
+        job,
+        &summaries,
         Trigger::Manual,
-        crate::server::now_ms(),
-        started.elapsed().as_millis() as u64,
-    );
-    let mut result = CompactResult::from_record(&record);
-    // A handoff leaves this conversation as it is and starts a new one
-    // with the summary as its first message.
-    let handoff = (job.target == JobTarget::Handoff)
-        .then(|| crate::compaction::handoff_message(&record.full_summary()));
-    let entries = match &handoff {
-        Some(first) => {
-            let mut fresh = Session::new(
-                "handoff".into(),
-                session.model.clone(),
-                session.context_window,
-                session.system_prompt.clone(),
-                summary_prefix(&config),
-            );
-            fresh.push(vec![first.clone()]);
-            result.tokens_after = fresh.estimated_tokens();
-            let header = imported.log_entries("", 0).swap_remove(0);
-            vec![
-                header,
-                LogEntry::Message {
-                    message: first.clone(),
-                },
-            ]
-        }
-        None => {
+        engine::now_ms(),
+        duration_ms,
+    )?;
+    Ok(match conclusion {
+        Conclusion::Apply(record) => {
             session.apply_compaction(record.clone());
-            let mut entries = imported.log_entries("", 0);
+            let mut entries = imported.log_entries(&session.id, record.created_at);
             entries.push(LogEntry::Compaction(Box::new(record.clone())));
-            entries
-        }
-    };
-    let out = match &args.out {
-        Some(path) => {
-            let mut entries = entries;
-            if let LogEntry::Header(header) = &mut entries[0] {
-                header.session_id = session_id_for(path);
-                header.created_at = record.created_at;
+            Compacted {
+                result: CompactResult::from_record(&record),
+                entries: Some(entries),
             }
-            write_log(path, &entries)?;
-            Some(path.display().to_string())
         }
-        None => None,
-    };
-    if args.common.json {
-        super::print_json(&report(result, out));
-    } else {
-        println!("{}\n", result.summary);
-        let change = match job.strategy {
-            Strategy::Prune => format!(
-                "pruned: {} tool outputs → placeholders",
-                job.pruned_ids.len()
-            ),
-            Strategy::Handoff => {
-                format!("handed off: {} messages → summary", job.messages_summarized)
+        Conclusion::NotSmaller { record, reason } => Compacted {
+            result: CompactResult::not_applied(&record, reason),
+            entries: None,
+        },
+        // This conversation stays as it is; a new one starts with the
+        // summary as its first message.
+        Conclusion::Handoff(record) => {
+            let entries =
+                engine::create::handoff_entries(session, &record, &session.id, record.created_at);
+            let fresh = engine::create::replay(&session.id, entries.clone(), env);
+            let tokens = engine::compaction::handoff_tokens(session, &fresh);
+            let mut result = CompactResult::handed_off(&record, tokens);
+            result.reason = Some(engine::compaction::handoff_reason(&session.id));
+            result.handoff_session_id = Some(session.id.clone());
+            Compacted {
+                result,
+                entries: Some(entries),
             }
-            _ => format!("compacted: {} messages → summary", job.messages_summarized),
-        };
-        println!("{}", summary_line(&change, &result));
-        if let Some(out) = out {
-            println!("Compacted session written to {out}");
         }
+    })
+}
+
+fn print_text(job: &CompactionJob, result: &CompactResult, out: Option<String>) {
+    println!("{}\n", result.summary);
+    let change = match (job.strategy, result.compacted) {
+        (Strategy::Handoff, _) => {
+            format!("handed off: {} messages → summary", job.messages_summarized)
+        }
+        (_, false) => format!(
+            "not compacted ({})",
+            result.reason.as_deref().unwrap_or_default()
+        ),
+        (Strategy::Prune, true) => format!(
+            "pruned: {} tool outputs → placeholders",
+            job.pruned_ids.len()
+        ),
+        _ => format!("compacted: {} messages → summary", job.messages_summarized),
+    };
+    println!("{}", summary_line(&change, result));
+    if let Some(out) = out {
+        println!("Compacted session written to {out}");
     }
-    Ok(())
 }
 
 /// `Conversation compacted: N messages → summary; tokens A → B (saved S, x%)`,
@@ -216,8 +255,11 @@ fn session_id_for(path: &Path) -> String {
 }
 
 /// Writes beside the destination, then renames, so a failure never leaves
-/// half a log behind.
+/// half a log behind. A destination that is a session log a compactd
+/// server has open is refused (the rename would cut the server off its
+/// log); otherwise its lock, if it has one, is held until the rename is done.
 fn write_log(path: &Path, entries: &[LogEntry]) -> Result<(), CliError> {
+    let _lock = lock_destination(path)?;
     let mut buf = Vec::new();
     for entry in entries {
         serde_json::to_writer(&mut buf, entry).expect("log entries serialize");
@@ -238,4 +280,24 @@ fn write_log(path: &Path, entries: &[LogEntry]) -> Result<(), CliError> {
         let _ = std::fs::remove_file(&temp);
         fail(e)
     })
+}
+
+/// The lock of the session whose log `path` would be (`<dir>/<stem>.lock`
+/// for `<dir>/<stem>.jsonl`), when some compactd opened that session: held
+/// here, or an error naming the process that holds it.
+fn lock_destination(path: &Path) -> Result<Option<SessionLock>, CliError> {
+    let stem = path.file_stem().and_then(|s| s.to_str());
+    let is_log = path.extension().is_some_and(|e| e == "jsonl");
+    let Some(stem) = stem.filter(|s| is_log && validate_session_id(s).is_ok()) else {
+        return Ok(None);
+    };
+    match SessionLock::acquire_existing(&path.with_file_name(format!("{stem}.lock"))) {
+        Ok(lock) => Ok(lock),
+        Err(LockError::Held { pid }) => Err(CliError::Failure(format!(
+            "--out {}: session `{stem}` is open in a compactd server ({}); close it there or write to another file",
+            path.display(),
+            pid.map_or("pid not recorded".to_string(), |p| format!("pid {p}"))
+        ))),
+        Err(LockError::Io(e)) => Err(CliError::Failure(format!("{}: {e}", path.display()))),
+    }
 }

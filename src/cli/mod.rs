@@ -15,16 +15,14 @@ use serde_json::{json, Value};
 
 pub use args::{Cli, Command};
 pub use compact::summary_line;
-pub use replay::auto_compaction_triggers;
 
 use crate::config::Config;
 use crate::conversation::Message;
+use crate::engine::{self, SessionEnv};
 use crate::files::{disk, FileTools};
 use crate::import::{self, Format, Imported};
-use crate::session::{CompactionJob, Session};
+use crate::session::Session;
 use crate::store::LogEntry;
-use crate::summarize::driver::{self, DriverOutput, DriverSettings};
-use crate::summarize::{self, ProgressSink};
 
 /// Why a command failed, which decides the exit code.
 #[derive(Debug)]
@@ -129,7 +127,7 @@ fn import_file(
     config: &Config,
 ) -> Result<Imported, CliError> {
     let spinner = progress::spinner(format!("reading {}", path.display()), quiet);
-    let imported = import::read_file(path, format);
+    let imported = import::read_file(path, format, config.max_import_bytes);
     spinner.finish_and_clear();
     let mut imported = imported?;
     imported.track_files(
@@ -147,65 +145,40 @@ fn import_file(
     Ok(imported)
 }
 
+/// Where the transcript commands open sessions: paths show relative to
+/// the working directory, listed up to the configured cap.
+fn session_env(config: &Config) -> SessionEnv {
+    SessionEnv::new(config, disk::workspace(Vec::new()))
+}
+
+/// A session to walk a transcript in, message by message: the
+/// transcript's starting settings, in `window` when given.
+fn walking_session(
+    id: &str,
+    imported: &Imported,
+    window: Option<u64>,
+    env: &SessionEnv,
+) -> Session {
+    let header = engine::create::header(id, 0, imported.settings.clone());
+    let mut session = engine::create::replay(id, vec![header], env);
+    if window.is_some() {
+        session.context_window = window;
+    }
+    session
+}
+
 /// The message of a transcript entry; any other entry (a settings change,
-/// a compaction the transcript recorded) is applied to `session` instead.
+/// a compaction the transcript recorded, a pin, a file event) is applied
+/// to `session` as a resumed log would apply it, except that the walk keeps
+/// the window its command chose.
 fn message_or_apply<'a>(entry: &'a LogEntry, session: &mut Session) -> Option<&'a Message> {
-    match entry {
-        LogEntry::Message { message } => return Some(message),
-        LogEntry::Settings(settings) if settings.model.is_some() => {
-            session.set_model(settings.model.clone())
-        }
-        LogEntry::Compaction(record) => session.apply_compaction((**record).clone()),
-        LogEntry::Pin { text } => session.add_pin(text.clone()),
-        LogEntry::File(event) => session.apply_file_event(event),
-        LogEntry::Settings(_) | LogEntry::Header(_) => {}
+    if let LogEntry::Message { message, .. } = entry {
+        return Some(message);
     }
+    let window = session.context_window;
+    crate::store::apply_entry(session, entry.clone());
+    session.context_window = window;
     None
-}
-
-/// Paths show relative to the working directory, listed up to the cap.
-fn configure_files(session: &mut Session, config: &Config) {
-    session.files.workspace = disk::workspace(Vec::new());
-    session.files.max_listed_files = config.max_listed_files;
-}
-
-/// A session to walk a transcript in, with `window` as its context window.
-fn walking_session(id: &str, imported: &Imported, window: u64, config: &Config) -> Session {
-    Session::new(
-        id.into(),
-        imported.settings.model.clone(),
-        Some(window),
-        imported.settings.system_prompt.clone(),
-        summary_prefix(config),
-    )
-}
-
-/// Writes the summaries a planned job needs (the main one, and a split
-/// turn's prefix), with the configured summarizer and its fallback ladder.
-async fn summarize_job(
-    config: &Config,
-    session: &Session,
-    job: &CompactionJob,
-    progress: ProgressSink<'_>,
-) -> (Option<DriverOutput>, Option<DriverOutput>) {
-    let summarizer = summarize::from_config(&config.summarizer);
-    let settings = DriverSettings::from_config(config, session.encoding());
-    let mut outputs = [None, None];
-    for (output, input) in outputs.iter_mut().zip([&job.input, &job.turn_prefix]) {
-        if let Some(input) = input {
-            *output = Some(driver::summarize(summarizer.as_ref(), input, settings, progress).await);
-        }
-    }
-    let [main, turn_prefix] = outputs;
-    (main, turn_prefix)
-}
-
-fn summary_prefix(config: &Config) -> String {
-    config.summary_prefix.clone().unwrap_or_else(|| {
-        crate::compaction::DEFAULT_SUMMARY_PREFIX
-            .trim_end()
-            .to_string()
-    })
 }
 
 /// 1234567 → "1,234,567".

@@ -6,54 +6,19 @@ use serde::Serialize;
 
 use super::args::ReplayArgs;
 use super::{
-    configure_files, import_file, keep_recent_flag, message_or_apply, resolve_config,
-    summarize_job, thousands, walking_session, CliError,
+    import_file, keep_recent_flag, message_or_apply, resolve_config, session_env, thousands,
+    walking_session, CliError,
 };
-use crate::compaction::trigger::{self, auto_compact_at, AttemptVerdict, TriggerKind};
-use crate::compaction::Strategy;
+use crate::compaction::trigger::{AttemptVerdict, TriggerKind};
 use crate::config::Config;
 use crate::conversation::{Message, Usage};
-use crate::import::Format;
-use crate::session::{PlanOptions, Session, Trigger};
+use crate::engine::auto::AutoCompaction;
+use crate::engine::compaction::{Conclusion, JobSummarizer, NotPlanned};
+use crate::engine::{self, window, Access};
+use crate::protocol::{Format, Strategy, Trigger};
+use crate::session::Session;
 use crate::store::LogEntry;
 use crate::summarize::Progress;
-
-/// The triggers that fire for a session, when automatic compaction may
-/// run (the config's `autoCompact`, the `COMPACTD_DISABLE_AUTOCOMPACT` kill
-/// switch and the session's circuit breaker agree). The one place `replay`
-/// and `stats` decide, with the server's own evaluation.
-pub fn auto_compaction_triggers(
-    config: &Config,
-    session: &Session,
-    window: u64,
-) -> Vec<TriggerKind> {
-    let env = std::env::var("COMPACTD_DISABLE_AUTOCOMPACT").ok();
-    let switch = session.auto_compact.unwrap_or(config.auto_compact);
-    if !trigger::auto_compact_enabled(switch, env.as_deref()) || session.auto.stopped.is_some() {
-        return Vec::new();
-    }
-    let at = trigger::auto_compact_at(config, window);
-    trigger::evaluate(config, session.trigger_input(window, at))
-}
-
-/// The strategy an automatic compaction uses, as the server picks it:
-/// prune when that alone gets under the limit; never a handoff.
-fn auto_strategy(config: &Config, session: &Session, at: u64) -> Strategy {
-    let strategy = match config.strategy {
-        Strategy::Handoff => Strategy::Checkpoint,
-        other => other,
-    };
-    if matches!(strategy, Strategy::Checkpoint | Strategy::Incremental) {
-        let prune = PlanOptions::from_config(config, Strategy::Prune, 0, None);
-        if session
-            .plan(&prune, 0)
-            .is_ok_and(|job| job.tokens_without_summary < at)
-        {
-            return Strategy::Prune;
-        }
-    }
-    strategy
-}
 
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -83,8 +48,9 @@ pub struct ReplayCompaction {
     pub triggers: Vec<TriggerKind>,
     pub strategy: Strategy,
     pub tokens_before: u64,
-    /// The meter's reading before minus what the compaction removed: what
-    /// the provider would report once the compacted history is sent.
+    /// The compacted history as the provider would count it (the overhead
+    /// and tokenizer difference calibrated from usage, as the server's
+    /// `tokensAfter`).
     pub tokens_after: u64,
     pub messages_summarized: usize,
     pub duration_ms: u64,
@@ -105,9 +71,7 @@ pub async fn run(args: &ReplayArgs, no_user_config: bool) -> Result<(), CliError
     let quiet = args.common.quiet;
     let imported = import_file(&args.file, args.common.format.format(), quiet, &config)?;
     let window = args.window;
-    let at = auto_compact_at(&config, window);
-    let mut session = walking_session("replay", &imported, window, &config);
-    configure_files(&mut session, &config);
+    let mut session = walking_session("replay", &imported, Some(window), &session_env(&config));
     // The transcript's own view (its compactions, not ours): provider usage
     // describes that context, so it is shifted by how far ours differs.
     let mut source = session.clone();
@@ -117,7 +81,7 @@ pub async fn run(args: &ReplayArgs, no_user_config: bool) -> Result<(), CliError
         file: args.file.display().to_string(),
         format: imported.format,
         window,
-        auto_compact_at: at,
+        auto_compact_at: window::auto_compact_at(&config, window),
         messages: total,
         source_compactions: 0,
         compactions: Vec::new(),
@@ -129,72 +93,38 @@ pub async fn run(args: &ReplayArgs, no_user_config: bool) -> Result<(), CliError
         // Settings reach both sessions, compactions only the transcript's.
         let Some(message) = message_or_apply(entry, &mut source) else {
             match entry {
-                LogEntry::Settings(settings) if settings.model.is_some() => {
-                    session.set_model(settings.model.clone())
-                }
                 LogEntry::Compaction(_) => report.source_compactions += 1,
-                LogEntry::Pin { text } => session.add_pin(text.clone()),
-                LogEntry::File(event) => session.apply_file_event(event),
-                _ => {}
+                other => {
+                    message_or_apply(other, &mut session);
+                }
             }
             continue;
         };
         let line = imported.message_lines.get(position).copied().unwrap_or(0);
         position += 1;
         bar.inc(1);
-        let shift = session.estimated_tokens() as i64 - source.estimated_tokens() as i64;
+        let ours = session.estimated_tokens() as f64 - source.estimated_tokens() as f64;
+        let shift = (ours * source.correction().scale).round() as i64;
         session.push(vec![shifted(message, shift)]);
         source.push(vec![message.clone()]);
-        let triggers = auto_compaction_triggers(&config, &session, window);
-        if triggers.is_empty() {
+        let decision = engine::auto::decide(&config, &session, Access::Write, false);
+        let Some(auto) = decision.start else {
             continue;
-        }
-        let before = session.meter(window, at).context_tokens;
-        let keep =
-            trigger::keep_for_attempt(config.keep_recent_tokens, session.auto.failed_attempts);
-        let strategy = auto_strategy(&config, &session, at);
-        let options = PlanOptions::from_config(&config, strategy, keep, None);
-        let estimated_before = session.estimated_tokens();
-        let verdict = match session.plan(&options, before) {
-            Err(why) => session.auto.record_no_progress(&why),
-            Ok(job) => {
-                let started = std::time::Instant::now();
-                bar.set_message(format!("compacting after message {position}"));
-                let (main, turn_prefix) =
-                    summarize_job(&config, &session, &job, &|_: Progress| {}).await;
-                let duration_ms = started.elapsed().as_millis() as u64;
-                let record = session.record_compaction(
-                    &job,
-                    main.as_ref(),
-                    turn_prefix.as_ref(),
-                    Trigger::Threshold,
-                    0,
-                    duration_ms,
-                );
-                session.apply_compaction(record);
-                bar.set_message("replaying");
-                let cut = estimated_before.saturating_sub(session.estimated_tokens());
-                let after = before.saturating_sub(cut);
-                report.compactions.push(ReplayCompaction {
-                    after_message: position,
-                    line,
-                    triggers,
-                    strategy,
-                    tokens_before: before,
-                    tokens_after: after,
-                    messages_summarized: job.messages_summarized,
-                    duration_ms,
-                });
-                let still_over = !auto_compaction_triggers(&config, &session, window).is_empty();
-                session.auto.record_attempt(before, after, still_over)
-            }
         };
+        bar.set_message(format!("compacting after message {position}"));
+        let at = Fired {
+            position,
+            line,
+            triggers: decision.fired,
+        };
+        let verdict = compact(&config, &mut session, auto, at, &mut report).await?;
+        bar.set_message("replaying");
         if let AttemptVerdict::Stop { reason } = verdict {
             report.stopped = Some((position, reason));
         }
     }
     bar.finish_and_clear();
-    report.final_tokens = session.meter(window, at).context_tokens;
+    report.final_tokens = window::meter(&config, &session).context_tokens;
     if args.common.json {
         super::print_json(&report);
     } else {
@@ -203,9 +133,78 @@ pub async fn run(args: &ReplayArgs, no_user_config: bool) -> Result<(), CliError
     Ok(())
 }
 
+/// Where auto-compaction fired.
+struct Fired {
+    position: usize,
+    line: usize,
+    triggers: Vec<TriggerKind>,
+}
+
+/// Runs the automatic compaction the engine decided on, as the server
+/// would, and reports it; returns the breaker's verdict.
+async fn compact(
+    config: &Config,
+    session: &mut Session,
+    auto: AutoCompaction,
+    at: Fired,
+    report: &mut ReplayReport,
+) -> Result<AttemptVerdict, CliError> {
+    let planned = engine::compaction::plan(
+        config,
+        session,
+        auto.strategy,
+        auto.keep_recent_tokens,
+        None,
+    );
+    let job = match planned {
+        Ok(job) => job,
+        Err(NotPlanned { reason, .. }) => {
+            return Ok(engine::auto::record_outcome(config, session, Err(reason)))
+        }
+    };
+    let before = job.tokens_before;
+    let started = std::time::Instant::now();
+    let summaries = JobSummarizer::new(config, job.encoding)
+        .run(&job, &|_: Progress| {})
+        .await;
+    let duration_ms = started.elapsed().as_millis() as u64;
+    let conclusion = engine::compaction::conclude(
+        session,
+        &job,
+        &summaries,
+        Trigger::Threshold,
+        0,
+        duration_ms,
+    )?;
+    let after = match conclusion {
+        Conclusion::Apply(record) => {
+            let after = record.tokens_after;
+            session.apply_compaction(record);
+            report.compactions.push(ReplayCompaction {
+                after_message: at.position,
+                line: at.line,
+                triggers: at.triggers,
+                strategy: auto.strategy,
+                tokens_before: before,
+                tokens_after: after,
+                messages_summarized: job.messages_summarized,
+                duration_ms,
+            });
+            after
+        }
+        Conclusion::NotSmaller { record, .. } | Conclusion::Handoff(record) => record.tokens_after,
+    };
+    Ok(engine::auto::record_outcome(
+        config,
+        session,
+        Ok((before, after)),
+    ))
+}
+
 /// The message with its provider usage moved by `shift` tokens: the
 /// provider counted the transcript's own context, and ours differs from it
-/// by what our compactions (and not the transcript's) summarized.
+/// by what our compactions (and not the transcript's) summarized, in the
+/// provider's tokens (our count times the calibrated scale).
 fn shifted(message: &Message, shift: i64) -> Message {
     let mut message = message.clone();
     if let (Some(usage), true) = (message.usage, shift != 0) {

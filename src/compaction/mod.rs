@@ -1,15 +1,24 @@
-//! Compaction planning and history rebuilding. Pure: no I/O, no clock; the
-//! server calls a summarizer between planning and applying.
+//! Compaction: planning each strategy over the view (`plan.rs`), the job
+//! from plan to log record (`job.rs`, `record.rs`), the summarizer's input
+//! and output types (`summary.rs`), chunking, the retention check,
+//! triggers and the circuit breaker, the overflow classifier and the file
+//! sections. Pure: no I/O, no clock; the engine calls a summarizer between
+//! planning and recording.
 
 pub mod chunk;
-pub mod files;
+pub mod file_sections;
+pub mod job;
 pub mod overflow;
 pub mod plan;
+pub mod record;
 pub mod retention;
+pub mod summary;
 pub mod text;
 pub mod trigger;
 
-pub use files::{FileMarks, FileSections};
+pub use file_sections::{FileMarks, FileSections};
+pub use job::{CompactionJob, JobTarget, PlanOptions};
+pub use record::{CompactionRecord, ReplacedRange, Trigger};
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -87,6 +96,19 @@ pub fn rebuild_history(system_prompt: Option<&str>, view: Vec<Message>) -> Vec<M
     out
 }
 
+/// What a handoff's summarizer is told, before the client's instructions;
+/// `{goal}` stands for the goal.
+pub const HANDOFF_GOAL: &str = include_str!("prompts/handoff_goal.md");
+
+/// The instructions for a handoff: write for `goal`, then the client's own.
+pub fn handoff_instructions(goal: &str, instructions: Option<&str>) -> String {
+    format!(
+        "{}{}",
+        HANDOFF_GOAL.trim_end().replace("{goal}", goal),
+        instructions.map(|i| format!("\n\n{i}")).unwrap_or_default()
+    )
+}
+
 /// The first message of the session a handoff starts.
 pub fn handoff_message(summary: &str) -> Message {
     Message::user(
@@ -95,13 +117,10 @@ pub fn handoff_message(summary: &str) -> Message {
     )
 }
 
-/// How the id of a summary message starts.
-pub const SUMMARY_ID_PREFIX: &str = "summary-";
-
 /// The user message that carries a summary into the compacted history.
 pub fn summary_message(compaction_id: &str, prefix: &str, summary: &str) -> Message {
     Message::user(
-        format!("{SUMMARY_ID_PREFIX}{compaction_id}"),
+        record::summary_id(compaction_id),
         format!(
             "{}\n\n<summary>\n{}\n</summary>",
             prefix.trim_end(),

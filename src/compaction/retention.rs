@@ -83,14 +83,14 @@ pub fn first_request<'a>(messages: impl IntoIterator<Item = &'a Message>) -> Opt
     messages.into_iter().find_map(request_of)
 }
 
-/// The latest request among `messages` (a compaction's summary message
-/// aside: the requests it holds are older).
-pub fn latest_request(messages: &[Message]) -> Option<String> {
-    messages
-        .iter()
-        .rev()
-        .filter(|m| !m.id.starts_with(super::SUMMARY_ID_PREFIX))
-        .find_map(request_of)
+/// The latest request among `messages`, oldest first (the caller leaves
+/// out summaries: the requests they hold are older).
+pub fn latest_request<'a, I>(messages: I) -> Option<String>
+where
+    I: IntoIterator<Item = &'a Message>,
+    I::IntoIter: DoubleEndedIterator,
+{
+    messages.into_iter().rev().find_map(request_of)
 }
 
 fn request_of(message: &Message) -> Option<String> {

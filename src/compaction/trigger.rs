@@ -1,16 +1,24 @@
 //! When a session should compact, and the safeguards that keep automatic
-//! compaction from looping. Pure: the meter, counts and config go in, a
+//! compaction from looping. Pure: the meter, counts and limits go in, a
 //! decision comes out.
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::config::Config;
+/// The limits the triggers compare against (each 0 is disabled).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct TriggerSettings {
+    pub auto_compact_token_limit: u64,
+    pub auto_compact_percent: f64,
+    pub reserve_tokens: u64,
+    pub message_threshold: u64,
+    pub turn_threshold: u64,
+}
 
 /// The token count at which auto-compaction fires: the lowest of the
 /// enabled limits (absolute, percentage of the window, window minus the
 /// reserve). A limit of 0 is disabled; with none enabled, the window.
-pub fn auto_compact_at(config: &Config, context_window: u64) -> u64 {
+pub fn auto_compact_at(config: &TriggerSettings, context_window: u64) -> u64 {
     token_limits(config, context_window)
         .into_iter()
         .map(|(_, at)| at)
@@ -35,7 +43,7 @@ pub enum TriggerKind {
 }
 
 /// Each enabled token limit with the count at which it fires.
-fn token_limits(config: &Config, window: u64) -> Vec<(TriggerKind, u64)> {
+fn token_limits(config: &TriggerSettings, window: u64) -> Vec<(TriggerKind, u64)> {
     let mut limits = Vec::with_capacity(3);
     if config.auto_compact_token_limit > 0 {
         limits.push((TriggerKind::Tokens, config.auto_compact_token_limit));
@@ -65,7 +73,7 @@ pub struct TriggerInput {
 }
 
 /// Every trigger that fires for `input`.
-pub fn evaluate(config: &Config, input: TriggerInput) -> Vec<TriggerKind> {
+pub fn evaluate(config: &TriggerSettings, input: TriggerInput) -> Vec<TriggerKind> {
     let mut fired: Vec<TriggerKind> = token_limits(config, input.window)
         .into_iter()
         .filter(|(_, at)| input.tokens >= *at)
@@ -105,7 +113,7 @@ pub const MIN_SAVING: f64 = 0.05;
 
 /// Per-session auto-compaction state: the circuit breaker.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct AutoCompactState {
+pub struct CircuitBreaker {
     /// Consecutive automatic compactions that did not help.
     pub failed_attempts: u32,
     /// Why auto-compaction stopped for this session, once it has.
@@ -126,7 +134,7 @@ pub enum AttemptVerdict {
     },
 }
 
-impl AutoCompactState {
+impl CircuitBreaker {
     /// Records the outcome of an automatic compaction: `before`/`after`
     /// tokens and whether any trigger still fires afterwards.
     pub fn record_attempt(&mut self, before: u64, after: u64, still_over: bool) -> AttemptVerdict {
@@ -181,7 +189,7 @@ impl AutoCompactState {
     /// Re-enabling auto-compaction (or a manual compaction that helped)
     /// resets the breaker.
     pub fn reset(&mut self) {
-        *self = AutoCompactState::default();
+        *self = CircuitBreaker::default();
     }
 }
 
@@ -189,14 +197,19 @@ impl AutoCompactState {
 mod tests {
     use super::*;
 
-    fn config(limit: u64, percent: f64, reserve: u64, messages: u64, turns: u64) -> Config {
-        Config {
+    fn config(
+        limit: u64,
+        percent: f64,
+        reserve: u64,
+        messages: u64,
+        turns: u64,
+    ) -> TriggerSettings {
+        TriggerSettings {
             auto_compact_token_limit: limit,
             auto_compact_percent: percent,
             reserve_tokens: reserve,
             message_threshold: messages,
             turn_threshold: turns,
-            ..Config::default()
         }
     }
 
@@ -211,7 +224,7 @@ mod tests {
 
     #[test]
     fn lowest_enabled_limit_wins() {
-        let check = |c: Config, window: u64, expected: u64| {
+        let check = |c: TriggerSettings, window: u64, expected: u64| {
             assert_eq!(auto_compact_at(&c, window), expected)
         };
         check(config(0, 90.0, 16_384, 0, 0), 200_000, 180_000);
@@ -225,7 +238,7 @@ mod tests {
     #[test]
     fn trigger_boundaries() {
         use TriggerKind::*;
-        let cases: &[(Config, TriggerInput, &[TriggerKind])] = &[
+        let cases: &[(TriggerSettings, TriggerInput, &[TriggerKind])] = &[
             (config(1000, 0.0, 0, 0, 0), input(999, 10_000, 0, 0), &[]),
             (
                 config(1000, 0.0, 0, 0, 0),
@@ -279,7 +292,7 @@ mod tests {
 
     #[test]
     fn breaker_shrinks_the_tail_then_stops() {
-        let mut state = AutoCompactState::default();
+        let mut state = CircuitBreaker::default();
         assert_eq!(keep_for_attempt(20_000, state.failed_attempts), 20_000);
         assert!(
             matches!(
@@ -303,7 +316,7 @@ mod tests {
         }
         assert!(state.stopped.is_some());
         state.reset();
-        assert_eq!(state, AutoCompactState::default());
+        assert_eq!(state, CircuitBreaker::default());
         assert_eq!(
             state.record_attempt(100_000, 50_000, false),
             AttemptVerdict::Helped

@@ -342,9 +342,40 @@ pub fn clean(path: &Path) -> PathBuf {
     out
 }
 
+/// `file:///a/b%20c` → `/a/b c`; `None` for anything but a `file://` URI.
+pub fn path_from_uri(uri: &str) -> Option<PathBuf> {
+    let rest = uri.strip_prefix("file://")?;
+    let mut bytes = Vec::with_capacity(rest.len());
+    let raw = rest.as_bytes();
+    let mut i = 0;
+    while i < raw.len() {
+        if raw[i] == b'%' && i + 2 < raw.len() {
+            let hex = |b: u8| (b as char).to_digit(16);
+            if let (Some(hi), Some(lo)) = (hex(raw[i + 1]), hex(raw[i + 2])) {
+                bytes.push((hi * 16 + lo) as u8);
+                i += 3;
+                continue;
+            }
+        }
+        bytes.push(raw[i]);
+        i += 1;
+    }
+    Some(PathBuf::from(String::from_utf8_lossy(&bytes).into_owned()))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn file_uris_decode() {
+        assert_eq!(
+            path_from_uri("file:///a/b%20c"),
+            Some(PathBuf::from("/a/b c"))
+        );
+        assert_eq!(path_from_uri("file:///x%"), Some(PathBuf::from("/x%")));
+        assert_eq!(path_from_uri("http://x"), None);
+    }
 
     fn ws() -> Workspace {
         Workspace::new(

@@ -10,7 +10,8 @@ pub mod tools;
 pub mod watch;
 
 pub use ledger::{
-    FileEvent, FileLedger, FileOp, FileRecord, FileStatus, Origin, Position, Range, Workspace,
+    path_from_uri, FileEvent, FileLedger, FileOp, FileRecord, FileStatus, Origin, Position, Range,
+    Workspace,
 };
 pub use tools::{FileToolRule, FileTools, PendingCalls, ToolOperation};
 
@@ -36,16 +37,16 @@ pub enum ChangeKind {
 /// The files side of one session: its ledger, the tool calls waiting for a
 /// result, and how its paths are resolved and shown.
 #[derive(Debug, Clone, PartialEq)]
-pub struct SessionFiles {
+pub struct SessionFileLedger {
     pub ledger: FileLedger,
     calls: PendingCalls,
     pub workspace: Workspace,
     pub max_listed_files: usize,
 }
 
-impl Default for SessionFiles {
-    fn default() -> SessionFiles {
-        SessionFiles {
+impl Default for SessionFileLedger {
+    fn default() -> SessionFileLedger {
+        SessionFileLedger {
             ledger: FileLedger::default(),
             calls: PendingCalls::default(),
             workspace: Workspace::default(),
@@ -56,12 +57,12 @@ impl Default for SessionFiles {
 
 pub const DEFAULT_MAX_LISTED_FILES: usize = 50;
 
-impl SessionFiles {
-    pub fn new(workspace: Workspace, max_listed_files: usize) -> SessionFiles {
-        SessionFiles {
+impl SessionFileLedger {
+    pub fn new(workspace: Workspace, max_listed_files: usize) -> SessionFileLedger {
+        SessionFileLedger {
             workspace,
             max_listed_files,
-            ..SessionFiles::default()
+            ..SessionFileLedger::default()
         }
     }
 
@@ -205,9 +206,9 @@ mod tests {
 
     #[test]
     fn calls_answered_in_a_later_batch_count() {
-        let mut files = SessionFiles {
+        let mut files = SessionFileLedger {
             workspace: Workspace::new(vec![PathBuf::from("/w")], None),
-            ..SessionFiles::default()
+            ..SessionFileLedger::default()
         };
         let tools = FileTools::default();
         let first = vec![Message::assistant(
@@ -242,9 +243,9 @@ mod tests {
     #[test]
     fn disk_changes_are_news_only_when_someone_else_made_them() {
         let tools = FileTools::default();
-        let mut files = SessionFiles {
+        let mut files = SessionFileLedger {
             workspace: Workspace::new(vec![PathBuf::from("/w")], None),
-            ..SessionFiles::default()
+            ..SessionFileLedger::default()
         };
         let mut read = FileEvent::new("/w/a.rs".into(), FileOp::Read, Origin::Tool);
         read.content_hash = Some("h1".into());

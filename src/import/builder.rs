@@ -7,8 +7,9 @@ use std::collections::HashSet;
 
 use super::{Format, Imported, Skips};
 use crate::compaction::Strategy;
+use crate::compaction::{CompactionRecord, Trigger};
 use crate::conversation::Message;
-use crate::session::{CompactionRecord, Session, Trigger};
+use crate::session::Session;
 use crate::store::{LogEntry, SessionSettings};
 
 /// Where a foreign compaction's kept part starts.
@@ -70,6 +71,10 @@ impl Builder {
         self.items.len() - 1
     }
 
+    pub fn has_messages(&self) -> bool {
+        self.items.iter().any(|i| matches!(i, Item::Message { .. }))
+    }
+
     pub fn message_mut(&mut self, index: usize) -> Option<&mut Message> {
         match self.items.get_mut(index) {
             Some(Item::Message { message, .. }) => Some(message),
@@ -80,7 +85,7 @@ impl Builder {
     /// Changes the model (or other settings) from here on; before any
     /// message it sets the starting settings.
     pub fn settings(&mut self, change: SessionSettings) {
-        let has_messages = self.items.iter().any(|i| matches!(i, Item::Message { .. }));
+        let has_messages = self.has_messages();
         // The first model named is the session's, even when the source
         // names it only after the first messages (Codex's turn_context).
         let first_model = self.settings.model.is_none() && self.current_model().is_none();
@@ -131,6 +136,16 @@ impl Builder {
         self.skipped.add(line, kind, Some(detail.into()));
     }
 
+    /// Skips a line whose type is not conversation: one the source writes
+    /// for itself (`bookkeeping`), one without a type, or an unknown one.
+    pub fn skip_line_type(&mut self, line: usize, kind: &str, bookkeeping: &[&str]) {
+        match kind {
+            "" => self.skip_because(line, "unreadable lines", "no `type`"),
+            kind if bookkeeping.contains(&kind) => self.skip(line, &format!("{kind} lines")),
+            other => self.skip(line, &format!("unknown line type `{other}`")),
+        }
+    }
+
     /// Assigns ids (the source's where unique) and resolves compactions
     /// against the messages before them.
     pub fn finish(self) -> Imported {
@@ -140,26 +155,7 @@ impl Builder {
             items,
             mut skipped,
         } = self;
-        let mut used: HashSet<String> = HashSet::new();
-        // The id given to the message at each item index.
-        let mut ids: Vec<Option<String>> = vec![None; items.len()];
-        let mut next = 1usize;
-        for (index, item) in items.iter().enumerate() {
-            if let Item::Message { preferred_id, .. } = item {
-                let id = match preferred_id {
-                    Some(id) if !used.contains(id) && !looks_generated(id) => id.clone(),
-                    _ => loop {
-                        let candidate = format!("m{next}");
-                        next += 1;
-                        if !used.contains(&candidate) {
-                            break candidate;
-                        }
-                    },
-                };
-                used.insert(id.clone());
-                ids[index] = Some(id);
-            }
-        }
+        let ids = message_ids(&items);
         let has_compactions = items.iter().any(|i| matches!(i, Item::Compaction(_)));
         // Only compactions need the session: their record says how much
         // they summarized and what the context was afterwards.
@@ -186,7 +182,7 @@ impl Builder {
                         session.push(vec![message.clone()]);
                     }
                     message_lines.push(*line);
-                    entries.push(LogEntry::Message { message });
+                    entries.push(LogEntry::message(message));
                 }
                 Item::Settings(change) => {
                     if let Some(session) = &mut session {
@@ -198,32 +194,13 @@ impl Builder {
                 }
                 Item::Compaction(foreign) => {
                     let session = session.as_mut().expect("created when compactions exist");
-                    let first_kept_id = match foreign.first_kept {
-                        FirstKept::Nothing => None,
-                        FirstKept::Item(at) => match (at..index).find_map(|i| ids[i].clone()) {
-                            Some(id) => Some(id),
-                            None => {
-                                skipped.add(
-                                    foreign.line,
-                                    "compactions that keep no earlier message",
-                                    None,
-                                );
-                                continue;
-                            }
-                        },
-                    };
-                    match record(session, foreign, first_kept_id, format, compactions + 1) {
-                        Ok(mut record) => {
-                            compactions += 1;
-                            session.apply_compaction(record.clone());
-                            record.tokens_after = session.estimated_tokens();
-                            entries.push(LogEntry::Compaction(Box::new(record)));
+                    let number = compactions + 1;
+                    match place(session, foreign, &ids[..index], format, number) {
+                        Ok(entry) => {
+                            compactions = number;
+                            entries.push(entry);
                         }
-                        Err(why) => skipped.add(
-                            foreign.line,
-                            "compactions that could not be placed",
-                            Some(why),
-                        ),
+                        Err((kind, why)) => skipped.add(foreign.line, kind, why),
                     }
                 }
             }
@@ -237,6 +214,60 @@ impl Builder {
             subagents: Vec::new(),
         }
     }
+}
+
+/// The id of the message at each item index: the source's where it is
+/// unique and not of the shape we generate, else the next free `m<n>`.
+fn message_ids(items: &[Item]) -> Vec<Option<String>> {
+    let mut used: HashSet<String> = HashSet::new();
+    let mut ids: Vec<Option<String>> = vec![None; items.len()];
+    let mut next = 1usize;
+    for (index, item) in items.iter().enumerate() {
+        if let Item::Message { preferred_id, .. } = item {
+            let id = match preferred_id {
+                Some(id) if !used.contains(id) && !looks_generated(id) => id.clone(),
+                _ => loop {
+                    let candidate = format!("m{next}");
+                    next += 1;
+                    if !used.contains(&candidate) {
+                        break candidate;
+                    }
+                },
+            };
+            used.insert(id.clone());
+            ids[index] = Some(id);
+        }
+    }
+    ids
+}
+
+/// A foreign compaction as our log entry, applied to `session` (whose
+/// context after it is the record's `tokensAfter`); `earlier_ids` are the
+/// message ids of the items before it. `Err`: the kind of skip, and why.
+fn place(
+    session: &mut Session,
+    foreign: &ForeignCompaction,
+    earlier_ids: &[Option<String>],
+    format: Format,
+    number: usize,
+) -> Result<LogEntry, (&'static str, Option<String>)> {
+    let first_kept_id = match foreign.first_kept {
+        FirstKept::Nothing => None,
+        FirstKept::Item(at) => Some(
+            earlier_ids
+                .get(at..)
+                .into_iter()
+                .flatten()
+                .find_map(|id| id.clone())
+                .ok_or(("compactions that keep no earlier message", None))?,
+        ),
+    };
+    let mut record = record(session, foreign, first_kept_id, format, number)
+        .map_err(|why| ("compactions that could not be placed", Some(why)))?;
+    session.apply_compaction(record.clone());
+    // As the meter shows it: with the overhead the usage so far shows.
+    record.tokens_after = session.calibrated_tokens();
+    Ok(LogEntry::Compaction(Box::new(record)))
 }
 
 fn record(

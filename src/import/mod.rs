@@ -11,6 +11,7 @@
 mod builder;
 pub mod claude_code;
 pub mod codex;
+mod file;
 pub mod openai;
 pub mod pi;
 
@@ -176,7 +177,7 @@ impl Imported {
 
     pub fn messages(&self) -> impl Iterator<Item = &Message> {
         self.entries.iter().filter_map(|e| match e {
-            LogEntry::Message { message } => Some(message),
+            LogEntry::Message { message, .. } => Some(message),
             _ => None,
         })
     }
@@ -219,11 +220,16 @@ pub enum ImportError {
     Invalid { path: String, message: String },
 }
 
-/// Reads and imports a file; `format: None` detects it.
-pub fn read_file(path: &Path, format: Option<Format>) -> Result<Imported, ImportError> {
-    let bytes = std::fs::read(path).map_err(|e| ImportError::Read {
+/// Reads and imports a file; `format: None` detects it. Only a regular
+/// file of at most `max_bytes` is read (see `file.rs`).
+pub fn read_file(
+    path: &Path,
+    format: Option<Format>,
+    max_bytes: u64,
+) -> Result<Imported, ImportError> {
+    let bytes = file::read_regular(path, max_bytes).map_err(|message| ImportError::Read {
         path: path.display().to_string(),
-        message: e.to_string(),
+        message,
     })?;
     let mut imported = parse(&bytes, format).map_err(|message| ImportError::Invalid {
         path: path.display().to_string(),

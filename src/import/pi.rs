@@ -9,8 +9,8 @@ use std::collections::{HashMap, HashSet};
 use serde_json::Value;
 
 use super::{content_text, Builder, FirstKept, ForeignCompaction, Format, Imported, Line};
+use crate::compaction::Trigger;
 use crate::conversation::{Message, MessageBody, ToolCall, Usage};
-use crate::session::Trigger;
 use crate::store::SessionSettings;
 
 pub(crate) fn import(lines: &[Line]) -> Imported {
@@ -113,57 +113,66 @@ fn entry_to_items(
             let summary = str_field(entry, "summary").unwrap_or_default();
             builder.message(line, id, Message::user("", branch_summary_text(&summary)));
         }
-        "compaction" => {
-            let first_kept = entry
-                .get("firstKeptEntryIndex")
-                .and_then(Value::as_u64)
-                .and_then(|i| first_item_from(by_index, i as usize))
-                .or_else(|| {
-                    entry
-                        .get("firstKeptEntryId")
-                        .and_then(Value::as_str)
-                        .and_then(|id| by_id.get(id).copied())
-                });
-            let Some(first_kept) = first_kept else {
-                builder.skip_because(
-                    line,
-                    "compactions that could not be placed",
-                    "its first kept entry is not a message of this session",
-                );
-                return;
-            };
-            let files = |key: &str| -> Vec<String> {
-                entry
-                    .pointer(&format!("/details/{key}"))
-                    .and_then(Value::as_array)
-                    .map(|a| {
-                        a.iter()
-                            .filter_map(Value::as_str)
-                            .map(str::to_string)
-                            .collect()
-                    })
-                    .unwrap_or_default()
-            };
-            builder.compaction(ForeignCompaction {
-                summary: str_field(entry, "summary").unwrap_or_default(),
-                first_kept: FirstKept::Item(first_kept),
-                tokens_before: entry
-                    .get("tokensBefore")
-                    .and_then(Value::as_u64)
-                    .unwrap_or(0),
-                read_files: files("readFiles"),
-                modified_files: files("modifiedFiles"),
-                // pi does not record whether it was asked or hit its limit.
-                trigger: Trigger::Threshold,
-                line,
-            });
-        }
+        "compaction" => compaction(builder, line, entry, by_index, by_id),
         kind @ ("thinking_level_change" | "custom" | "label" | "session_info") => builder.skip(
             line,
             &format!("{kind} entries (not part of the conversation)"),
         ),
         other => builder.skip(line, &format!("unknown entry type `{other}`")),
     }
+}
+
+/// A pi compaction, placed at its first kept message.
+fn compaction(
+    builder: &mut Builder,
+    line: usize,
+    entry: &Value,
+    by_index: &HashMap<usize, usize>,
+    by_id: &HashMap<String, usize>,
+) {
+    let first_kept = entry
+        .get("firstKeptEntryIndex")
+        .and_then(Value::as_u64)
+        .and_then(|i| first_item_from(by_index, i as usize))
+        .or_else(|| {
+            entry
+                .get("firstKeptEntryId")
+                .and_then(Value::as_str)
+                .and_then(|id| by_id.get(id).copied())
+        });
+    let Some(first_kept) = first_kept else {
+        builder.skip_because(
+            line,
+            "compactions that could not be placed",
+            "its first kept entry is not a message of this session",
+        );
+        return;
+    };
+    let files = |key: &str| -> Vec<String> {
+        entry
+            .pointer(&format!("/details/{key}"))
+            .and_then(Value::as_array)
+            .map(|a| {
+                a.iter()
+                    .filter_map(Value::as_str)
+                    .map(str::to_string)
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    builder.compaction(ForeignCompaction {
+        summary: str_field(entry, "summary").unwrap_or_default(),
+        first_kept: FirstKept::Item(first_kept),
+        tokens_before: entry
+            .get("tokensBefore")
+            .and_then(Value::as_u64)
+            .unwrap_or(0),
+        read_files: files("readFiles"),
+        modified_files: files("modifiedFiles"),
+        // pi does not record whether it was asked or hit its limit.
+        trigger: Trigger::Threshold,
+        line,
+    });
 }
 
 /// The item built from the entry at `index`, or from the next entry that
@@ -283,7 +292,7 @@ mod tests {
     use super::super::{parse, LogEntry};
     use super::*;
 
-    fn first_compaction(imported: &Imported) -> &crate::session::CompactionRecord {
+    fn first_compaction(imported: &Imported) -> &crate::compaction::CompactionRecord {
         imported
             .entries
             .iter()

@@ -4,23 +4,7 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::files::{ChangeKind, FileOp, FileStatus, Origin, Range};
-
-pub mod methods {
-    pub const FILES_LIST: &str = "files/list";
-    pub const FILES_UNCHANGED_SINCE_READ: &str = "files/unchangedSinceRead";
-    pub const FILES_DID_READ: &str = "files/didRead";
-    pub const FILES_DID_MODIFY: &str = "files/didModify";
-    pub const FILES_DID_CREATE: &str = "files/didCreate";
-    pub const FILES_DID_DELETE: &str = "files/didDelete";
-    /// Server → client: a ledger file changed on disk by someone else.
-    pub const FILES_DID_CHANGE: &str = "files/didChange";
-    pub const DID_OPEN: &str = "textDocument/didOpen";
-    pub const DID_CHANGE: &str = "textDocument/didChange";
-    pub const DID_SAVE: &str = "textDocument/didSave";
-    pub const DID_CLOSE: &str = "textDocument/didClose";
-    pub const DID_CHANGE_WATCHED_FILES: &str = "workspace/didChangeWatchedFiles";
-}
+pub use crate::files::{ChangeKind, FileOp, FileStatus, Origin, Position, Range};
 
 /// `files/didRead`, `files/didModify`, `files/didCreate`, `files/didDelete`.
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]

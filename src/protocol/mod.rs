@@ -1,38 +1,39 @@
-//! Every wire type: params, results and notifications. Serde + schemars,
-//! no logic; `schemas/` is generated from these and committed.
+//! Every wire type: params, results and notifications, the method table
+//! (`methods`) and compactd's own error codes (`error_codes`). Types the
+//! core defines and the wire carries (messages, strategies, triggers, the
+//! configuration, file operations, transcript formats) are re-exported
+//! here, so the front ends take every wire type from this module. Serde +
+//! schemars, no logic beyond building results from core values;
+//! `schemas/` is generated from these and committed.
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::compaction::trigger::TriggerKind;
-use crate::compaction::Strategy;
-use crate::conversation::{Message, Usage};
-use crate::session::Trigger;
+pub use crate::compaction::trigger::TriggerKind;
+pub use crate::compaction::{Strategy, Trigger};
+pub use crate::config::{Config, SummarizerConfig, SummarizerProvider};
+pub use crate::conversation::{Message, MessageBody, Role, ToolCall, Usage};
+pub use crate::files::watch::WatchMode;
+pub use crate::files::{FileToolRule, ToolOperation};
+pub use crate::import::Format;
+pub use crate::store::Durability;
+
+use crate::compaction::CompactionRecord;
 
 mod files;
+mod lsp;
+pub mod methods;
 pub use files::*;
+pub use lsp::*;
 
-pub mod methods {
-    pub use super::files::methods::*;
-
-    pub const OPEN: &str = "conversation/open";
-    pub const APPEND: &str = "conversation/append";
-    pub const HISTORY: &str = "conversation/history";
-    pub const COMPACT: &str = "conversation/compact";
-    pub const IMPORT: &str = "conversation/import";
-    /// Server → client: the meter changed.
-    pub const TOKENS: &str = "conversation/tokens";
-    /// Server → client: a compaction was applied.
-    pub const DID_COMPACT: &str = "conversation/didCompact";
-    /// Server → client: the circuit breaker stopped auto-compaction.
-    pub const AUTO_COMPACT_STOPPED: &str = "conversation/autoCompactStopped";
-    pub const CHECK: &str = "conversation/check";
-    pub const SET_AUTO_COMPACT: &str = "conversation/setAutoCompact";
-    pub const PREVIEW: &str = "conversation/preview";
-    pub const COMPACTIONS: &str = "conversation/compactions";
-    pub const BRANCH: &str = "conversation/branch";
-    pub const PIN: &str = "conversation/pin";
-    pub const REPORT_ERROR: &str = "conversation/reportError";
+/// Error codes compactd defines (JSON-RPC's server-defined range).
+pub mod error_codes {
+    /// The session is open for writing in another process (or is being
+    /// written by this one under another open); the message names the
+    /// holder's pid. `conversation/open` with `readOnly: true` still reads it.
+    pub const SESSION_LOCKED: i32 = -32010;
+    /// The session was opened with `readOnly: true`: it cannot be changed.
+    pub const SESSION_READ_ONLY: i32 = -32011;
 }
 
 /// A `$/progress` token, as LSP defines it.
@@ -55,8 +56,22 @@ pub struct OpenParams {
     pub model: Option<String>,
     #[serde(default)]
     pub context_window: Option<u64>,
+    /// The agent's system prompt, sent with every request: counted in the
+    /// meter's `overheadTokens`.
     #[serde(default)]
     pub system_prompt: Option<String>,
+    /// The tool definitions sent with every request, as the provider gets
+    /// them (e.g. Anthropic's `tools`, OpenAI's `tools`): each counted as
+    /// its JSON in `overheadTokens`. What a provider adds around them is
+    /// learned from its usage.
+    #[serde(default)]
+    pub tool_definitions: Option<Vec<serde_json::Value>>,
+    /// Open an existing session to read it only, without its lock (for
+    /// example while another compactd process writes it): a snapshot of
+    /// its log as of now; appends, compactions, pins and settings on it
+    /// fail with error -32011. Settings given here are not applied.
+    #[serde(default)]
+    pub read_only: bool,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
@@ -69,6 +84,9 @@ pub struct OpenResult {
     pub message_count: usize,
     /// Problems found while loading the log (skipped lines).
     pub warnings: Vec<String>,
+    /// The session is open read-only in this server.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub read_only: bool,
     pub meter: MeterInfo,
 }
 
@@ -171,7 +189,7 @@ pub struct CompactResult {
 }
 
 impl CompactResult {
-    pub fn from_record(record: &crate::session::CompactionRecord) -> CompactResult {
+    pub fn from_record(record: &CompactionRecord) -> CompactResult {
         CompactResult {
             compacted: true,
             reason: None,
@@ -196,6 +214,26 @@ impl CompactResult {
             handoff_session_id: None,
             usage: record.usage,
             duration_ms: record.duration_ms,
+        }
+    }
+
+    /// A summary that would not have made the history smaller: written,
+    /// not applied.
+    pub fn not_applied(record: &CompactionRecord, reason: String) -> CompactResult {
+        let mut result =
+            CompactResult::not_compacted(reason, record.tokens_before, record.strategy);
+        result.summary = record.full_summary();
+        result.tokens_after = record.tokens_after;
+        result
+    }
+
+    /// A handoff: the summary went to a new session holding
+    /// `tokens_after`; this session is unchanged.
+    pub fn handed_off(record: &CompactionRecord, tokens_after: u64) -> CompactResult {
+        CompactResult {
+            compacted: false,
+            tokens_after,
+            ..CompactResult::from_record(record)
         }
     }
 
@@ -271,8 +309,14 @@ pub struct PreviewResult {
     pub keep_message_ids: Vec<String>,
     pub prune_message_ids: Vec<String>,
     pub tokens_before: u64,
-    /// Our estimate after the compaction; the summary's size is estimated.
+    /// Our estimate after the compaction, as the provider would count it
+    /// (like the meter, with `overheadTokens`); the summary's size is
+    /// estimated.
     pub estimated_tokens_after: u64,
+    /// The part of both figures that is in every request but in no
+    /// message (the meter's `overheadTokens`): a compaction cannot remove
+    /// it.
+    pub overhead_tokens: u64,
     /// Items the retention check will look for.
     pub required: Vec<String>,
 }
@@ -391,6 +435,28 @@ pub struct MeterInfo {
     /// The token count at which auto-compaction fires.
     pub auto_compact_at: u64,
     pub source: MeterSource,
+    /// The part of contextTokens in every request but in no message: the
+    /// declared system prompt and tool definitions, and what the provider's
+    /// usage shows beyond compactd's count of the messages (an agent's
+    /// undeclared system prompt and tools, the provider's framing). Learned
+    /// from usage; 0 before any was reported and nothing was declared.
+    pub overhead_tokens: u64,
+}
+
+impl From<crate::tokens::Meter> for MeterInfo {
+    fn from(meter: crate::tokens::Meter) -> MeterInfo {
+        MeterInfo {
+            context_tokens: meter.context_tokens,
+            context_window: meter.context_window,
+            percent: meter.percent(),
+            auto_compact_at: meter.auto_compact_at,
+            overhead_tokens: meter.overhead_tokens,
+            source: match meter.source {
+                crate::tokens::MeterSource::Usage => MeterSource::Usage,
+                crate::tokens::MeterSource::Estimate => MeterSource::Estimate,
+            },
+        }
+    }
 }
 
 /// `conversation/import`: a transcript (a file the server can read, or its
@@ -407,7 +473,7 @@ pub struct ImportParams {
     pub content: Option<String>,
     /// The transcript's format; detected from the content when omitted.
     #[serde(default)]
-    pub format: Option<crate::import::Format>,
+    pub format: Option<Format>,
     /// The id of the new session; generated when omitted. Must not exist.
     #[serde(default)]
     pub session_id: Option<String>,
@@ -422,7 +488,7 @@ pub struct ImportParams {
 #[serde(rename_all = "camelCase")]
 pub struct ImportResult {
     pub session_id: String,
-    pub format: crate::import::Format,
+    pub format: Format,
     /// Messages imported.
     pub messages: usize,
     /// Compactions the transcript recorded, imported as ours.
@@ -464,7 +530,8 @@ pub struct CompactdCapabilities {
     pub notifications: Vec<String>,
 }
 
-/// Every schema committed under `schemas/`, by file stem.
+/// Every file generated under `schemas/`, by file stem: the JSON Schema
+/// of each wire type, and `methods`, the method table.
 pub fn schemas() -> Vec<(&'static str, serde_json::Value)> {
     macro_rules! schema {
         ($name:literal, $ty:ty) => {
@@ -475,7 +542,7 @@ pub fn schemas() -> Vec<(&'static str, serde_json::Value)> {
         };
     }
     vec![
-        schema!("config", crate::config::Config),
+        schema!("config", Config),
         schema!("message", Message),
         schema!("OpenParams", OpenParams),
         schema!("OpenResult", OpenResult),
@@ -515,5 +582,6 @@ pub fn schemas() -> Vec<(&'static str, serde_json::Value)> {
         schema!("DidSaveTextDocumentParams", DidSaveTextDocumentParams),
         schema!("DidCloseTextDocumentParams", DidCloseTextDocumentParams),
         schema!("DidChangeWatchedFilesParams", DidChangeWatchedFilesParams),
+        ("methods", methods::table_json()),
     ]
 }

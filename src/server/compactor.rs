@@ -1,24 +1,25 @@
-//! Running compactions for every caller: `conversation/compact`,
-//! auto-compaction after appends and checks, and overflow recovery. One
-//! job per session at a time (later callers join it); the summary is
-//! written in a background task and applied back on the state owner, so a
-//! cancelled or failed job leaves the history exactly as it was.
+//! Running compactions on the server: one job per session at a time (later
+//! callers join it as waiters), the summary written in a spawned task, the
+//! result applied back on the state owner and answered to every waiter.
+//! What a compaction plans, writes and changes is the engine's
+//! (`engine::compaction`, `engine::auto`); this file only schedules it, so
+//! a cancelled or failed job leaves the history exactly as it was.
 
 use std::time::Instant;
 
 use lsp_server::RequestId;
 
-use super::{now_ms, send_progress, RpcError, Server};
-use crate::compaction::trigger::{self, AttemptVerdict};
-use crate::compaction::Strategy;
+use super::{send_progress, JobResult, RpcError, Server};
+use crate::compaction::summary::JobSummaries;
+use crate::compaction::trigger::{AttemptVerdict, TriggerKind};
+use crate::compaction::{CompactionJob, CompactionRecord};
+use crate::engine::compaction::{Conclusion, JobSummarizer, NotPlanned};
+use crate::engine::{self, now_ms};
 use crate::protocol::{
     methods, AutoCompactStoppedNotification, CompactResult, DidCompactNotification, ProgressToken,
-    ReportErrorResult,
+    ReportErrorResult, Strategy, Trigger,
 };
-use crate::session::{CompactionJob, JobTarget, PlanOptions, Trigger};
-use crate::store::LogEntry;
-use crate::summarize::driver::{self, DriverOutput, DriverSettings};
-use crate::summarize::{self, Progress};
+use crate::summarize::Progress;
 
 /// Who waits for a job's answer, and in what shape.
 #[derive(Debug, Clone)]
@@ -45,20 +46,19 @@ pub(crate) struct RunningJob {
     pub progress: Option<ProgressToken>,
 }
 
-/// A finished summarizer job, back on the state owner.
+/// A job whose summaries are written, back on the state owner.
 pub(crate) struct Finished {
     pub key: u64,
     pub session_id: String,
     pub trigger: Trigger,
     pub job: CompactionJob,
-    pub main: Option<DriverOutput>,
-    pub turn_prefix: Option<DriverOutput>,
+    pub summaries: JobSummaries,
     pub started: Instant,
     pub auto: bool,
 }
 
-/// What a caller asks for.
-pub(crate) struct Request {
+/// What a caller asks the compactor for.
+pub(crate) struct CompactionRequest {
     pub strategy: Strategy,
     pub keep_recent_tokens: u64,
     pub instructions: Option<String>,
@@ -68,48 +68,35 @@ pub(crate) struct Request {
     pub auto: bool,
 }
 
-impl Server {
-    pub(crate) fn plan_options(
-        &self,
-        strategy: Strategy,
-        keep: u64,
-        instructions: Option<String>,
-    ) -> PlanOptions {
-        PlanOptions::from_config(&self.config, strategy, keep, instructions)
-    }
-
-    pub(crate) fn driver_settings(&self, session_id: &str) -> DriverSettings {
-        let encoding = self
-            .sessions
-            .get(session_id)
-            .map(|o| o.session.encoding())
-            .unwrap_or_default();
-        DriverSettings::from_config(&self.config, encoding)
-    }
-}
-
 /// Starts (or joins) a compaction of `session_id`. Answers the waiter
 /// right away when there is nothing to do.
-pub(crate) fn start(server: &mut Server, session_id: &str, request: Request) {
+pub(crate) fn start(server: &mut Server, session_id: &str, request: CompactionRequest) {
     if let Some(job) = server.running.get_mut(session_id) {
         job.waiters.extend(request.waiter);
         return;
     }
-    let Some(open) = server.sessions.get(session_id) else {
-        if let Some(waiter) = request.waiter {
-            server.respond(waiter.id().clone(), Err(super::no_session(session_id)));
+    let open = match server.writable_session(session_id) {
+        Ok(open) => open,
+        Err(error) => {
+            if let Some(waiter) = request.waiter {
+                server.respond(waiter.id().clone(), Err(error));
+            }
+            return;
         }
-        return;
     };
-    let tokens_before = server.meter_info(&open.session).context_tokens;
-    let options = server.plan_options(
+    let planned = engine::compaction::plan(
+        &server.config,
+        &open.session,
         request.strategy,
         request.keep_recent_tokens,
         request.instructions.clone(),
     );
-    let job = match open.session.plan(&options, tokens_before) {
+    let job = match planned {
         Ok(job) => job,
-        Err(reason) => {
+        Err(NotPlanned {
+            reason,
+            tokens_before,
+        }) => {
             if request.auto {
                 note_auto_outcome(server, session_id, Err(reason.clone()));
             }
@@ -120,6 +107,12 @@ pub(crate) fn start(server: &mut Server, session_id: &str, request: Request) {
             return;
         }
     };
+    spawn(server, session_id, request, job);
+}
+
+/// Sends `$/progress begin` and summarizes in a background task, whose
+/// result comes back to the state owner through the job channel.
+fn spawn(server: &mut Server, session_id: &str, request: CompactionRequest, job: CompactionJob) {
     let progress = request.progress.clone();
     if let Some(token) = &progress {
         send_progress(
@@ -136,14 +129,12 @@ pub(crate) fn start(server: &mut Server, session_id: &str, request: Request) {
     }
     server.next_job += 1;
     let key = server.next_job;
-    let summarizer = summarize::from_config(&server.config.summarizer);
-    let settings = server.driver_settings(session_id);
+    let summarizer = JobSummarizer::new(&server.config, job.encoding);
     let out = server.out.clone();
-    let jobs = server.jobs.clone();
+    let job_results = server.job_results_tx.clone();
     let task_progress = progress.clone();
     let task_session = session_id.to_string();
-    let trigger = request.trigger;
-    let auto = request.auto;
+    let (trigger, auto) = (request.trigger, request.auto);
     let handle = tokio::spawn(async move {
         let started = Instant::now();
         let report = |p: Progress| {
@@ -155,25 +146,13 @@ pub(crate) fn start(server: &mut Server, session_id: &str, request: Request) {
                 );
             }
         };
-        let main = match &job.input {
-            Some(input) => {
-                Some(driver::summarize(summarizer.as_ref(), input, settings, &report).await)
-            }
-            None => None,
-        };
-        let turn_prefix = match &job.turn_prefix {
-            Some(input) => {
-                Some(driver::summarize(summarizer.as_ref(), input, settings, &report).await)
-            }
-            None => None,
-        };
-        let _ = jobs.send(super::JobDone::Compaction(Box::new(Finished {
+        let summaries = summarizer.run(&job, &report).await;
+        let _ = job_results.send(JobResult::Compaction(Box::new(Finished {
             key,
             session_id: task_session,
             trigger,
             job,
-            main,
-            turn_prefix,
+            summaries,
             started,
             auto,
         })));
@@ -237,85 +216,45 @@ pub(crate) fn finish(server: &mut Server, finished: Finished) {
     }
 }
 
+/// What the engine concludes from the summaries, carried out: applied,
+/// left out, or handed off to a new session.
 fn apply(server: &mut Server, finished: &Finished) -> Result<CompactResult, RpcError> {
     let open = server.session_mut(&finished.session_id)?;
-    let job = &finished.job;
-    if job.generation != open.session.compactions().len() {
-        return Err(RpcError::internal(
-            "compaction superseded by another one, history unchanged",
-        ));
-    }
-    let record = open.session.record_compaction(
-        job,
-        finished.main.as_ref(),
-        finished.turn_prefix.as_ref(),
+    let conclusion = engine::compaction::conclude(
+        &open.session,
+        &finished.job,
+        &finished.summaries,
         finished.trigger,
         now_ms(),
         finished.started.elapsed().as_millis() as u64,
-    );
-    if job.target == JobTarget::Handoff {
-        return handoff(server, &finished.session_id, &record);
+    )?;
+    match conclusion {
+        Conclusion::Apply(record) => {
+            engine::compaction::apply(open, record.clone())?;
+            Ok(CompactResult::from_record(&record))
+        }
+        Conclusion::NotSmaller { record, reason } => {
+            Ok(CompactResult::not_applied(&record, reason))
+        }
+        Conclusion::Handoff(record) => handoff(server, &finished.session_id, &record),
     }
-    if record.tokens_after >= record.tokens_before {
-        // A summary larger than what it replaces would only cost context.
-        let mut result = CompactResult::not_compacted(
-            format!(
-                "not applied: the compacted history would not be smaller ({} → {} tokens)",
-                record.tokens_before, record.tokens_after
-            ),
-            record.tokens_before,
-            record.strategy,
-        );
-        result.summary = record.full_summary();
-        result.tokens_after = record.tokens_after;
-        return Ok(result);
-    }
-    open.log
-        .append(&[LogEntry::Compaction(Box::new(record.clone()))], true)
-        .map_err(|e| {
-            RpcError::internal(format!(
-                "could not record the compaction, history unchanged: {e}"
-            ))
-        })?;
-    open.session.apply_compaction(record.clone());
-    Ok(CompactResult::from_record(&record))
 }
 
 /// Starts the new session a handoff writes; the source stays as it was.
 fn handoff(
     server: &mut Server,
     source_id: &str,
-    record: &crate::session::CompactionRecord,
+    record: &CompactionRecord,
 ) -> Result<CompactResult, RpcError> {
     let source = &server.session(source_id)?.session;
-    let settings = crate::store::SessionSettings {
-        model: source.model.clone(),
-        context_window: source.context_window,
-        system_prompt: source.system_prompt.clone(),
-        auto_compact: source.auto_compact,
-    };
-    let new_id = uuid::Uuid::new_v4().to_string();
-    let mut opened = super::handlers::open::create_session(server, &new_id, settings)?;
-    let first = crate::compaction::handoff_message(&record.full_summary());
-    opened
-        .log
-        .append(
-            &[LogEntry::Message {
-                message: first.clone(),
-            }],
-            true,
-        )
-        .map_err(|e| RpcError::internal(e.to_string()))?;
-    opened.session.push(vec![first]);
-    let mut result = CompactResult::from_record(record);
-    result.compacted = false;
-    result.reason = Some(format!(
-        "handoff written to the new session {new_id}; this session is unchanged"
-    ));
-    result.tokens_after = opened.session.estimated_tokens();
-    result.handoff_session_id = Some(new_id.clone());
+    let opened = engine::create::handoff(&server.store, source, record, &server.session_env())?;
+    let new_id = opened.session.id.clone();
+    let tokens = engine::compaction::handoff_tokens(source, &opened.session);
+    let mut result = CompactResult::handed_off(record, tokens);
+    result.reason = Some(engine::compaction::handoff_reason(&new_id));
+    result.handoff_session_id = Some(new_id);
     server.send_meter(&opened.session);
-    server.sessions.insert(new_id, opened);
+    server.insert_session(opened);
     Ok(result)
 }
 
@@ -335,19 +274,13 @@ fn answer(server: &Server, waiter: &Waiter, result: Result<CompactResult, RpcErr
     server.respond(waiter.id().clone(), value);
 }
 
-/// Feeds an automatic compaction's outcome to the session's breaker.
+/// Feeds an automatic compaction's outcome to the session's breaker, and
+/// tells the client when the breaker stops auto-compaction.
 fn note_auto_outcome(server: &mut Server, session_id: &str, outcome: Result<(u64, u64), String>) {
-    let still_over = server
-        .triggers_fired(session_id)
-        .is_some_and(|t| !t.is_empty());
     let Some(open) = server.sessions.get_mut(session_id) else {
         return;
     };
-    let verdict = match outcome {
-        Ok((before, after)) => open.session.auto.record_attempt(before, after, still_over),
-        Err(why) => open.session.auto.record_no_progress(&why),
-    };
-    match verdict {
+    match engine::auto::record_outcome(&server.config, &mut open.session, outcome) {
         AttemptVerdict::Helped => {}
         AttemptVerdict::Failed { reason } => {
             tracing::info!("session {session_id}: auto-compaction did not help ({reason}); the next try keeps a smaller tail")
@@ -365,46 +298,30 @@ fn note_auto_outcome(server: &mut Server, session_id: &str, outcome: Result<(u64
     }
 }
 
-/// Starts an automatic compaction when a trigger fires and nothing stops
-/// it. Returns the triggers that fired.
-pub(crate) fn maybe_auto_compact(
-    server: &mut Server,
-    session_id: &str,
-) -> Vec<trigger::TriggerKind> {
-    let fired = server.triggers_fired(session_id).unwrap_or_default();
-    if fired.is_empty()
-        || server.running.contains_key(session_id)
-        || !server.auto_compact_allowed(session_id)
-    {
-        return fired;
-    }
+/// Starts an automatic compaction when the engine decides one is due.
+/// Returns the triggers that fired.
+pub(crate) fn maybe_auto_compact(server: &mut Server, session_id: &str) -> Vec<TriggerKind> {
     let Some(open) = server.sessions.get(session_id) else {
-        return fired;
+        return Vec::new();
     };
-    let keep = trigger::keep_for_attempt(
-        server.config.keep_recent_tokens,
-        open.session.auto.failed_attempts,
-    );
-    let mut strategy = server.config.strategy;
-    if matches!(strategy, Strategy::Checkpoint | Strategy::Incremental)
-        && prune_suffices(server, session_id)
-    {
-        strategy = Strategy::Prune;
-    }
-    if strategy == Strategy::Handoff {
-        // A handoff starts a new session; it cannot shrink this one.
-        strategy = Strategy::Checkpoint;
-    }
+    let compacting = server.running.contains_key(session_id);
+    let decision = engine::auto::decide(&server.config, &open.session, open.access(), compacting);
+    let Some(start_now) = decision.start else {
+        return decision.fired;
+    };
     let progress = server.progress_token(None);
     tracing::info!(
-        "session {session_id}: auto-compacting ({strategy:?}, triggers {fired:?}, keep {keep})"
+        "session {session_id}: auto-compacting ({:?}, triggers {:?}, keep {})",
+        start_now.strategy,
+        decision.fired,
+        start_now.keep_recent_tokens
     );
     start(
         server,
         session_id,
-        Request {
-            strategy,
-            keep_recent_tokens: keep,
+        CompactionRequest {
+            strategy: start_now.strategy,
+            keep_recent_tokens: start_now.keep_recent_tokens,
             instructions: None,
             trigger: Trigger::Threshold,
             progress,
@@ -412,19 +329,5 @@ pub(crate) fn maybe_auto_compact(
             auto: true,
         },
     );
-    fired
-}
-
-/// Pruning alone would bring the context under every trigger.
-fn prune_suffices(server: &Server, session_id: &str) -> bool {
-    let Some(open) = server.sessions.get(session_id) else {
-        return false;
-    };
-    let options = server.plan_options(Strategy::Prune, 0, None);
-    let Ok(job) = open.session.plan(&options, 0) else {
-        return false;
-    };
-    let window = server.context_window(&open.session);
-    let at = trigger::auto_compact_at(&server.config, window);
-    job.tokens_without_summary < at
+    decision.fired
 }

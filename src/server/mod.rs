@@ -5,7 +5,7 @@
 //! always precede its response, and every request is answered exactly once.
 
 mod compactor;
-mod files;
+mod file_tracking;
 mod handlers;
 mod routes;
 
@@ -18,11 +18,13 @@ use tokio::io::{AsyncBufRead, AsyncWrite};
 use tokio::sync::mpsc;
 
 use crate::config::Config;
-use crate::protocol::{self, MeterInfo, ProgressToken};
+use crate::engine::{self, EngineError, OpenSession, SessionEnv};
+use crate::protocol::{error_codes, methods, MeterInfo, ProgressToken, TokensNotification};
 use crate::session::Session;
-use crate::store::{SessionLog, SessionStore};
+use crate::store::{SessionStore, StoreError};
 use crate::tokens;
-use crate::transport::{self, Frame, Outbox};
+use crate::transport::{self, Incoming, Outbox};
+use file_tracking::FileTracking;
 
 /// How the server was started (CLI flags, not client configuration).
 #[derive(Debug, Clone, Default)]
@@ -55,6 +57,28 @@ impl RpcError {
     }
 }
 
+/// The one place engine (and store) errors get their codes.
+impl From<EngineError> for RpcError {
+    fn from(e: EngineError) -> RpcError {
+        match e {
+            EngineError::Invalid(message) => RpcError::invalid_params(message),
+            EngineError::Failed(message) => RpcError::internal(message),
+            EngineError::Refused(
+                e @ (StoreError::InvalidId { .. } | StoreError::Exists { .. }),
+            ) => RpcError::invalid_params(format!("sessionId: {e}")),
+            EngineError::Refused(e @ StoreError::Locked { .. }) => RpcError {
+                code: error_codes::SESSION_LOCKED,
+                message: e.to_string(),
+            },
+            EngineError::Refused(e @ StoreError::ReadOnly { .. }) => RpcError {
+                code: error_codes::SESSION_READ_ONLY,
+                message: e.to_string(),
+            },
+            EngineError::Refused(e @ StoreError::Io { .. }) => RpcError::internal(e.to_string()),
+        }
+    }
+}
+
 pub type RpcResult<T> = Result<T, RpcError>;
 
 /// How a request is answered.
@@ -77,37 +101,41 @@ enum Phase {
     ShuttingDown,
 }
 
-/// A session that is open in this server.
-pub(crate) struct OpenSession {
-    pub session: Session,
-    pub log: SessionLog,
-}
-
 /// What a background job hands back to the state owner.
-pub(crate) enum JobDone {
+pub(crate) enum JobResult {
     Compaction(Box<compactor::Finished>),
     /// The file watcher saw changes on disk.
     FilesChanged(Vec<crate::files::watch::DiskChange>),
+}
+
+/// Where the config files were looked for at `initialize`, so that
+/// `workspace/didChangeConfiguration` resolves the same layers.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct ConfigDirs {
+    /// The workspace root (`compactd.toml` there).
+    pub workspace_root: Option<PathBuf>,
+    /// The user config directory.
+    pub user_dir: Option<PathBuf>,
 }
 
 pub(crate) struct Server {
     pub out: Outbox,
     phase: Phase,
     pub config: Config,
-    /// Where the config files were found at `initialize`, so that
-    /// `workspace/didChangeConfiguration` resolves the same layers.
-    pub config_dirs: (Option<PathBuf>, Option<PathBuf>),
+    pub config_dirs: ConfigDirs,
     pub store: SessionStore,
     pub sessions: HashMap<String, OpenSession>,
     /// The running compaction of each session.
     pub running: HashMap<String, compactor::RunningJob>,
     next_job: u64,
-    pub jobs: mpsc::UnboundedSender<JobDone>,
+    /// Where background jobs (compactions, the watcher) send their results
+    /// to the state owner.
+    pub job_results_tx: mpsc::UnboundedSender<JobResult>,
     /// The client can create progress tokens on request.
     pub client_work_done_progress: bool,
     next_server_request: u64,
     options: ServeOptions,
-    pub files: files::ServerFiles,
+    pub file_tracking: FileTracking,
 }
 
 /// Serves one client until `exit` or end of input. Returns the process
@@ -119,55 +147,42 @@ where
 {
     tokens::preload_in_background();
     let (out, writer) = transport::spawn_writer(output);
-    let (jobs_tx, mut jobs_rx) = mpsc::unbounded_channel();
+    let (job_results_tx, mut job_results) = mpsc::unbounded_channel();
     let config = Config::default();
     let mut server = Server {
         out,
         phase: Phase::Uninitialized,
-        store: SessionStore::new(config.sessions_dir()),
+        store: SessionStore::new(config.sessions_dir(), config.durability),
         config,
-        config_dirs: (None, None),
+        config_dirs: ConfigDirs::default(),
         sessions: HashMap::new(),
         running: HashMap::new(),
         next_job: 0,
-        jobs: jobs_tx,
+        job_results_tx,
         client_work_done_progress: false,
         next_server_request: 0,
         options,
-        files: files::ServerFiles::default(),
+        file_tracking: FileTracking::default(),
     };
-    let mut exit_code = 1;
-    // The frame being read survives the other branch winning: `read_frame`
-    // is not cancel-safe, and a job or watcher event arriving mid-frame
-    // must not lose the bytes already read.
-    let reading = next_frame(input);
+    // The reader (with any partial frame it holds) lives in the pinned read
+    // future and comes back with its result, so a job or watcher event
+    // arriving mid-frame never costs the bytes already read.
+    let reading = next_frame(transport::Reader::new(input));
     tokio::pin!(reading);
-    loop {
+    let exit_code = loop {
         tokio::select! {
-            (input, frame) = &mut reading => {
+            (mut input, incoming) = &mut reading => {
+                let stop = server.handle_input(incoming);
+                // The cap may have changed (initialize, configuration).
+                input.set_max_frame_bytes(server.config.max_frame_bytes);
                 reading.set(next_frame(input));
-                match frame {
-                Ok(Some(Frame::Message(message))) => {
-                    if let Some(code) = server.handle_message(message) {
-                        exit_code = code;
-                        break;
-                    }
-                }
-                Ok(Some(Frame::Malformed(why))) => tracing::error!("skipped bad input: {why}"),
-                Ok(None) => {
-                    tracing::info!("input closed without exit");
-                    exit_code = if server.phase == Phase::ShuttingDown { 0 } else { 1 };
-                    break;
-                }
-                Err(e) => {
-                    tracing::error!("reading input failed: {e}");
-                    break;
-                }
+                if let Some(code) = stop {
+                    break code;
                 }
             },
-            Some(done) = jobs_rx.recv() => server.finish_job(done),
+            Some(result) = job_results.recv() => server.finish_job(result),
         }
-    }
+    };
     for (_, job) in server.running.drain() {
         job.abort.abort();
     }
@@ -180,20 +195,51 @@ where
     exit_code
 }
 
-/// Reads one frame, handing the reader back with it.
-async fn next_frame<R: AsyncBufRead + Unpin>(mut input: R) -> (R, std::io::Result<Option<Frame>>) {
-    let frame = transport::read_frame(&mut input).await;
-    (input, frame)
+/// Reads one message, handing the reader back with it.
+async fn next_frame<R: AsyncBufRead + Unpin>(
+    mut input: transport::Reader<R>,
+) -> (transport::Reader<R>, std::io::Result<Option<Incoming>>) {
+    let incoming = input.next().await;
+    (input, incoming)
 }
 
 impl Server {
+    /// Handles what the reader produced; `Some(code)` when the server must
+    /// exit. Refused input is answered here, so no request goes unanswered.
+    fn handle_input(&mut self, incoming: std::io::Result<Option<Incoming>>) -> Option<i32> {
+        match incoming {
+            Ok(Some(Incoming::Message(message))) => self.handle_message(message),
+            Ok(Some(Incoming::Refused { response, why })) => {
+                tracing::error!("refused bad input: {why}");
+                self.out.send_json(response);
+                None
+            }
+            Ok(Some(Incoming::Skipped(why))) => {
+                tracing::error!("skipped bad input: {why}");
+                None
+            }
+            Ok(None) => {
+                tracing::info!("input closed without exit");
+                Some(if self.phase == Phase::ShuttingDown {
+                    0
+                } else {
+                    1
+                })
+            }
+            Err(e) => {
+                tracing::error!("reading input failed: {e}");
+                Some(1)
+            }
+        }
+    }
+
     /// Handles one message; `Some(code)` when the server must exit.
     fn handle_message(&mut self, message: Message) -> Option<i32> {
         match message {
             Message::Request(request) => {
                 let id = request.id.clone();
                 let reply = match self.phase {
-                    Phase::Uninitialized if request.method != "initialize" => {
+                    Phase::Uninitialized if request.method != methods::INITIALIZE => {
                         Reply::Now(Err(RpcError::new(
                             ErrorCode::ServerNotInitialized,
                             "server not initialized: send `initialize` first",
@@ -211,7 +257,7 @@ impl Server {
                 None
             }
             Message::Notification(notification) => {
-                if notification.method == "exit" {
+                if notification.method == methods::EXIT {
                     return Some(if self.phase == Phase::ShuttingDown {
                         0
                     } else {
@@ -271,45 +317,38 @@ impl Server {
         self.sessions.get(id).ok_or_else(|| no_session(id))
     }
 
-    /// The context window that applies to a session.
-    pub fn context_window(&self, session: &Session) -> u64 {
-        session
-            .context_window
-            .or(self.config.context_window)
-            .or_else(|| {
-                session
-                    .model
-                    .as_deref()
-                    .or(self.config.model.as_deref())
-                    .and_then(tokens::context_window_for)
-            })
-            .unwrap_or(self.config.default_context_window)
+    /// A session to compact: refused up front when it is open read-only,
+    /// before a progress token or a plan exists for it.
+    pub fn writable_session(&self, id: &str) -> RpcResult<&OpenSession> {
+        let open = self.session(id)?;
+        open.check_writable()?;
+        Ok(open)
     }
 
     pub fn meter_info(&self, session: &Session) -> MeterInfo {
-        let window = self.context_window(session);
-        let at = crate::compaction::trigger::auto_compact_at(&self.config, window);
-        let meter = session.meter(window, at);
-        MeterInfo {
-            context_tokens: meter.context_tokens,
-            context_window: meter.context_window,
-            percent: meter.percent(),
-            auto_compact_at: meter.auto_compact_at,
-            source: match meter.source {
-                tokens::MeterSource::Usage => protocol::MeterSource::Usage,
-                tokens::MeterSource::Estimate => protocol::MeterSource::Estimate,
-            },
-        }
+        engine::window::meter(&self.config, session).into()
     }
 
     pub fn send_meter(&self, session: &Session) {
         self.out.notify(
-            protocol::methods::TOKENS,
-            protocol::TokensNotification {
+            methods::TOKENS,
+            TokensNotification {
                 session_id: session.id.clone(),
                 meter: self.meter_info(session),
             },
         );
+    }
+
+    /// What sessions opened here take from the configuration and the
+    /// workspace.
+    pub fn session_env(&self) -> SessionEnv {
+        SessionEnv::new(&self.config, self.file_tracking.workspace.clone())
+    }
+
+    /// Keeps a session open (a new one, or one resumed from its log).
+    pub fn insert_session(&mut self, open: OpenSession) {
+        self.sessions.insert(open.session.id.clone(), open);
+        self.sync_watches();
     }
 
     /// A progress token for a long request: the client's, or one we create
@@ -325,61 +364,31 @@ impl Server {
         let token = ProgressToken::String(format!("compactd/{}", self.next_server_request));
         self.out.send(lsp_server::Request::new(
             RequestId::from(format!("compactd-progress-{}", self.next_server_request)),
-            "window/workDoneProgress/create".to_string(),
+            methods::WORK_DONE_PROGRESS_CREATE.to_string(),
             serde_json::json!({ "token": token }),
         ));
         Some(token)
     }
 
-    fn finish_job(&mut self, done: JobDone) {
-        match done {
-            JobDone::Compaction(finished) => compactor::finish(self, *finished),
-            JobDone::FilesChanged(changes) => self.on_disk_changes(changes),
+    fn finish_job(&mut self, result: JobResult) {
+        match result {
+            JobResult::Compaction(finished) => compactor::finish(self, *finished),
+            JobResult::FilesChanged(changes) => self.on_disk_changes(changes),
         }
-    }
-
-    /// The triggers that fire for a session now (`None`: no such session).
-    pub fn triggers_fired(
-        &self,
-        session_id: &str,
-    ) -> Option<Vec<crate::compaction::trigger::TriggerKind>> {
-        let open = self.sessions.get(session_id)?;
-        let window = self.context_window(&open.session);
-        let at = crate::compaction::trigger::auto_compact_at(&self.config, window);
-        Some(crate::compaction::trigger::evaluate(
-            &self.config,
-            open.session.trigger_input(window, at),
-        ))
-    }
-
-    /// Automatic compaction is allowed for a session: the environment's
-    /// kill switch (`COMPACTD_DISABLE_AUTOCOMPACT=1`) is off, the session's
-    /// own switch (else the config's `autoCompact`) is on, and the circuit
-    /// breaker has not tripped.
-    pub fn auto_compact_allowed(&self, session_id: &str) -> bool {
-        let Some(open) = self.sessions.get(session_id) else {
-            return false;
-        };
-        let env = std::env::var("COMPACTD_DISABLE_AUTOCOMPACT").ok();
-        let switch = open
-            .session
-            .auto_compact
-            .unwrap_or(self.config.auto_compact);
-        crate::compaction::trigger::auto_compact_enabled(switch, env.as_deref())
-            && open.session.auto.stopped.is_none()
     }
 }
 
 pub(crate) fn no_session(id: &str) -> RpcError {
     RpcError::invalid_params(format!(
-        "sessionId: no open session `{id}` (call conversation/open first)"
+        "sessionId: no open session `{}` (call conversation/open first)",
+        crate::store::shown_id(id)
     ))
 }
 
 /// Sends `$/progress` under `token`.
 pub(crate) fn send_progress(out: &Outbox, token: &ProgressToken, value: serde_json::Value) {
     out.notify(
-        "$/progress",
+        methods::PROGRESS,
         serde_json::json!({ "token": token, "value": value }),
     );
 }
@@ -426,13 +435,6 @@ fn json_kind(value: &serde_json::Value) -> &'static str {
         serde_json::Value::Array(_) => "an array",
         serde_json::Value::Object(_) => "an object",
     }
-}
-
-pub(crate) fn now_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as u64)
-        .unwrap_or(0)
 }
 
 #[cfg(test)]

@@ -1,6 +1,11 @@
-//! The one table from method name to handler.
+//! From method name to handler: one table for requests, one for
+//! notifications, keyed by the names in `protocol::methods` (`exit` is the
+//! dispatcher's own). A test holds these tables, the method table and
+//! `docs/protocol.md` to each other.
 
-use lsp_server::{ErrorCode, Notification, Request};
+use lsp_server::{ErrorCode, Notification, Request, RequestId};
+use serde::de::DeserializeOwned;
+use serde::Serialize;
 
 use super::handlers::{
     append, branch, cancel, check, compact, compactions, did_change, did_change_configuration,
@@ -8,67 +13,110 @@ use super::handlers::{
     files_unchanged_since_read, history, import, lifecycle, open, pin, preview, report_error,
     set_auto_compact,
 };
-use super::{parse_params, Reply, RpcError, Server};
-use crate::files::FileOp;
-use crate::protocol::methods;
+use super::{parse_params, Reply, RpcError, RpcResult, Server};
+use crate::protocol::{methods, FileOp};
 
-/// Methods this server answers, as advertised in `initialize`.
-pub const REQUESTS: &[&str] = &[
-    methods::OPEN,
-    methods::APPEND,
-    methods::HISTORY,
-    methods::COMPACT,
-    methods::CHECK,
-    methods::SET_AUTO_COMPACT,
-    methods::PREVIEW,
-    methods::COMPACTIONS,
-    methods::BRANCH,
-    methods::PIN,
-    methods::REPORT_ERROR,
-    methods::IMPORT,
-    methods::FILES_LIST,
-    methods::FILES_UNCHANGED_SINCE_READ,
+type RequestRoute = fn(&mut Server, RequestId, serde_json::Value) -> Reply;
+type NotificationRoute = fn(&mut Server, serde_json::Value) -> RpcResult<()>;
+
+/// Answered now: decode the params, run the handler, answer its result.
+fn now<P: DeserializeOwned, R: Serialize>(
+    server: &mut Server,
+    params: serde_json::Value,
+    handler: fn(&mut Server, P) -> RpcResult<R>,
+) -> Reply {
+    Reply::from(parse_params(params).and_then(|p| handler(server, p)))
+}
+
+/// Answered later, by a background job the handler starts.
+fn later<P: DeserializeOwned>(
+    server: &mut Server,
+    id: RequestId,
+    params: serde_json::Value,
+    handler: fn(&mut Server, RequestId, P) -> Reply,
+) -> Reply {
+    match parse_params(params) {
+        Ok(p) => handler(server, id, p),
+        Err(e) => Reply::Now(Err(e)),
+    }
+}
+
+fn notify<P: DeserializeOwned>(
+    server: &mut Server,
+    params: serde_json::Value,
+    handler: fn(&mut Server, P) -> RpcResult<()>,
+) -> RpcResult<()> {
+    parse_params(params).and_then(|p| handler(server, p))
+}
+
+const REQUESTS: &[(&str, RequestRoute)] = &[
+    (methods::INITIALIZE, |s, _, p| {
+        now(s, p, lifecycle::initialize)
+    }),
+    (methods::SHUTDOWN, |s, _, p| now(s, p, lifecycle::shutdown)),
+    (methods::OPEN, |s, _, p| now(s, p, open::handle)),
+    (methods::APPEND, |s, _, p| now(s, p, append::handle)),
+    (methods::HISTORY, |s, _, p| now(s, p, history::handle)),
+    (methods::COMPACT, |s, id, p| later(s, id, p, compact::start)),
+    (methods::CHECK, |s, _, p| now(s, p, check::handle)),
+    (methods::SET_AUTO_COMPACT, |s, _, p| {
+        now(s, p, set_auto_compact::handle)
+    }),
+    (methods::PREVIEW, |s, _, p| now(s, p, preview::handle)),
+    (methods::COMPACTIONS, |s, _, p| {
+        now(s, p, compactions::handle)
+    }),
+    (methods::BRANCH, |s, _, p| now(s, p, branch::handle)),
+    (methods::PIN, |s, _, p| now(s, p, pin::handle)),
+    (methods::REPORT_ERROR, |s, id, p| {
+        later(s, id, p, report_error::start)
+    }),
+    (methods::IMPORT, |s, _, p| now(s, p, import::handle)),
+    (methods::FILES_LIST, |s, _, p| now(s, p, files_list::handle)),
+    (methods::FILES_UNCHANGED_SINCE_READ, |s, _, p| {
+        now(s, p, files_unchanged_since_read::handle)
+    }),
 ];
 
-pub const NOTIFICATIONS_SENT: &[&str] = &[
-    methods::TOKENS,
-    methods::DID_COMPACT,
-    methods::AUTO_COMPACT_STOPPED,
-    "$/progress",
-    methods::FILES_DID_CHANGE,
+const NOTIFICATIONS: &[(&str, NotificationRoute)] = &[
+    (methods::INITIALIZED, |_, _| Ok(())),
+    (methods::CANCEL_REQUEST, |s, p| {
+        parse_params(p).map(|p| cancel::handle(s, p))
+    }),
+    (methods::SET_TRACE, |_, _| Ok(())),
+    (methods::LOG_TRACE, |_, _| Ok(())),
+    (methods::DID_CHANGE_CONFIGURATION, |s, p| {
+        parse_params(p).map(|p| did_change_configuration::handle(s, p))
+    }),
+    (methods::APPEND, |s, p| {
+        parse_params(p).and_then(|p| append::handle(s, p).map(drop))
+    }),
+    (methods::FILES_DID_READ, |s, p| {
+        parse_params(p).and_then(|p| files_did::handle(s, p, FileOp::Read))
+    }),
+    (methods::FILES_DID_MODIFY, |s, p| {
+        parse_params(p).and_then(|p| files_did::handle(s, p, FileOp::Modify))
+    }),
+    (methods::FILES_DID_CREATE, |s, p| {
+        parse_params(p).and_then(|p| files_did::handle(s, p, FileOp::Create))
+    }),
+    (methods::FILES_DID_DELETE, |s, p| {
+        parse_params(p).and_then(|p| files_did::handle(s, p, FileOp::Delete))
+    }),
+    (methods::DID_OPEN, |s, p| notify(s, p, did_open::handle)),
+    (methods::DID_CHANGE, |s, p| notify(s, p, did_change::handle)),
+    (methods::DID_SAVE, |s, p| notify(s, p, did_save::handle)),
+    (methods::DID_CLOSE, |s, p| notify(s, p, did_close::handle)),
+    (methods::DID_CHANGE_WATCHED_FILES, |s, p| {
+        notify(s, p, did_change_watched_files::handle)
+    }),
 ];
 
 pub(crate) fn request(server: &mut Server, request: Request) -> Reply {
     let Request { id, method, params } = request;
-    macro_rules! now {
-        ($handler:path) => {
-            Reply::from(parse_params(params).and_then(|p| $handler(server, p)))
-        };
-    }
-    match method.as_str() {
-        "initialize" => now!(lifecycle::initialize),
-        "shutdown" => now!(lifecycle::shutdown),
-        methods::OPEN => now!(open::handle),
-        methods::APPEND => now!(append::handle),
-        methods::HISTORY => now!(history::handle),
-        methods::CHECK => now!(check::handle),
-        methods::SET_AUTO_COMPACT => now!(set_auto_compact::handle),
-        methods::PREVIEW => now!(preview::handle),
-        methods::COMPACTIONS => now!(compactions::handle),
-        methods::BRANCH => now!(branch::handle),
-        methods::PIN => now!(pin::handle),
-        methods::IMPORT => now!(import::handle),
-        methods::FILES_LIST => now!(files_list::handle),
-        methods::FILES_UNCHANGED_SINCE_READ => now!(files_unchanged_since_read::handle),
-        methods::COMPACT => match parse_params(params) {
-            Ok(p) => compact::start(server, id, p),
-            Err(e) => Reply::Now(Err(e)),
-        },
-        methods::REPORT_ERROR => match parse_params(params) {
-            Ok(p) => report_error::start(server, id, p),
-            Err(e) => Reply::Now(Err(e)),
-        },
-        _ => Reply::Now(Err(RpcError::new(
+    match REQUESTS.iter().find(|(name, _)| *name == method) {
+        Some((_, route)) => route(server, id, params),
+        None => Reply::Now(Err(RpcError::new(
             ErrorCode::MethodNotFound,
             format!("method not found: `{method}`"),
         ))),
@@ -77,39 +125,129 @@ pub(crate) fn request(server: &mut Server, request: Request) -> Reply {
 
 pub(crate) fn notification(server: &mut Server, notification: Notification) {
     let Notification { method, params } = notification;
-    let result = match method.as_str() {
-        "initialized" => Ok(()),
-        "$/cancelRequest" => parse_params(params).map(|p| cancel::handle(server, p)),
-        methods::APPEND => parse_params(params).and_then(|p| append::handle(server, p).map(drop)),
-        "workspace/didChangeConfiguration" => {
-            parse_params(params).map(|p| did_change_configuration::handle(server, p))
-        }
-        methods::FILES_DID_READ => {
-            parse_params(params).and_then(|p| files_did::handle(server, p, FileOp::Read))
-        }
-        methods::FILES_DID_MODIFY => {
-            parse_params(params).and_then(|p| files_did::handle(server, p, FileOp::Modify))
-        }
-        methods::FILES_DID_CREATE => {
-            parse_params(params).and_then(|p| files_did::handle(server, p, FileOp::Create))
-        }
-        methods::FILES_DID_DELETE => {
-            parse_params(params).and_then(|p| files_did::handle(server, p, FileOp::Delete))
-        }
-        methods::DID_OPEN => parse_params(params).and_then(|p| did_open::handle(server, p)),
-        methods::DID_CHANGE => parse_params(params).and_then(|p| did_change::handle(server, p)),
-        methods::DID_SAVE => parse_params(params).and_then(|p| did_save::handle(server, p)),
-        methods::DID_CLOSE => parse_params(params).and_then(|p| did_close::handle(server, p)),
-        methods::DID_CHANGE_WATCHED_FILES => {
-            parse_params(params).and_then(|p| did_change_watched_files::handle(server, p))
-        }
-        "$/setTrace" | "$/logTrace" => Ok(()),
-        _ => {
-            tracing::debug!("unknown notification `{method}` ignored");
-            Ok(())
-        }
+    let Some((_, route)) = NOTIFICATIONS.iter().find(|(name, _)| *name == method) else {
+        tracing::debug!("unknown notification `{method}` ignored");
+        return;
     };
-    if let Err(error) = result {
+    if let Err(error) = route(server, params) {
         tracing::error!("notification `{method}` failed: {}", error.message);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{NOTIFICATIONS, REQUESTS};
+    use crate::protocol::methods;
+
+    fn routed_requests() -> Vec<&'static str> {
+        REQUESTS.iter().map(|(name, _)| *name).collect()
+    }
+
+    /// Notifications the routes answer, and `exit`, which the dispatcher
+    /// handles before routing (its exit code depends on the phase).
+    fn routed_notifications() -> Vec<&'static str> {
+        let mut names: Vec<&str> = NOTIFICATIONS.iter().map(|(name, _)| *name).collect();
+        names.push(methods::EXIT);
+        names
+    }
+
+    #[test]
+    fn every_client_method_in_the_table_is_routed_and_nothing_else() {
+        for method in methods::ALL {
+            assert_eq!(
+                routed_requests().contains(&method.name),
+                method.kind.is_request(),
+                "{}: {:?} vs the request routes",
+                method.name,
+                method.kind
+            );
+            assert_eq!(
+                routed_notifications().contains(&method.name),
+                method.kind.is_notification(),
+                "{}: {:?} vs the notification routes",
+                method.name,
+                method.kind
+            );
+        }
+        for name in routed_requests().into_iter().chain(routed_notifications()) {
+            assert!(
+                methods::find(name).is_some(),
+                "`{name}` is routed but not in the table"
+            );
+        }
+    }
+
+    /// Method names as `docs/protocol.md` writes them: in backticks, of the
+    /// shape `resource/verb` (or `$/verb`).
+    fn documented_methods(text: &str) -> Vec<String> {
+        let shape = |name: &str| {
+            let parts: Vec<&str> = name.split('/').collect();
+            parts.len() >= 2
+                && (parts[0] == "$"
+                    || (!parts[0].is_empty() && parts[0].chars().all(|c| c.is_ascii_alphabetic())))
+                && parts[1..].iter().all(|p| {
+                    p.starts_with(|c: char| c.is_ascii_lowercase())
+                        && p.chars().all(|c| c.is_ascii_alphabetic())
+                })
+        };
+        text.split('`')
+            .skip(1)
+            .step_by(2)
+            .filter(|name| shape(name))
+            .map(str::to_string)
+            .collect()
+    }
+
+    #[test]
+    fn the_protocol_document_names_exactly_the_methods_of_the_table() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/docs/protocol.md");
+        let text = std::fs::read_to_string(path).expect("docs/protocol.md");
+        for method in methods::ALL {
+            assert!(
+                text.contains(&format!("`{}`", method.name)),
+                "`{}` ({:?}) is not documented in docs/protocol.md",
+                method.name,
+                method.kind
+            );
+        }
+        for name in &documented_methods(&text) {
+            assert!(
+                methods::find(name).is_some(),
+                "docs/protocol.md documents `{name}`, which is not in the method table (nor routed)"
+            );
+        }
+    }
+
+    #[test]
+    fn initialize_advertises_compactd_requests_and_every_server_notification() {
+        assert_eq!(
+            methods::advertised_requests(),
+            [
+                "conversation/open",
+                "conversation/append",
+                "conversation/history",
+                "conversation/compact",
+                "conversation/check",
+                "conversation/setAutoCompact",
+                "conversation/preview",
+                "conversation/compactions",
+                "conversation/branch",
+                "conversation/pin",
+                "conversation/reportError",
+                "conversation/import",
+                "files/list",
+                "files/unchangedSinceRead",
+            ]
+        );
+        assert_eq!(
+            methods::advertised_notifications(),
+            [
+                "conversation/tokens",
+                "conversation/didCompact",
+                "conversation/autoCompactStopped",
+                "$/progress",
+                "files/didChange",
+            ]
+        );
     }
 }

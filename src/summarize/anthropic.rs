@@ -81,10 +81,8 @@ impl Wire for Anthropic {
         let Ok(data) = serde_json::from_str::<Value>(&event.data) else {
             return Err(ProviderError {
                 status: None,
-                message: format!(
-                    "a stream event is not JSON: {}",
-                    event.data.chars().take(200).collect::<String>()
-                ),
+                // Whole: the caller redacts the key before clipping it.
+                message: format!("a stream event is not JSON: {}", event.data),
             });
         };
         match data["type"].as_str().unwrap_or(&event.event) {

@@ -9,44 +9,9 @@ use super::offline::OfflineSummarizer;
 use super::{Progress, ProgressSink, SummarizeError, Summarizer, SummaryOutput, SummaryRequest};
 use crate::compaction::chunk::{group_for_merge, plan_chunks};
 use crate::compaction::clip_middle;
-use crate::conversation::{Message, MessageBody, Usage};
+use crate::compaction::summary::{with_text, SummaryInput, WrittenSummary};
+use crate::conversation::Usage;
 use crate::tokens::Encoding;
-
-/// A summarizer request with what chunking needs to know about it.
-#[derive(Debug, Clone)]
-pub struct SummaryInput {
-    pub request: SummaryRequest,
-    /// Estimated tokens of each message as the summarizer will see it.
-    pub tokens: Vec<u64>,
-    /// Where turns start (user messages).
-    pub turn_start: Vec<bool>,
-    /// Where a chunk may start (user or assistant messages).
-    pub cut_point: Vec<bool>,
-}
-
-impl SummaryInput {
-    pub fn new(request: SummaryRequest, encoding: Encoding) -> SummaryInput {
-        let tokens = request
-            .messages
-            .iter()
-            .map(|m| {
-                crate::tokens::count_message(encoding, &clipped(m, request.max_tool_output_chars))
-            })
-            .collect();
-        let turn_start = request
-            .messages
-            .iter()
-            .map(|m| matches!(m.body, MessageBody::User { .. }))
-            .collect();
-        let cut_point = request.messages.iter().map(Message::is_cut_point).collect();
-        SummaryInput {
-            request,
-            tokens,
-            turn_start,
-            cut_point,
-        }
-    }
-}
 
 /// The summarizer's limits.
 #[derive(Debug, Clone, Copy)]
@@ -77,16 +42,6 @@ impl DriverSettings {
     }
 }
 
-#[derive(Debug, Clone, PartialEq)]
-pub struct DriverOutput {
-    pub text: String,
-    pub summarizer: String,
-    pub usage: Option<Usage>,
-    pub chunks: u32,
-    /// Set when a lower rung of the ladder produced the summary.
-    pub degraded: Option<String>,
-}
-
 /// Merge rounds before the deterministic merge takes over.
 const MAX_MERGE_ROUNDS: u32 = 4;
 /// Times an overflow answer may halve the chunk size.
@@ -106,7 +61,7 @@ pub async fn summarize(
     input: &SummaryInput,
     settings: DriverSettings,
     progress: ProgressSink<'_>,
-) -> DriverOutput {
+) -> WrittenSummary {
     let offline = OfflineSummarizer {
         max_tokens: settings.max_summary_tokens,
     };
@@ -161,7 +116,7 @@ async fn run_rung(
     input: &SummaryInput,
     settings: DriverSettings,
     progress: ProgressSink<'_>,
-) -> Result<DriverOutput, SummarizeError> {
+) -> Result<WrittenSummary, SummarizeError> {
     let budget = settings
         .window
         .map(|w| w.saturating_sub(settings.output_budget).max(256));
@@ -183,7 +138,7 @@ async fn run_rung(
         let attempt = match chunk_limit {
             None => call(summarizer, input.request.clone(), progress)
                 .await
-                .map(|o| DriverOutput {
+                .map(|o| WrittenSummary {
                     text: o.text,
                     summarizer: o.summarizer,
                     usage: o.usage,
@@ -210,7 +165,7 @@ async fn run_chunked(
     limit: u64,
     settings: DriverSettings,
     progress: ProgressSink<'_>,
-) -> Result<DriverOutput, SummarizeError> {
+) -> Result<WrittenSummary, SummarizeError> {
     let chunks = plan_chunks(&input.tokens, &input.turn_start, &input.cut_point, limit);
     let n = chunks.len();
     let mut partials: Vec<String> = Vec::with_capacity(n + 1);
@@ -242,6 +197,30 @@ async fn run_chunked(
         Usage::accumulate(&mut usage, output.usage);
         partials.push(output.text);
     }
+    let text = merge_partials(
+        summarizer, input, partials, limit, settings, progress, &mut usage,
+    )
+    .await?;
+    Ok(WrittenSummary {
+        text,
+        summarizer: name,
+        usage,
+        chunks: n as u32,
+        degraded: None,
+    })
+}
+
+/// Merges partial summaries in bounded rounds of summarizer calls, then
+/// deterministically if several remain.
+async fn merge_partials(
+    summarizer: &dyn Summarizer,
+    input: &SummaryInput,
+    mut partials: Vec<String>,
+    limit: u64,
+    settings: DriverSettings,
+    progress: ProgressSink<'_>,
+    usage: &mut Option<Usage>,
+) -> Result<String, SummarizeError> {
     let mut round = 0;
     while partials.len() > 1 && round < MAX_MERGE_ROUNDS {
         round += 1;
@@ -273,23 +252,16 @@ async fn run_chunked(
                 ..input.request.clone()
             };
             let output = call(summarizer, request, progress).await?;
-            Usage::accumulate(&mut usage, output.usage);
+            Usage::accumulate(usage, output.usage);
             merged.push(output.text);
         }
         partials = merged;
     }
-    let text = if partials.len() == 1 {
+    Ok(if partials.len() == 1 {
         partials.remove(0)
     } else {
         // Still several after the bounded rounds: merge deterministically.
         super::offline::merge_summaries(&partials)
-    };
-    Ok(DriverOutput {
-        text,
-        summarizer: name,
-        usage,
-        chunks: n as u32,
-        degraded: None,
     })
 }
 
@@ -308,41 +280,6 @@ async fn call(
     }
 }
 
-/// The message as a summarizer prompt shows it: tool outputs and call
-/// arguments clipped (see `prompt.rs`), so chunk sizes are not overrated.
-fn clipped(message: &Message, max_chars: usize) -> Message {
-    match &message.body {
-        MessageBody::Tool { content, .. } if content.chars().count() > max_chars => {
-            with_text(message, &clip_middle(content, max_chars))
-        }
-        MessageBody::Assistant { tool_calls, .. } if !tool_calls.is_empty() => {
-            let mut out = message.clone();
-            if let MessageBody::Assistant { tool_calls, .. } = &mut out.body {
-                for call in tool_calls {
-                    let text = call.arguments.to_string();
-                    if text.chars().count() > max_chars {
-                        call.arguments =
-                            serde_json::Value::String(clip_middle(&text, max_chars).into_owned());
-                    }
-                }
-            }
-            out
-        }
-        _ => message.clone(),
-    }
-}
-
-fn with_text(message: &Message, text: &str) -> Message {
-    let mut out = message.clone();
-    match &mut out.body {
-        MessageBody::System { content }
-        | MessageBody::User { content }
-        | MessageBody::Assistant { content, .. }
-        | MessageBody::Tool { content, .. } => *content = text.to_string(),
-    }
-    out
-}
-
 fn elide_tool_outputs(input: &SummaryInput) -> SummaryInput {
     let mut out = input.clone();
     for (message, tokens) in out.request.messages.iter_mut().zip(out.tokens.iter_mut()) {
@@ -357,6 +294,7 @@ fn elide_tool_outputs(input: &SummaryInput) -> SummaryInput {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::conversation::Message;
     use crate::summarize::BoxFuture;
     use std::sync::atomic::{AtomicU32, Ordering};
     use std::sync::Mutex;
@@ -464,7 +402,7 @@ mod tests {
         }
     }
 
-    fn run(s: &Scripted, input: &SummaryInput, window: Option<u64>) -> DriverOutput {
+    fn run(s: &Scripted, input: &SummaryInput, window: Option<u64>) -> WrittenSummary {
         let rt = tokio::runtime::Builder::new_current_thread()
             .build()
             .unwrap();

@@ -5,6 +5,9 @@
 //! rejecting unusable replies. A provider only describes its wire format
 //! (`Wire`).
 //!
+//! Secrets: every text that leaves a call (errors, log lines, progress,
+//! the summary itself) is redacted (`redact.rs`) before it is shortened.
+//!
 //! Cancellation: the server aborts the task that awaits `summarize`, which
 //! drops the future and with it the response body and its connection.
 //! Every wait here is a tokio future, so nothing delays that drop.
@@ -16,6 +19,7 @@ use reqwest::StatusCode;
 use serde_json::Value;
 
 use super::prompt::{self, Prompt};
+use super::redact::{clip, Redactor};
 use super::sse::{SseDecoder, SseEvent};
 use super::{
     BoxFuture, Progress, ProgressSink, SummarizeError, Summarizer, SummaryOutput, SummaryRequest,
@@ -33,6 +37,8 @@ pub const BACKOFF_BASE: Duration = Duration::from_millis(200);
 pub const MAX_RETRY_AFTER: Duration = Duration::from_secs(60);
 /// Error bodies are read up to this many bytes.
 const MAX_ERROR_BODY: usize = 16 * 1024;
+/// A provider's error message is quoted up to this many characters.
+const MAX_ERROR_DETAIL: usize = 500;
 /// Progress reports while streaming are at least this far apart.
 const REPORT_EVERY: Duration = Duration::from_millis(200);
 
@@ -129,7 +135,7 @@ impl<W: Wire> HttpSummarizer<W> {
         let client = reqwest::Client::builder()
             .connect_timeout(settings.idle_timeout)
             .build()
-            .map_err(|e| format!("could not set up the HTTP client: {}", describe(&e)));
+            .map_err(|e| format!("could not set up the HTTP client: {}", describe(e)));
         HttpSummarizer {
             wire,
             settings,
@@ -151,17 +157,21 @@ impl<W: Wire> Summarizer for HttpSummarizer<W> {
     ) -> BoxFuture<'a, Result<SummaryOutput, SummarizeError>> {
         Box::pin(async move {
             let key = api_key(self.settings.api_key_env.as_deref())?;
+            let redactor = Redactor::new(key.as_deref());
             let prompt = prompt::build(&request);
             let call = Call {
                 summarizer: self,
                 key: key.as_deref(),
+                redactor,
                 prompt: &prompt,
                 progress,
             };
-            let reply = call.run().await.map_err(|e| redact(e, key.as_deref()))?;
-            usable(&reply, &prompt)?;
+            let reply = call.run().await.map_err(|e| redactor.error(e))?;
+            usable(&reply, &prompt).map_err(|e| redactor.error(e))?;
             Ok(SummaryOutput {
-                text: reply.text.trim().to_string(),
+                // A model may quote the key back (a prompt or a tool output
+                // held it): the summary is stored and sent, so not verbatim.
+                text: redactor.text(reply.text.trim()),
                 summarizer: self.name.clone(),
                 usage: reply.usage,
                 chunks: 1,
@@ -187,19 +197,6 @@ fn api_key(env_name: Option<&str>) -> Result<Option<String>, SummarizeError> {
         Err(std::env::VarError::NotUnicode(_)) => Err(SummarizeError::Failed(format!(
             "the environment variable {name} (summarizer.apiKeyEnv) is not valid UTF-8"
         ))),
-    }
-}
-
-/// Removes the key from an error, whatever echoed it.
-fn redact(error: SummarizeError, key: Option<&str>) -> SummarizeError {
-    let Some(key) = key.filter(|k| !k.is_empty()) else {
-        return error;
-    };
-    let clean = |m: String| m.replace(key, "[redacted]");
-    match error {
-        SummarizeError::ContextOverflow(m) => SummarizeError::ContextOverflow(clean(m)),
-        SummarizeError::Unusable(m) => SummarizeError::Unusable(clean(m)),
-        SummarizeError::Failed(m) => SummarizeError::Failed(clean(m)),
     }
 }
 
@@ -257,6 +254,7 @@ impl AttemptError {
 struct Call<'a, W: Wire> {
     summarizer: &'a HttpSummarizer<W>,
     key: Option<&'a str>,
+    redactor: Redactor<'a>,
     prompt: &'a Prompt,
     progress: ProgressSink<'a>,
 }
@@ -315,7 +313,7 @@ impl<W: Wire> Call<'_, W> {
                 AttemptError::Transient { message, .. } => (message, backoff(attempt)),
                 AttemptError::Fatal(_) => unreachable!("returned above"),
             };
-            let message = self.scrub(&self.named(&message));
+            let message = self.redactor.text(&self.named(&message));
             tracing::warn!(
                 "summarizer attempt {attempt} of {MAX_ATTEMPTS} failed: {message}; retrying in {} ms",
                 delay.as_millis()
@@ -339,13 +337,6 @@ impl<W: Wire> Call<'_, W> {
             message.to_string()
         } else {
             format!("{}: {message}", self.provider())
-        }
-    }
-
-    fn scrub(&self, text: &str) -> String {
-        match self.key {
-            Some(key) if !key.is_empty() => text.replace(key, "[redacted]"),
-            _ => text.to_string(),
         }
     }
 
@@ -373,7 +364,7 @@ impl<W: Wire> Call<'_, W> {
                     settings.idle_timeout.as_millis()
                 )))
             }
-            Ok(Err(e)) => return Err(AttemptError::transient(describe(&e))),
+            Ok(Err(e)) => return Err(AttemptError::transient(describe(e))),
             Ok(Ok(response)) => response,
         };
         let status = response.status();
@@ -401,14 +392,14 @@ impl<W: Wire> Call<'_, W> {
                     timeout.as_millis()
                 )))
             }
-            Ok(Err(e)) => return Err(AttemptError::transient(describe(&e))),
+            Ok(Err(e)) => return Err(AttemptError::transient(describe(e))),
             Ok(Ok(bytes)) => bytes,
         };
         let body: Value = serde_json::from_slice(&bytes).map_err(|e| {
             AttemptError::Fatal(SummarizeError::Failed(format!(
                 "{} answered with a body that is not JSON ({e}): {}",
                 self.provider(),
-                clip(&String::from_utf8_lossy(&bytes), 300)
+                self.redactor.clip(&String::from_utf8_lossy(&bytes), 300)
             )))
         })?;
         let reply = self
@@ -438,7 +429,7 @@ impl<W: Wire> Call<'_, W> {
                 Ok(Err(e)) => {
                     return Err(AttemptError::transient(format!(
                         "the stream broke off: {}",
-                        describe(&e)
+                        describe(e)
                     )))
                 }
                 Ok(Ok(None)) => break,
@@ -488,7 +479,11 @@ impl<W: Wire> Call<'_, W> {
 
     /// An error reported inside a 200 response (a stream error event).
     fn provider_error(&self, error: ProviderError) -> AttemptError {
-        let message = format!("{} reported an error: {}", self.provider(), error.message);
+        let message = format!(
+            "{} reported an error: {}",
+            self.provider(),
+            self.redactor.clip(&error.message, MAX_ERROR_DETAIL)
+        );
         match classify_error(error.status, &error.message) {
             ErrorKind::Overflow => AttemptError::Fatal(SummarizeError::ContextOverflow(message)),
             ErrorKind::RateLimit => AttemptError::transient(message),
@@ -505,6 +500,11 @@ impl<W: Wire> Call<'_, W> {
         let status = response.status();
         let retry_after = retry_after(response.headers());
         let body = read_limited(response, self.summarizer.settings.idle_timeout).await;
+        // Redacted before `error_detail` clips it, so a cut cannot split the key.
+        let body = match body.cut {
+            true => self.redactor.cut_text(&body.text),
+            false => self.redactor.text(&body.text),
+        };
         let detail = error_detail(&body);
         let code = status.as_u16();
         if matches!(status, StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN) {
@@ -565,17 +565,37 @@ fn retry_after(headers: &HeaderMap) -> Option<Duration> {
     )
 }
 
-/// The body of an error response, up to `MAX_ERROR_BODY` bytes.
-async fn read_limited(mut response: reqwest::Response, timeout: Duration) -> String {
+/// The body of an error response as read: up to `MAX_ERROR_BODY` bytes.
+struct ErrorBody {
+    text: String,
+    /// Whether more followed that was not read.
+    cut: bool,
+}
+
+async fn read_limited(mut response: reqwest::Response, timeout: Duration) -> ErrorBody {
     let mut body = Vec::new();
-    while body.len() < MAX_ERROR_BODY {
+    let mut cut = false;
+    loop {
         match tokio::time::timeout(timeout, response.chunk()).await {
             Ok(Ok(Some(chunk))) => body.extend_from_slice(&chunk),
-            _ => break,
+            Ok(Ok(None)) => break,
+            // Broken off or stalled: what arrived is all there is, but it
+            // may end anywhere.
+            _ => {
+                cut = true;
+                break;
+            }
+        }
+        if body.len() > MAX_ERROR_BODY {
+            body.truncate(MAX_ERROR_BODY);
+            cut = true;
+            break;
         }
     }
-    body.truncate(MAX_ERROR_BODY);
-    String::from_utf8_lossy(&body).into_owned()
+    ErrorBody {
+        text: String::from_utf8_lossy(&body).into_owned(),
+        cut,
+    }
 }
 
 /// The human part of an error body: `error.message` (OpenAI, Anthropic,
@@ -593,7 +613,7 @@ fn error_detail(body: &str) -> String {
     if text.is_empty() {
         "(no body)".to_string()
     } else {
-        clip(&text, 500)
+        clip(&text, MAX_ERROR_DETAIL)
     }
 }
 
@@ -626,15 +646,21 @@ pub fn describe_error_value(error: &Value) -> String {
     text
 }
 
-/// A reqwest error with its causes ("error sending request: connection
-/// refused").
-fn describe(error: &reqwest::Error) -> String {
+/// A reqwest error with its causes ("error sending request for
+/// http://127.0.0.1:9/v1/chat/completions: … connection refused"). The URL
+/// is shown without user info, query or fragment, where credentials hide.
+fn describe(error: reqwest::Error) -> String {
+    let url = error.url().map(shown_url);
+    let error = error.without_url();
     let mut text = if error.is_timeout() {
         "timed out".to_string()
     } else {
         error.to_string()
     };
-    let mut source = std::error::Error::source(error);
+    if let Some(url) = url {
+        text.push_str(&format!(" for {url}"));
+    }
+    let mut source = std::error::Error::source(&error);
     while let Some(cause) = source {
         let cause_text = cause.to_string();
         if !text.contains(&cause_text) {
@@ -646,12 +672,14 @@ fn describe(error: &reqwest::Error) -> String {
     text
 }
 
-fn clip(text: &str, max: usize) -> String {
-    if text.chars().count() <= max {
-        return text.to_string();
-    }
-    let cut: String = text.chars().take(max).collect();
-    format!("{cut}…")
+/// A URL as errors may show it: scheme, host, port and path only.
+fn shown_url(url: &reqwest::Url) -> String {
+    let mut url = url.clone();
+    let _ = url.set_username("");
+    let _ = url.set_password(None);
+    url.set_query(None);
+    url.set_fragment(None);
+    url.to_string()
 }
 
 /// Reports characters received, at most every `REPORT_EVERY`.
@@ -752,12 +780,9 @@ mod tests {
     }
 
     #[test]
-    fn keys_are_redacted_from_errors() {
-        let e = redact(
-            SummarizeError::Failed("bad key sk-secret-123 given".into()),
-            Some("sk-secret-123"),
-        );
-        assert_eq!(e.to_string(), "summarizer failed: bad key [redacted] given");
+    fn urls_in_errors_lose_their_credentials() {
+        let url = reqwest::Url::parse("https://me:pw@h.example:8443/v1/chat?key=k#f").unwrap();
+        assert_eq!(shown_url(&url), "https://h.example:8443/v1/chat");
     }
 
     #[test]

@@ -8,33 +8,15 @@ pub mod http;
 pub mod offline;
 pub mod openai;
 pub mod prompt;
+pub mod redact;
 pub mod sse;
 
 use std::future::Future;
 use std::pin::Pin;
 
+pub use crate::compaction::summary::SummaryRequest;
 use crate::config::{SummarizerConfig, SummarizerProvider};
-use crate::conversation::{Message, Usage};
-
-/// What a summarizer is asked to summarize.
-#[derive(Debug, Clone)]
-pub struct SummaryRequest {
-    /// The summary of the previous compaction, to preserve and update.
-    pub previous_summary: Option<String>,
-    /// The messages being replaced, in order, interrupted calls closed.
-    pub messages: Vec<Message>,
-    /// Summaries of consecutive parts of one conversation, oldest first,
-    /// to merge into one (set, with no messages, in merge rounds).
-    pub partial_summaries: Vec<String>,
-    /// Custom instructions from the client to steer the summary.
-    pub instructions: Option<String>,
-    /// Tool outputs are clipped to this many characters (head and tail).
-    pub max_tool_output_chars: usize,
-    /// Replaces an LLM summarizer's default prompt for a first summary.
-    pub compact_prompt: Option<String>,
-    /// Replaces an LLM summarizer's default prompt for updating one.
-    pub update_prompt: Option<String>,
-}
+use crate::conversation::Usage;
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct SummaryOutput {

@@ -85,7 +85,8 @@ impl Wire for OpenAi {
         let Ok(chunk) = serde_json::from_str::<Value>(data) else {
             return Err(ProviderError {
                 status: None,
-                message: format!("a stream event is not JSON: {}", clip(data)),
+                // Whole: the caller redacts the key before clipping it.
+                message: format!("a stream event is not JSON: {data}"),
             });
         };
         if let Some(error) = chunk.get("error") {
@@ -139,10 +140,6 @@ fn provider_error(error: &Value) -> ProviderError {
         status,
         message: super::http::describe_error_value(error),
     }
-}
-
-fn clip(text: &str) -> String {
-    text.chars().take(200).collect()
 }
 
 #[cfg(test)]

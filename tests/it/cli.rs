@@ -315,7 +315,47 @@ fn stats_scores_the_meter_against_provider_usage() {
         );
         assert!(report["accuracy"]["estimate"]["turns"].as_u64().unwrap() > 0);
         assert!(report["peakReportedContext"].as_u64().unwrap() > 50_000);
+        // Without the overhead the count is far off; calibrated from the
+        // turns before, it is close to the provider's.
+        let accuracy = &report["accuracy"];
+        let (alone, calibrated) = (
+            accuracy["estimate"]["meanAbsPercent"].as_f64().unwrap(),
+            accuracy["calibrated"]["meanAbsPercent"].as_f64().unwrap(),
+        );
+        assert!(
+            alone > 10.0 && calibrated < 2.5,
+            "{}: {accuracy}",
+            report["file"]
+        );
+        if report["format"] == "claude-code" {
+            // Claude Code's system prompt and tools: 15k–24k tokens.
+            let overhead = accuracy["overheadTokens"].as_u64().unwrap();
+            assert!((12_000..30_000).contains(&overhead), "{overhead}");
+        }
+        // Right after each compaction pi recorded, the meter has only the
+        // calibrated count, and it is within 5% of the next request.
+        for after in accuracy["afterCompactions"].as_array().unwrap() {
+            let provider = after["provider"].as_f64().unwrap();
+            let off = |field: &str| (after[field].as_f64().unwrap() - provider).abs() / provider;
+            assert!(off("meter") < 0.05 && off("estimate") > 0.2, "{after}");
+        }
     }
+    let compacted = reports
+        .iter()
+        .find(|r| {
+            r["file"]
+                .as_str()
+                .unwrap()
+                .ends_with("before-compaction.jsonl")
+        })
+        .unwrap();
+    assert_eq!(
+        compacted["accuracy"]["afterCompactions"]
+            .as_array()
+            .unwrap()
+            .len(),
+        2
+    );
     let text = compactd().arg("stats").args(&files).output().unwrap();
     let text = String::from_utf8_lossy(&text.stdout);
     assert_eq!(
@@ -324,6 +364,11 @@ fn stats_scores_the_meter_against_provider_usage() {
         files.len()
     );
     assert!(text.contains("mean error"), "{text}");
+    assert_eq!(
+        text.matches("count calibrated (overhead ").count(),
+        files.len(),
+        "{text}"
+    );
 }
 
 #[test]
@@ -566,4 +611,50 @@ fn compact_runs_every_strategy_from_the_command_line() {
         let expected = if strategy == "handoff" { 1 } else { 914 };
         assert_eq!(messages, expected, "{strategy}");
     }
+}
+
+#[test]
+fn commands_read_regular_files_under_the_cap_only() {
+    let work = tempfile::tempdir().unwrap();
+    let fifo = work.path().join("pipe.json");
+    crate::support::mkfifo(&fifo);
+    // A FIFO first: reading one would hang the command for good.
+    let cases = [
+        (fifo.as_path(), "not a regular file (a FIFO or pipe)"),
+        (
+            Path::new("/dev/zero"),
+            "not a regular file (a character device)",
+        ),
+        (work.path(), "not a regular file (a directory)"),
+    ];
+    for (path, needle) in cases {
+        for command in ["compact", "stats", "replay"] {
+            let mut c = compactd();
+            c.arg(command).arg(path).arg("--quiet");
+            if command != "compact" {
+                c.args(["--window", "128000"]);
+            }
+            let out = crate::support::output_within_patience(&mut c);
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(out.status.code(), Some(1), "{command} {path:?}: {stderr}");
+            let own: Vec<&str> = stderr.lines().filter(|l| l.contains(needle)).collect();
+            assert_eq!(own.len(), 1, "{command} {path:?}: {stderr}");
+            assert!(
+                own[0].contains(&path.display().to_string()),
+                "{command} {path:?}: {stderr}"
+            );
+        }
+    }
+    // The cap comes from the configuration (here the workspace's file).
+    std::fs::write(work.path().join("compactd.toml"), "maxImportBytes = 10\n").unwrap();
+    let example = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/conversation.json");
+    let out = crate::support::output_within_patience(
+        compactd().current_dir(work.path()).args(["stats", example]),
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("more than maxImportBytes (10 bytes)"),
+        "{stderr}"
+    );
 }

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{json, Value};
 
-use crate::support::{cli, transcripts_dir, Server};
+use crate::support::{cli, mkfifo, transcripts_dir, Server};
 
 /// What a transcript holds, counted straight from its raw JSON.
 #[derive(Debug, Default, PartialEq)]
@@ -74,6 +74,62 @@ fn expected_pi(path: &Path) -> Expected {
     e
 }
 
+/// What the importer makes of a Claude Code user line's text: a request,
+/// part of the slash command before it, or nothing (skipped).
+#[derive(PartialEq)]
+enum ClaudeText {
+    Request,
+    Command,
+    PartOfCommand,
+    Skipped,
+}
+
+fn claude_text(v: &Value) -> String {
+    match &v["message"]["content"] {
+        Value::String(s) => s.clone(),
+        Value::Array(blocks) => blocks
+            .iter()
+            .filter(|b| b["type"] != "tool_result")
+            .filter_map(|b| b["text"].as_str())
+            .collect::<Vec<_>>()
+            .join("\n"),
+        _ => String::new(),
+    }
+}
+
+/// Slash commands, their output, caveats and reminders are not requests:
+/// a command Claude Code ran itself (its output follows) is skipped, one
+/// that expands into a prompt (`/init`) is a request with its expansion.
+fn claude_text_use(
+    text: &str,
+    is_meta: bool,
+    next_user: Option<&str>,
+    after: &ClaudeText,
+) -> ClaudeText {
+    let is_output = |t: &str| t.starts_with("<local-command-std");
+    let harness_only =
+        text.starts_with("<system-reminder>") && text.trim_end().ends_with("</system-reminder>");
+    if text.starts_with("Caveat:")
+        || text.starts_with("<local-command-caveat>")
+        || is_output(text)
+        || harness_only
+    {
+        return ClaudeText::Skipped;
+    }
+    if text.contains("<command-name>") {
+        return if next_user.is_some_and(is_output) {
+            ClaudeText::Skipped
+        } else {
+            ClaudeText::Command
+        };
+    }
+    match (is_meta, after) {
+        (true, ClaudeText::Command | ClaudeText::PartOfCommand) => ClaudeText::PartOfCommand,
+        (true, _) => ClaudeText::Skipped,
+        _ => ClaudeText::Request,
+    }
+}
+
 fn expected_claude(path: &Path) -> Expected {
     let lines = json_lines(path);
     let conversational = |v: &Value| v["type"] == "user" || v["type"] == "assistant";
@@ -83,16 +139,21 @@ fn expected_claude(path: &Path) -> Expected {
     let mut e = Expected::default();
     let mut responses: HashSet<String> = HashSet::new();
     let mut seen: HashSet<String> = HashSet::new();
-    for v in &lines {
-        let used = conversational(v)
-            && !(main && v["isSidechain"] == true)
-            && v["isCompactSummary"] != true;
+    let mut last_text = ClaudeText::Request;
+    for (i, v) in lines.iter().enumerate() {
+        // A boundary and its summary message are a compaction.
+        let compaction = v["subtype"] == "compact_boundary" || v["isCompactSummary"] == true;
+        let used = conversational(v) && !(main && v["isSidechain"] == true);
+        if compaction {
+            continue;
+        }
         if !used {
             e.skipped += 1;
             continue;
         }
         let content = &v["message"]["content"];
         if v["type"] == "assistant" {
+            last_text = ClaudeText::Request;
             if responses.insert(v["message"]["id"].as_str().unwrap().to_string()) {
                 e.messages += 1;
             }
@@ -104,19 +165,32 @@ fn expected_claude(path: &Path) -> Expected {
             }
             continue;
         }
-        match content.as_array() {
-            None => e.messages += 1,
-            Some(blocks) => {
-                let results: Vec<&Value> = blocks
-                    .iter()
-                    .filter(|b| b["type"] == "tool_result")
-                    .collect();
-                e.messages += results.len() + usize::from(results.len() < blocks.len());
-                e.tool_results += results.len();
-                for r in results {
-                    e.orphan_results += orphan(&seen, r["tool_use_id"].as_str().unwrap());
-                }
-            }
+        let results: Vec<&Value> = content
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|b| b["type"] == "tool_result")
+            .collect();
+        e.messages += results.len();
+        e.tool_results += results.len();
+        for r in &results {
+            e.orphan_results += orphan(&seen, r["tool_use_id"].as_str().unwrap());
+        }
+        let has_text = content.is_string() || content.as_array().unwrap().len() > results.len();
+        if !has_text {
+            continue;
+        }
+        let next_user = lines[i + 1..]
+            .iter()
+            .find(|n| n["type"] == "user")
+            .map(claude_text);
+        let text = claude_text(v);
+        last_text = claude_text_use(&text, v["isMeta"] == true, next_user.as_deref(), &last_text);
+        match last_text {
+            ClaudeText::Request | ClaudeText::Command => e.messages += 1,
+            ClaudeText::PartOfCommand => {}
+            ClaudeText::Skipped if results.is_empty() => e.skipped += 1,
+            ClaudeText::Skipped => {}
         }
     }
     e
@@ -198,20 +272,20 @@ fn expected_codex(path: &Path) -> Expected {
     e
 }
 
-/// `compactd stats --json` on files, keyed by path.
-fn stats(files: &[PathBuf]) -> HashMap<String, Value> {
-    let out = cli()
-        .arg("stats")
-        .arg("--json")
-        .args(files)
-        .output()
-        .unwrap();
+/// A transcript command's `--json` output; it must succeed.
+fn cli_json(args: &[&str], files: &[PathBuf]) -> Value {
+    let out = cli().args(args).arg("--json").args(files).output().unwrap();
     assert!(
         out.status.success(),
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let reports: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap();
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// `compactd stats --json` on files, keyed by path.
+fn stats(files: &[PathBuf]) -> HashMap<String, Value> {
+    let reports: Vec<Value> = serde_json::from_value(cli_json(&["stats"], files)).unwrap();
     assert_eq!(reports.len(), files.len());
     reports
         .into_iter()
@@ -549,4 +623,280 @@ fn import_over_rpc_reports_bad_input_and_skips_bad_lines() {
         assert!(err.message.contains(needle), "{params}: {}", err.message);
         assert_eq!(err.message.lines().count(), 1, "{}", err.message);
     }
+}
+
+#[test]
+fn only_regular_files_under_the_cap_are_imported_while_other_sessions_keep_answering() {
+    let data = tempfile::tempdir().unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let mut server = Server::start(data.path(), json!({"maxImportBytes": 1000}));
+    let other = server.open(json!({}));
+    let fifo = work.path().join("pipe.jsonl");
+    mkfifo(&fifo);
+    let socket = work.path().join("socket.jsonl");
+    let _listener = std::os::unix::net::UnixListener::bind(&socket).unwrap();
+    let chat = |text: &str| json!([{"role": "user", "content": text}]).to_string();
+    let big = work.path().join("big.json");
+    std::fs::write(&big, chat(&"x".repeat(1200))).unwrap();
+    assert_eq!(std::fs::metadata(&big).unwrap().len(), 1230);
+    let small = work.path().join("small.json");
+    std::fs::write(&small, chat("fix the parser")).unwrap();
+    // A FIFO first: reading one would block the server for good.
+    let mut cases = vec![
+        (fifo.clone(), "not a regular file (a FIFO or pipe)"),
+        (
+            work.path().to_path_buf(),
+            "not a regular file (a directory)",
+        ),
+        (socket.clone(), "not a regular file (a socket)"),
+        (
+            PathBuf::from("/dev/zero"),
+            "not a regular file (a character device)",
+        ),
+        (
+            big.clone(),
+            "the file is 1.2 KiB (1230 bytes), more than maxImportBytes (1000 bytes)",
+        ),
+    ];
+    // The server's own stdin, which the import would have eaten.
+    if Path::new("/proc/self/fd/0").exists() {
+        cases.push((
+            PathBuf::from("/proc/self/fd/0"),
+            "not a regular file (a FIFO or pipe)",
+        ));
+    }
+    for (n, (path, needle)) in cases.iter().enumerate() {
+        let import = server.send_request("conversation/import", json!({"path": path}));
+        let append = server.send_request(
+            "conversation/append",
+            json!({"sessionId": other, "messages": [{"role": "user", "content": format!("still here {n}")}]}),
+        );
+        let err = server.response(import).unwrap_err();
+        assert_eq!(err.code, -32602, "{}", path.display());
+        assert!(
+            err.message.contains(needle) && err.message.contains(&path.display().to_string()),
+            "{}: {}",
+            path.display(),
+            err.message
+        );
+        assert_eq!(err.message.lines().count(), 1, "{}", err.message);
+        let appended = server.response(append).expect("the other session answers");
+        assert_eq!(appended["ids"].as_array().unwrap().len(), 1);
+    }
+    let history = server
+        .request("conversation/history", json!({"sessionId": other}))
+        .unwrap();
+    assert_eq!(history["messages"].as_array().unwrap().len(), cases.len());
+    let imported = server
+        .request("conversation/import", json!({"path": small}))
+        .unwrap();
+    assert_eq!(
+        imported["messages"], 1,
+        "a regular file under the cap imports"
+    );
+}
+
+fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(name)
+}
+
+/// Imports a file over JSON-RPC: the import result, the view
+/// (`conversation/history`) and the compaction records.
+fn import_over_rpc(server: &mut Server, file: &Path) -> (Value, Vec<Value>, Vec<Value>) {
+    let result = server
+        .request("conversation/import", json!({"path": file}))
+        .unwrap();
+    let id = json!({"sessionId": result["sessionId"]});
+    let history = server.request("conversation/history", id.clone()).unwrap();
+    let records = server.request("conversation/compactions", id).unwrap();
+    let list = |v: &Value, key: &str| v[key].as_array().unwrap().clone();
+    (
+        result,
+        list(&history, "messages"),
+        list(&records, "compactions"),
+    )
+}
+
+/// Provider usage as compactd counts a context: prompt plus output.
+fn claude_context(usage: &Value) -> u64 {
+    [
+        "input_tokens",
+        "cache_read_input_tokens",
+        "cache_creation_input_tokens",
+        "output_tokens",
+    ]
+    .iter()
+    .map(|k| usage[k].as_u64().unwrap_or(0))
+    .sum()
+}
+
+/// A real Claude Code 2.1.328 session with a `/compact` (see
+/// tests/fixtures/README.md): the boundary and Claude Code's summary become
+/// one compaction record, the view starts at the boundary, the meter at the
+/// usage reported after it, and the command lines are not requests.
+#[test]
+fn a_claude_code_compact_imports_as_a_compaction_the_view_starts_at() {
+    let file = fixture("claude-code/5b8c1f0e-3a7d-4c2e-9f10-2d6a4b8e7c31.jsonl");
+    let lines = json_lines(&file);
+    let at = |pred: &dyn Fn(&Value) -> bool| lines.iter().position(pred).unwrap();
+    let boundary = &lines[at(&|v| v["subtype"] == "compact_boundary")];
+    let summary = &lines[at(&|v| v["isCompactSummary"] == true)];
+    let metadata = &boundary["compactMetadata"];
+    let after: Vec<&Value> = lines[at(&|v| v["subtype"] == "compact_boundary")..]
+        .iter()
+        .filter(|v| v["type"] == "assistant")
+        .collect();
+
+    let data = tempfile::tempdir().unwrap();
+    let mut server = Server::start(data.path(), json!({}));
+    let (result, view, records) = import_over_rpc(&mut server, &file);
+    assert_eq!(result["format"], "claude-code");
+    assert_eq!(result["compactions"], 1);
+    assert_eq!(records.len(), 1);
+    let record = &records[0];
+    assert_eq!(record["trigger"], metadata["trigger"]);
+    assert_eq!(record["tokensBefore"], metadata["preTokens"]);
+    assert_eq!(record["summary"], summary["message"]["content"]);
+
+    // The view: the summary, the message Claude Code preserved, then what
+    // followed, exactly as Claude Code's next request had them.
+    assert!(
+        view[0]["content"]
+            .as_str()
+            .unwrap()
+            .contains("Summary:\n1. Primary Request and Intent"),
+        "{}",
+        view[0]
+    );
+    assert_eq!(view[1]["id"], metadata["preservedSegment"]["headUuid"]);
+    let texts: Vec<&str> = view[1..]
+        .iter()
+        .map(|m| m["content"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        texts,
+        [
+            "Understood. The next step is a test file for the parser covering empty input and trailing commas.",
+            "Now write the test file plan.",
+            "Understood. The next step is a test file for the parser covering empty input and trailing commas."
+        ]
+    );
+    // The meter starts from the usage reported after the boundary.
+    assert_eq!(result["meter"]["source"], "usage");
+    let reported = claude_context(&after.last().unwrap()["message"]["usage"]);
+    assert_eq!(result["meter"]["contextTokens"], reported);
+    let reasons = result["skippedReasons"].to_string();
+    for kind in [
+        "local slash commands (run by Claude Code, not requests): 1 (first at line 36: /compact focus on tests)",
+        "local command output: 1",
+        "local-command caveats (isMeta): 1",
+        "cost-state lines",
+    ] {
+        assert!(reasons.contains(kind), "{kind} in {reasons}");
+    }
+
+    // A later compaction builds on the imported one.
+    let compacted = server
+        .request(
+            "conversation/compact",
+            json!({"sessionId": result["sessionId"], "keepRecentTokens": 1}),
+        )
+        .unwrap();
+    assert_eq!(compacted["compacted"], true, "{compacted}");
+    assert_eq!(compacted["messagesSummarized"], 2);
+    server.shutdown_and_exit();
+}
+
+/// A real Codex 0.169.0 rollout whose context was compacted mid-turn (see
+/// tests/fixtures/README.md): the `compacted` item becomes a record whose
+/// summary is the replacement history, and the view starts with it.
+#[test]
+fn a_codex_compacted_item_imports_as_a_compaction_the_view_starts_at() {
+    let file =
+        fixture("codex/rollout-2026-11-22T19-16-20-01a204b0-1cc7-7c11-86cd-3cc548cf46a8.jsonl");
+    let lines = json_lines(&file);
+    let position = lines.iter().position(|v| v["type"] == "compacted").unwrap();
+    let compacted = &lines[position]["payload"];
+    let history = compacted["replacement_history"].as_array().unwrap();
+    let before: Vec<&Value> = lines[..position]
+        .iter()
+        .filter(|v| v["payload"]["type"] == "token_count")
+        .collect();
+    let after: Vec<&Value> = lines[position..]
+        .iter()
+        .filter(|v| v["payload"]["type"] == "token_count")
+        .collect();
+
+    let data = tempfile::tempdir().unwrap();
+    let mut server = Server::start(data.path(), json!({}));
+    let (result, view, records) = import_over_rpc(&mut server, &file);
+    assert_eq!(result["format"], "codex");
+    assert_eq!(records.len(), 1);
+    let record = &records[0];
+    let last = &before.last().unwrap()["payload"]["info"]["last_token_usage"];
+    assert_eq!(
+        record["tokensBefore"].as_u64().unwrap(),
+        last["input_tokens"].as_u64().unwrap() + last["output_tokens"].as_u64().unwrap()
+    );
+    // Codex's summary, after the user message it kept, as in its history.
+    let summary = record["summary"].as_str().unwrap();
+    let message = compacted["message"].as_str().unwrap();
+    assert!(summary.ends_with(message), "{summary}");
+    assert!(summary.contains("<user_message>\nWhat does notes.txt say?\n</user_message>"));
+    assert_eq!(
+        history.last().unwrap()["content"][0]["text"].as_str(),
+        Some(message),
+        "the summary is the replacement history's last item"
+    );
+    // The view: the session's instructions, the summary, then what followed.
+    let roles: Vec<&str> = view.iter().map(|m| m["role"].as_str().unwrap()).collect();
+    assert_eq!(roles, ["system", "user", "assistant", "user", "assistant"]);
+    assert!(view[1]["content"].as_str().unwrap().contains(message));
+    assert_eq!(
+        view[2]["content"],
+        "Continuing: notes.txt lists two parser bugs; tests come next."
+    );
+    assert_eq!(view[3]["content"], "Please add tests for the parser.");
+    // The meter starts from the usage reported after the compaction, and
+    // the window is the one Codex stated.
+    let last = &after.last().unwrap()["payload"]["info"];
+    let usage = &last["last_token_usage"];
+    assert_eq!(result["meter"]["source"], "usage");
+    assert_eq!(
+        result["meter"]["contextTokens"].as_u64().unwrap(),
+        usage["input_tokens"].as_u64().unwrap() + usage["output_tokens"].as_u64().unwrap()
+    );
+    assert_eq!(
+        result["meter"]["contextWindow"],
+        last["model_context_window"]
+    );
+    server.shutdown_and_exit();
+}
+
+/// `stats` and `compact` read the same files through the same importer.
+#[test]
+fn stats_and_compact_read_foreign_compactions() {
+    let files = [
+        fixture("claude-code/5b8c1f0e-3a7d-4c2e-9f10-2d6a4b8e7c31.jsonl"),
+        fixture("codex/rollout-2026-11-22T19-16-20-01a204b0-1cc7-7c11-86cd-3cc548cf46a8.jsonl"),
+    ];
+    let reports = stats(&files);
+    for file in &files {
+        let report = &reports[&file.display().to_string()];
+        assert_eq!(report["sourceCompactions"], 1, "{}", file.display());
+        let args = ["compact", "--keep-recent-tokens", "1"];
+        let result = cli_json(&args, std::slice::from_ref(file));
+        assert_eq!(result["compacted"], true, "{result}");
+        // Only what followed the imported compaction is left to summarize.
+        assert_eq!(result["messagesSummarized"], 2, "{}", file.display());
+    }
+    let claude = &reports[&files[0].display().to_string()];
+    check(
+        &files[0],
+        claude,
+        &expected_claude(&files[0]),
+        "claude-code",
+    );
 }

@@ -1,19 +1,27 @@
 //! One integration binary: every suite talks to the real `compactd` binary
-//! over stdio (see `support`).
+//! over stdio (see `support`), but `architecture`, which reads `src/`.
 
 mod fixture;
 mod support;
 
+mod architecture;
 mod cli;
 mod compaction;
 mod conversation;
+mod crash;
 mod engine;
 mod files;
+mod front_ends;
 mod import;
 mod lifecycle;
 mod llm;
+mod locking;
+mod overhead;
 mod persistence;
+mod robustness;
 mod schemas;
+mod secrets;
+mod store;
 mod summarizers;
 mod tokens;
 mod transcripts;

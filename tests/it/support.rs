@@ -4,7 +4,7 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
 use serde_json::{json, Value};
@@ -20,7 +20,10 @@ pub struct Server {
     child: Child,
     stdin: Option<ChildStdin>,
     incoming: Receiver<Value>,
-    stderr: Arc<Mutex<String>>,
+    /// What the server wrote to stderr so far, and a signal for each new
+    /// piece of it.
+    stderr: Arc<(Mutex<String>, Condvar)>,
+    stderr_reader: Option<std::thread::JoinHandle<()>>,
     next_id: i64,
     /// Every message received, in arrival order.
     pub received: Vec<Value>,
@@ -68,18 +71,20 @@ impl Server {
                 }
             }
         });
-        let stderr = Arc::new(Mutex::new(String::new()));
+        let stderr = Arc::new((Mutex::new(String::new()), Condvar::new()));
         let sink = stderr.clone();
         let mut child_stderr = child.stderr.take().unwrap();
-        std::thread::spawn(move || {
+        let stderr_reader = std::thread::spawn(move || {
             let mut buf = [0u8; 4096];
             while let Ok(n) = child_stderr.read(&mut buf) {
                 if n == 0 {
                     break;
                 }
-                sink.lock()
+                let (text, grew) = &*sink;
+                text.lock()
                     .unwrap()
                     .push_str(&String::from_utf8_lossy(&buf[..n]));
+                grew.notify_all();
             }
         });
         Server {
@@ -87,6 +92,7 @@ impl Server {
             child,
             incoming: rx,
             stderr,
+            stderr_reader: Some(stderr_reader),
             next_id: 0,
             received: Vec::new(),
             patience: PATIENCE,
@@ -143,6 +149,11 @@ impl Server {
         let mut server = Server::spawn(data_dir);
         server.initialize_params(options, json!({"rootUri": file_uri(root)}));
         server
+    }
+
+    /// The server process's id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
     }
 
     /// The HOME the server runs with.
@@ -227,7 +238,19 @@ impl Server {
     }
 
     pub fn stderr(&self) -> String {
-        self.stderr.lock().unwrap().clone()
+        self.stderr.0.lock().unwrap().clone()
+    }
+
+    /// What the server wrote to stderr after its first `from` bytes, once
+    /// that holds `needle` (or `patience` ran out): the server logs on its
+    /// own stream, so a log line may arrive after the answer it goes with.
+    pub fn stderr_after_containing(&self, from: usize, needle: &str) -> String {
+        let (text, grew) = &*self.stderr;
+        let guard = text.lock().unwrap();
+        let (guard, _) = grew
+            .wait_timeout_while(guard, self.patience, |text| !text[from..].contains(needle))
+            .unwrap();
+        guard[from..].to_string()
     }
 
     /// `conversation/append` as a request; panics on an error answer.
@@ -248,6 +271,18 @@ impl Server {
         self.request("shutdown", json!(null)).expect("shutdown");
         self.notify("exit", json!(null));
         self.wait()
+    }
+
+    /// Shuts down and returns everything the server wrote to stderr, read
+    /// to its end (what `stderr()` has may still lack the latest lines).
+    pub fn exit_and_stderr(mut self) -> String {
+        self.request("shutdown", json!(null)).expect("shutdown");
+        self.notify("exit", json!(null));
+        assert_eq!(self.wait(), 0, "clean exit");
+        if let Some(reader) = self.stderr_reader.take() {
+            reader.join().unwrap();
+        }
+        self.stderr()
     }
 
     /// Closes stdin and waits for the process.
@@ -310,6 +345,36 @@ pub fn cli() -> Command {
     let mut command = Command::new(env!("CARGO_BIN_EXE_compactd"));
     command.arg("--no-user-config");
     command
+}
+
+/// Runs `command` to its end and returns its output; a command still
+/// running after `PATIENCE` is killed and fails the test instead of hanging
+/// it.
+pub fn output_within_patience(command: &mut Command) -> std::process::Output {
+    let child = command
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(child.wait_with_output());
+    });
+    match rx.recv_timeout(PATIENCE) {
+        Ok(output) => output.unwrap(),
+        Err(_) => {
+            let _ = Command::new("kill").args(["-9", &pid.to_string()]).status();
+            panic!("{command:?} was still running after {PATIENCE:?}");
+        }
+    }
+}
+
+/// Makes a FIFO (named pipe) at `path` with the system's `mkfifo`.
+pub fn mkfifo(path: &Path) {
+    let status = Command::new("mkfifo").arg(path).status().unwrap();
+    assert!(status.success(), "mkfifo {}", path.display());
 }
 
 /// `file:///…` for an absolute path (test paths need no escaping).

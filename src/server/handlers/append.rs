@@ -1,53 +1,24 @@
+use crate::engine;
 use crate::protocol::{AppendParams, AppendResult};
-use crate::server::files::hash_from_disk;
-use crate::server::{compactor, RpcError, RpcResult, Server};
-use crate::store::LogEntry;
+use crate::server::{compactor, RpcResult, Server};
 
-/// Appends messages: persisted first, then applied, so a message the
-/// client saw acknowledged is always in the log. Then decides whether to
-/// compact, and starts an automatic compaction when a trigger fires.
+/// Appends messages (persisted, then applied), sends the meter, and starts
+/// an automatic compaction when a trigger fires and it is allowed.
 pub fn handle(server: &mut Server, params: AppendParams) -> RpcResult<AppendResult> {
-    let AppendParams {
-        session_id,
-        mut messages,
-    } = params;
-    let tools = server.files.tools.clone();
-    let open = server.session_mut(&session_id)?;
-    open.session
-        .assign_ids(&mut messages)
-        .map_err(|e| RpcError::invalid_params(e.to_string()))?;
-    let mut file_events = open.session.files.tool_events(&messages, &tools);
-    hash_from_disk(file_events.iter_mut().map(|(_, e)| e));
-    // Each call's file events follow the result that completed it.
-    let mut entries: Vec<LogEntry> = Vec::with_capacity(messages.len() + file_events.len());
-    let mut pending = file_events.iter().peekable();
-    for (index, message) in messages.iter().enumerate() {
-        entries.push(LogEntry::Message {
-            message: message.clone(),
-        });
-        while let Some((_, event)) = pending.next_if(|(i, _)| *i == index) {
-            entries.push(LogEntry::File(event.clone()));
-        }
-    }
-    open.log
-        .append(&entries, false)
-        .map_err(|e| RpcError::internal(e.to_string()))?;
-    let ids = messages.iter().map(|m| m.id.clone()).collect();
-    open.session.push(messages);
-    for (_, event) in &file_events {
-        open.session.apply_file_event(event);
-    }
-    if !file_events.is_empty() {
+    let tools = server.file_tracking.tools.clone();
+    let open = server.session_mut(&params.session_id)?;
+    let (ids, touched_files) = engine::append::append(open, params.messages, &tools)?;
+    if touched_files {
         server.sync_watches();
     }
-    let session = &server.sessions[&session_id].session;
+    let session = &server.sessions[&params.session_id].session;
     let meter = server.meter_info(session);
     server.send_meter(session);
-    let fired = compactor::maybe_auto_compact(server, &session_id);
+    let fired = compactor::maybe_auto_compact(server, &params.session_id);
     Ok(AppendResult {
         ids,
         should_compact: !fired.is_empty(),
-        compacting: server.running.contains_key(&session_id),
+        compacting: server.running.contains_key(&params.session_id),
         meter,
     })
 }

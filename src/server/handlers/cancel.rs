@@ -1,12 +1,7 @@
-use lsp_server::{ErrorCode, RequestId};
-use serde::Deserialize;
+use lsp_server::ErrorCode;
 
+use crate::protocol::CancelParams;
 use crate::server::{send_progress, RpcError, Server};
-
-#[derive(Debug, Deserialize)]
-pub struct CancelParams {
-    pub id: RequestId,
-}
 
 /// Cancelling the request that started a compaction aborts it (history
 /// untouched) and answers everyone waiting on it with -32800. A request

@@ -1,3 +1,4 @@
+use crate::engine;
 use crate::protocol::{CheckResult, SessionParams};
 use crate::server::{compactor, RpcResult, Server};
 
@@ -7,12 +8,13 @@ pub fn handle(server: &mut Server, params: SessionParams) -> RpcResult<CheckResu
     server.session(&params.session_id)?;
     let triggers = compactor::maybe_auto_compact(server, &params.session_id);
     let open = server.session(&params.session_id)?;
+    let session = &open.session;
     Ok(CheckResult {
         should_compact: !triggers.is_empty(),
         triggers,
-        meter: server.meter_info(&open.session),
-        auto_compact: server.auto_compact_allowed(&params.session_id),
+        meter: server.meter_info(session),
+        auto_compact: engine::auto::allowed(&server.config, session, open.access()),
         compacting: server.running.contains_key(&params.session_id),
-        stopped_reason: open.session.auto.stopped.clone(),
+        stopped_reason: session.breaker.stopped.clone(),
     })
 }

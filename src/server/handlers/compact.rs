@@ -3,32 +3,30 @@
 
 use lsp_server::RequestId;
 
-use crate::compaction::Strategy;
-use crate::protocol::CompactParams;
-use crate::server::compactor::{self, Request, Waiter};
-use crate::server::{Reply, RpcError, Server};
-use crate::session::Trigger;
+use crate::engine;
+use crate::protocol::{CompactParams, Trigger};
+use crate::server::compactor::{self, CompactionRequest, Waiter};
+use crate::server::{Reply, Server};
 
 pub fn start(server: &mut Server, id: RequestId, params: CompactParams) -> Reply {
-    if let Err(e) = server.session(&params.session_id) {
+    // A read-only session is refused before any progress token exists.
+    if let Err(e) = server.writable_session(&params.session_id) {
         return Reply::Now(Err(e));
     }
     let strategy = params.strategy.unwrap_or(server.config.strategy);
-    let instructions = match (strategy, params.goal.as_deref().map(str::trim)) {
-        (Strategy::Handoff, Some(goal)) if !goal.is_empty() => Some(format!(
-            "Write the first message of a new session whose goal is: {goal}\nCarry over only what that goal needs.{}",
-            params.instructions.map(|i| format!("\n\n{i}")).unwrap_or_default()
-        )),
-        (Strategy::Handoff, _) => {
-            return Reply::Now(Err(RpcError::invalid_params("invalid params at `goal`: the handoff strategy needs a goal")))
-        }
-        _ => params.instructions,
+    let instructions = match engine::compaction::instructions(
+        strategy,
+        params.goal.as_deref(),
+        params.instructions,
+    ) {
+        Ok(instructions) => instructions,
+        Err(e) => return Reply::Now(Err(e.into())),
     };
     let progress = server.progress_token(params.work_done_token);
     compactor::start(
         server,
         &params.session_id,
-        Request {
+        CompactionRequest {
             strategy,
             keep_recent_tokens: params
                 .keep_recent_tokens

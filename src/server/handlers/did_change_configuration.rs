@@ -5,16 +5,8 @@
 //! data directory stays what it was at `initialize`: open session logs do
 //! not move.
 
-use serde::Deserialize;
-
-use crate::config::Config;
+use crate::protocol::{Config, DidChangeConfigurationParams};
 use crate::server::Server;
-
-#[derive(Debug, Default, Deserialize)]
-pub struct DidChangeConfigurationParams {
-    #[serde(default)]
-    pub settings: serde_json::Value,
-}
 
 pub fn handle(server: &mut Server, params: DidChangeConfigurationParams) {
     let settings = match params.settings {
@@ -23,8 +15,12 @@ pub fn handle(server: &mut Server, params: DidChangeConfigurationParams) {
         }
         other => other,
     };
-    let (root, user_dir) = &server.config_dirs;
-    match Config::resolve(Some(&settings), root.as_deref(), user_dir.as_deref()) {
+    let dirs = &server.config_dirs;
+    match Config::resolve(
+        Some(&settings),
+        dirs.workspace_root.as_deref(),
+        dirs.user_dir.as_deref(),
+    ) {
         Ok(mut config) => {
             if config.sessions_dir() != server.config.sessions_dir() {
                 tracing::warn!(
@@ -34,6 +30,7 @@ pub fn handle(server: &mut Server, params: DidChangeConfigurationParams) {
             }
             config.data_dir = server.config.data_dir.clone();
             server.config = config;
+            server.store.set_durability(server.config.durability);
             server.apply_file_config();
             tracing::info!("configuration updated");
             let ids: Vec<String> = server.sessions.keys().cloned().collect();

@@ -2,8 +2,8 @@
 //! created, changed or deleted. What a session already knows (its own
 //! writes) is not recorded again.
 
-use crate::files::{disk, FileEvent, FileOp, Origin, SessionFiles};
-use crate::protocol::DidChangeWatchedFilesParams;
+use crate::files::{disk, FileEvent, SessionFileLedger};
+use crate::protocol::{DidChangeWatchedFilesParams, FileOp, Origin};
 use crate::server::{RpcError, RpcResult, Server};
 
 pub fn handle(server: &mut Server, params: DidChangeWatchedFilesParams) -> RpcResult<()> {
@@ -20,14 +20,14 @@ pub fn handle(server: &mut Server, params: DidChangeWatchedFilesParams) -> RpcRe
                 continue;
             }
         };
-        let Some(path) = server.files.resolve_uri(&change.uri) else {
+        let Some(path) = server.file_tracking.resolve_uri(&change.uri) else {
             continue;
         };
         let mut event = FileEvent::new(path, op, Origin::Lsp);
         if op != FileOp::Delete {
             event.content_hash = disk::content_hash(&event.path);
         }
-        result = result.and(server.record_external(None, event, SessionFiles::is_news));
+        result = result.and(server.record_external(None, event, SessionFileLedger::is_news));
     }
     result
 }

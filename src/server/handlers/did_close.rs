@@ -5,8 +5,8 @@ use crate::protocol::DidCloseTextDocumentParams;
 use crate::server::{RpcResult, Server};
 
 pub fn handle(server: &mut Server, params: DidCloseTextDocumentParams) -> RpcResult<()> {
-    if let Some(path) = server.files.resolve_uri(&params.text_document.uri) {
-        server.files.documents.remove(&path);
+    if let Some(path) = server.file_tracking.resolve_uri(&params.text_document.uri) {
+        server.file_tracking.documents.remove(&path);
     }
     Ok(())
 }

@@ -2,12 +2,12 @@
 //! an agent says what it did to a file, for one session or (without a
 //! `sessionId`) for every open one.
 
-use crate::files::{disk, FileEvent, FileOp, Origin};
-use crate::protocol::FileNotificationParams;
+use crate::files::{disk, FileEvent};
+use crate::protocol::{FileNotificationParams, FileOp, Origin};
 use crate::server::{RpcError, RpcResult, Server};
 
 pub fn handle(server: &mut Server, params: FileNotificationParams, op: FileOp) -> RpcResult<()> {
-    let path = server.files.resolve(&params.path).ok_or_else(|| {
+    let path = server.file_tracking.resolve(&params.path).ok_or_else(|| {
         RpcError::invalid_params(format!(
             "path: `{}` is neither absolute nor a file URI, and there is no workspace root",
             params.path

@@ -1,13 +1,12 @@
 //! `files/list`: a session's file ledger.
 
-use crate::files::FileStatus;
-use crate::protocol::{FileInfo, FilesListResult, SessionParams};
+use crate::protocol::{FileInfo, FileStatus, FilesListResult, SessionParams};
 use crate::server::{RpcResult, Server};
 
 pub fn handle(server: &mut Server, params: SessionParams) -> RpcResult<FilesListResult> {
-    let files = &server.session(&params.session_id)?.session.files;
-    let workspace = &files.workspace;
-    let infos = files
+    let file_ledger = &server.session(&params.session_id)?.session.file_ledger;
+    let workspace = &file_ledger.workspace;
+    let infos = file_ledger
         .ledger
         .records()
         .into_iter()
@@ -24,7 +23,7 @@ pub fn handle(server: &mut Server, params: SessionParams) -> RpcResult<FilesList
             content_hash: r.read_hash.clone(),
             last_range: r.last_range,
             generation: r.generation,
-            watched: server.files.is_watched(&r.path),
+            watched: server.file_tracking.is_watched(&r.path),
         })
         .collect::<Vec<_>>();
     let shown = |read: bool| {

@@ -7,7 +7,11 @@ use crate::protocol::{SessionParams, UnchangedSinceReadResult};
 use crate::server::{RpcResult, Server};
 
 pub fn handle(server: &mut Server, params: SessionParams) -> RpcResult<UnchangedSinceReadResult> {
-    let ledger = &server.session(&params.session_id)?.session.files.ledger;
+    let ledger = &server
+        .session(&params.session_id)?
+        .session
+        .file_ledger
+        .ledger;
     let files = ledger
         .records()
         .into_iter()

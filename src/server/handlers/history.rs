@@ -3,10 +3,9 @@ use crate::server::{RpcResult, Server};
 
 pub fn handle(server: &mut Server, params: SessionParams) -> RpcResult<HistoryResult> {
     let session = &server.session(&params.session_id)?.session;
-    let messages = session.history();
     Ok(HistoryResult {
         session_id: params.session_id.clone(),
-        messages,
+        messages: session.history(),
         meter: server.meter_info(session),
     })
 }

@@ -2,59 +2,31 @@
 //! new session, written to its own log before it is opened. Parsing runs on
 //! the state owner, like every other request, so requests stay in order.
 
+use crate::engine;
 use crate::import::{self, Imported};
 use crate::protocol::{ImportParams, ImportResult};
-use crate::server::{now_ms, OpenSession, RpcError, RpcResult, Server};
-use crate::store;
+use crate::server::{RpcError, RpcResult, Server};
 
 pub fn handle(server: &mut Server, params: ImportParams) -> RpcResult<ImportResult> {
-    let mut imported = read(&params)?;
-    let id = match params.session_id {
-        Some(id) => {
-            store::validate_session_id(&id)
-                .map_err(|e| RpcError::invalid_params(format!("sessionId: {e}")))?;
-            id
-        }
-        None => uuid::Uuid::new_v4().to_string(),
-    };
-    let exists = server.sessions.contains_key(&id)
-        || server
-            .store
-            .load(&id)
-            .map_err(|e| RpcError::internal(e.to_string()))?
-            .is_some();
-    if exists {
-        return Err(RpcError::invalid_params(format!(
-            "sessionId: `{id}` already exists; an import always creates a new session"
-        )));
-    }
+    let mut imported = read(&params, server.config.max_import_bytes)?;
+    let id = engine::create::session_id(params.session_id)?;
     if params.model.is_some() {
         imported.settings.model = params.model;
     }
     if params.context_window.is_some() {
         imported.settings.context_window = params.context_window;
     }
-    imported.track_files(&server.files.tools, &server.files.workspace);
-    let entries = imported.log_entries(&id, now_ms());
-    let mut log = server
-        .store
-        .open_log(&id, false)
-        .map_err(|e| RpcError::internal(e.to_string()))?;
-    if let Err(e) = log.append(&entries, true) {
-        // The file was created just now and holds nothing worth keeping.
-        let _ = std::fs::remove_file(log.path());
-        return Err(RpcError::internal(format!(
-            "could not write the session log: {e}"
-        )));
-    }
-    let mut session = store::replay(&id, entries, server.summary_prefix());
-    server.files.configure(&mut session.files);
-    let meter = server.meter_info(&session);
-    server.send_meter(&session);
-    server
-        .sessions
-        .insert(id.clone(), OpenSession { session, log });
-    server.sync_watches();
+    let open = engine::create::import(
+        &server.store,
+        &id,
+        server.sessions.contains_key(&id),
+        &mut imported,
+        &server.file_tracking.tools,
+        &server.session_env(),
+    )?;
+    let meter = server.meter_info(&open.session);
+    server.send_meter(&open.session);
+    server.insert_session(open);
     Ok(ImportResult {
         session_id: id,
         format: imported.format,
@@ -66,10 +38,12 @@ pub fn handle(server: &mut Server, params: ImportParams) -> RpcResult<ImportResu
     })
 }
 
-fn read(params: &ImportParams) -> RpcResult<Imported> {
+fn read(params: &ImportParams, max_bytes: u64) -> RpcResult<Imported> {
     match (&params.path, &params.content) {
-        (Some(path), None) => import::read_file(std::path::Path::new(path), params.format)
-            .map_err(|e| RpcError::invalid_params(format!("path: {e}"))),
+        (Some(path), None) => {
+            import::read_file(std::path::Path::new(path), params.format, max_bytes)
+                .map_err(|e| RpcError::invalid_params(format!("path: {e}")))
+        }
         (None, Some(content)) => import::parse(content.as_bytes(), params.format)
             .map_err(|e| RpcError::invalid_params(format!("content: {e}"))),
         _ => Err(RpcError::invalid_params(

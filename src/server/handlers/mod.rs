@@ -1,5 +1,6 @@
-//! One small file per method: params in, core call, result out. The only
-//! place where wire types and core types meet.
+//! One small file per method: params in, an engine call, the result out.
+//! Handlers hold no policy (the engine does) and call no other handler;
+//! they take wire types from `protocol` only.
 
 pub mod append;
 pub mod branch;

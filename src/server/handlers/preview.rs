@@ -1,24 +1,22 @@
-use crate::compaction::retention::Required;
-use crate::compaction::Strategy;
+use crate::compaction::JobTarget;
+use crate::engine::{self, compaction::NotPlanned};
 use crate::protocol::{PreviewParams, PreviewResult};
 use crate::server::{RpcResult, Server};
-use crate::session::JobTarget;
-use crate::tokens::Encoding;
 
-/// A dry run: plans the compaction without calling a summarizer. The
-/// summary's size is estimated as a tenth of what it replaces (at most the
-/// reserve), plus the file sections.
+/// A dry run: plans the compaction without calling a summarizer.
 pub fn handle(server: &mut Server, params: PreviewParams) -> RpcResult<PreviewResult> {
     let strategy = params.strategy.unwrap_or(server.config.strategy);
     let keep = params
         .keep_recent_tokens
         .unwrap_or(server.config.keep_recent_tokens);
-    let options = server.plan_options(strategy, keep, None);
-    let open = server.session(&params.session_id)?;
-    let tokens_before = server.meter_info(&open.session).context_tokens;
-    let job = match open.session.plan(&options, tokens_before) {
-        Ok(job) => job,
-        Err(reason) => {
+    let session = &server.session(&params.session_id)?.session;
+    let overhead_tokens = server.meter_info(session).overhead_tokens;
+    let preview = match engine::compaction::preview(&server.config, session, strategy, keep) {
+        Ok(preview) => preview,
+        Err(NotPlanned {
+            reason,
+            tokens_before,
+        }) => {
             return Ok(PreviewResult {
                 strategy,
                 compacted: false,
@@ -29,23 +27,12 @@ pub fn handle(server: &mut Server, params: PreviewParams) -> RpcResult<PreviewRe
                 prune_message_ids: Vec::new(),
                 tokens_before,
                 estimated_tokens_after: tokens_before,
+                overhead_tokens,
                 required: Vec::new(),
             })
         }
     };
-    let summarized_tokens: u64 = job
-        .input
-        .iter()
-        .chain(job.turn_prefix.iter())
-        .flat_map(|i| i.tokens.iter())
-        .sum();
-    let sections = job.files.render();
-    let summary_estimate = if strategy == Strategy::Prune {
-        0
-    } else {
-        (summarized_tokens / 10).min(server.config.reserve_tokens.max(1))
-            + Encoding::O200k.count(&sections)
-    };
+    let job = preview.job;
     Ok(PreviewResult {
         strategy,
         compacted: false,
@@ -60,19 +47,13 @@ pub fn handle(server: &mut Server, params: PreviewParams) -> RpcResult<PreviewRe
         summarize_message_ids: job.summarized_ids,
         keep_message_ids: job.kept_ids,
         prune_message_ids: job.pruned_ids,
-        tokens_before,
-        estimated_tokens_after: job.tokens_without_summary + summary_estimate,
-        required: job.required.iter().map(describe).collect(),
+        tokens_before: job.tokens_before,
+        estimated_tokens_after: preview.estimated_tokens_after,
+        overhead_tokens,
+        required: job
+            .required
+            .iter()
+            .map(engine::compaction::describe_required)
+            .collect(),
     })
-}
-
-fn describe(required: &Required) -> String {
-    let (label, text) = match required {
-        Required::Path(t) => ("modified file", t),
-        Required::LatestRequest(t) => ("latest request", t),
-        Required::Rule(t) => ("rule", t),
-        Required::Verbatim(t) => ("verbatim", t),
-    };
-    let short: String = text.chars().take(120).collect();
-    format!("{label}: {short}")
 }

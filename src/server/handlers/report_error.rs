@@ -5,16 +5,16 @@
 use lsp_server::RequestId;
 
 use crate::compaction::overflow::{classify_error, ErrorKind};
-use crate::compaction::Strategy;
-use crate::protocol::{ReportErrorParams, ReportErrorResult};
-use crate::server::compactor::{self, Request, Waiter};
+use crate::engine;
+use crate::protocol::{ReportErrorParams, ReportErrorResult, Strategy, Trigger};
+use crate::server::compactor::{self, CompactionRequest, Waiter};
 use crate::server::{Reply, Server};
-use crate::session::Trigger;
 
 pub fn start(server: &mut Server, id: RequestId, params: ReportErrorParams) -> Reply {
-    if let Err(e) = server.session(&params.session_id) {
-        return Reply::Now(Err(e));
-    }
+    let session = match server.session(&params.session_id) {
+        Ok(open) => &open.session,
+        Err(e) => return Reply::Now(Err(e)),
+    };
     let kind = classify_error(params.status, &params.message);
     let kind_name = match kind {
         ErrorKind::Overflow => "overflow",
@@ -34,24 +34,16 @@ pub fn start(server: &mut Server, id: RequestId, params: ReportErrorParams) -> R
             compaction: None,
         }));
     }
-    // The context no longer fits: keep as much of the tail as still leaves
-    // something to summarize (full, half, then nothing).
-    let full = server.config.keep_recent_tokens;
-    let keep = [full, full / 2, 0]
-        .into_iter()
-        .find(|&keep| {
-            let options = server.plan_options(Strategy::Checkpoint, keep, None);
-            server.sessions[&params.session_id]
-                .session
-                .plan(&options, 0)
-                .is_ok()
-        })
-        .unwrap_or(0);
+    // Recovering compacts: refused for a session open read-only.
+    if let Err(e) = server.writable_session(&params.session_id) {
+        return Reply::Now(Err(e));
+    }
+    let keep = engine::compaction::overflow_keep(&server.config, session);
     let progress = server.progress_token(params.work_done_token);
     compactor::start(
         server,
         &params.session_id,
-        Request {
+        CompactionRequest {
             strategy: Strategy::Checkpoint,
             keep_recent_tokens: keep,
             instructions: None,

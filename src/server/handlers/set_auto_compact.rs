@@ -1,6 +1,6 @@
+use crate::engine;
 use crate::protocol::{SetAutoCompactParams, SetAutoCompactResult};
-use crate::server::{RpcError, RpcResult, Server};
-use crate::store::{LogEntry, SessionSettings};
+use crate::server::{RpcResult, Server};
 
 /// Switches auto-compaction for one session (persisted). Switching it on
 /// also resets the circuit breaker.
@@ -8,22 +8,10 @@ pub fn handle(
     server: &mut Server,
     params: SetAutoCompactParams,
 ) -> RpcResult<SetAutoCompactResult> {
-    let open = server.session_mut(&params.session_id)?;
-    open.log
-        .append(
-            &[LogEntry::Settings(SessionSettings {
-                auto_compact: Some(params.enabled),
-                ..SessionSettings::default()
-            })],
-            false,
-        )
-        .map_err(|e| RpcError::internal(e.to_string()))?;
-    open.session.auto_compact = Some(params.enabled);
-    if params.enabled {
-        open.session.auto.reset();
-    }
+    engine::append::set_auto_compact(server.session_mut(&params.session_id)?, params.enabled)?;
+    let open = &server.sessions[&params.session_id];
     Ok(SetAutoCompactResult {
-        session_id: params.session_id.clone(),
-        enabled: server.auto_compact_allowed(&params.session_id),
+        enabled: engine::auto::allowed(&server.config, &open.session, open.access()),
+        session_id: params.session_id,
     })
 }

@@ -165,8 +165,8 @@ impl Digest {
     /// A request after the task: listed when it says something new, else
     /// counted as a follow-up.
     pub fn add_request(&mut self, request: String) {
-        if super::extract::substantial(&request) {
-            let line = super::extract::request_line(&request);
+        if super::wording::substantial(&request) {
+            let line = super::wording::request_line(&request);
             if self.requests.last() != Some(&line) && self.task.as_deref() != Some(&request) {
                 self.requests.push(line);
             }
@@ -455,7 +455,7 @@ impl Digest {
         } else {
             None
         };
-        let quote = || super::extract::clip(&latest.request, NEXT_CHARS);
+        let quote = || super::wording::clip(&latest.request, NEXT_CHARS);
         Some(match (above, latest.answered) {
             (Some(which), false) => format!("Continue with the {which} above."),
             (Some(which), true) => format!("The {which} above was answered; {GO_ON}."),
@@ -924,6 +924,6 @@ fn keep_newest(list: &mut Vec<String>, omitted: &mut usize, keep: usize) {
 
 fn clip_all(list: &mut [String], chars: usize) {
     for item in list {
-        *item = super::extract::clip(item, chars);
+        *item = super::wording::clip(item, chars);
     }
 }

@@ -11,6 +11,7 @@
 
 mod digest;
 mod extract;
+mod wording;
 
 use std::time::Duration;
 
@@ -120,7 +121,7 @@ fn digest_of_request(request: &SummaryRequest) -> Digest {
         .as_deref()
         .map(str::trim)
         .filter(|s| !s.is_empty())
-        .map(|s| extract::clip(s, 320));
+        .map(|s| wording::clip(s, 320));
     digest.keep_newest_logs(PROGRESS_KEPT, DECISIONS_KEPT);
     digest
 }

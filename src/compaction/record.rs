@@ -1,0 +1,156 @@
+//! A compaction as the session log records it, and how its summary shows in
+//! the view. Pure.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::{FileMarks, FileSections, Strategy};
+use crate::conversation::{Message, Usage};
+use crate::tokens::{self, Encoding};
+
+/// Why a compaction ran.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum Trigger {
+    Manual,
+    Threshold,
+    Overflow,
+}
+
+/// The run of messages an `incremental` compaction replaced.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ReplacedRange {
+    pub from_message_id: String,
+    pub to_message_id: String,
+}
+
+fn full_recall() -> f64 {
+    1.0
+}
+
+/// A compaction as the session log records it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CompactionRecord {
+    pub id: String,
+    #[serde(default)]
+    pub strategy: Strategy,
+    /// The summary body (with any `<preserved>` section), without the file
+    /// sections. Empty for `prune`.
+    #[serde(default)]
+    pub summary: String,
+    /// `checkpoint`: the first message kept verbatim, if any was.
+    #[serde(default)]
+    pub first_kept_message_id: Option<String>,
+    /// `checkpoint`: the newest message the summary replaces; the view
+    /// starts after it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_summarized_message_id: Option<String>,
+    /// `incremental`: the run the summary replaces.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replaces: Option<ReplacedRange>,
+    /// `prune`: tool results whose output is replaced by a placeholder.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pruned_message_ids: Vec<String>,
+    pub messages_summarized: usize,
+    pub tokens_before: u64,
+    pub tokens_after: u64,
+    #[serde(default)]
+    pub read_files: Vec<String>,
+    #[serde(default)]
+    pub modified_files: Vec<String>,
+    /// Created and deleted files among `modified_files`, and how many
+    /// files the sections left out.
+    #[serde(default, skip_serializing_if = "FileMarks::is_empty")]
+    pub file_marks: FileMarks,
+    pub trigger: Trigger,
+    pub summarizer: String,
+    #[serde(default)]
+    pub chunks: u32,
+    /// A lower rung of the fallback ladder wrote the summary.
+    #[serde(default)]
+    pub degraded: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub degraded_reason: Option<String>,
+    /// Share of the required items (modified files, latest request, user
+    /// rules, the task, pins) the summary and kept messages held before
+    /// `<preserved>` added the missing ones.
+    #[serde(default = "full_recall")]
+    pub recall: f64,
+    /// User rules carried to the next compaction's retention check.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub retained_rules: Vec<String>,
+    /// What the summarizer's provider reported for its calls.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage: Option<Usage>,
+    /// Milliseconds since the Unix epoch.
+    pub created_at: u64,
+    pub duration_ms: u64,
+}
+
+impl CompactionRecord {
+    pub fn file_sections(&self) -> FileSections {
+        FileSections {
+            read: self.read_files.clone(),
+            modified: self.modified_files.clone(),
+            marks: self.file_marks.clone(),
+        }
+    }
+
+    /// The summary as the model sees it: body plus file sections.
+    pub fn full_summary(&self) -> String {
+        format!(
+            "{}\n{}",
+            self.summary.trim_end(),
+            self.file_sections().render()
+        )
+        .trim()
+        .to_string()
+    }
+
+    /// The message that stands for this compaction in the view: for
+    /// `incremental` an assistant message in place of the run, otherwise
+    /// the user message carrying the summary after `prefix`.
+    pub fn view_message(&self, prefix: &str) -> Message {
+        match self.strategy {
+            Strategy::Incremental => Message::assistant(
+                summary_id(&self.id),
+                format!(
+                    "[compactd] Summary of {} earlier assistant and tool messages:\n\n{}",
+                    self.messages_summarized,
+                    self.summary.trim()
+                ),
+                vec![],
+            ),
+            _ => super::summary_message(&self.id, prefix, &self.full_summary()),
+        }
+    }
+
+    /// Tokens the summary message takes in the view (none for `prune`).
+    pub fn summary_tokens(&self, encoding: Encoding, prefix: &str) -> u64 {
+        match self.strategy {
+            Strategy::Prune => 0,
+            _ => tokens::count_message(encoding, &self.view_message(prefix)),
+        }
+    }
+}
+
+/// How the id of a summary message starts.
+pub const SUMMARY_ID_PREFIX: &str = "summary-";
+
+/// The id of a record's summary message in the view.
+pub fn summary_id(record_id: &str) -> String {
+    format!("{SUMMARY_ID_PREFIX}{record_id}")
+}
+
+/// What a tool result whose output `prune` removed shows instead: a
+/// placeholder naming the size of the output it replaced.
+pub fn pruned_placeholder(tokens: u64) -> Message {
+    Message::tool_result(
+        "pruned",
+        "pruned",
+        format!("[compactd] Output pruned to save context (was {tokens} tokens). Run the tool again if you need it."),
+        false,
+    )
+}

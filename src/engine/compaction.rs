@@ -1,0 +1,259 @@
+//! A compaction for every caller (`conversation/compact`, auto-compaction,
+//! overflow recovery, `compactd compact` and `replay`): plan it against
+//! the meter, write its summaries, conclude what the summaries mean for
+//! the session, and apply the record (log first, then memory).
+
+use super::window;
+use super::{EngineError, EngineResult, OpenSession};
+use crate::compaction::retention::Required;
+use crate::compaction::summary::JobSummaries;
+use crate::compaction::{self, CompactionJob, CompactionRecord, JobTarget, PlanOptions};
+use crate::compaction::{Strategy, Trigger};
+use crate::config::Config;
+use crate::session::Session;
+use crate::store::LogEntry;
+use crate::summarize::driver::{self, DriverSettings};
+use crate::summarize::{self, ProgressSink, Summarizer};
+use crate::tokens::Encoding;
+
+/// The options the configuration gives, for one strategy and tail.
+pub fn plan_options(
+    config: &Config,
+    strategy: Strategy,
+    keep_recent_tokens: u64,
+    instructions: Option<String>,
+) -> PlanOptions {
+    PlanOptions {
+        strategy,
+        keep_recent_tokens,
+        retention_window: config.retention_window,
+        prune_protect_tokens: config.prune_protect_tokens,
+        prune_minimum_tokens: config.prune_minimum_tokens,
+        instructions,
+        max_tool_output_chars: config.max_tool_output_chars,
+        compact_prompt: config.compact_prompt.clone(),
+        update_prompt: config.update_prompt.clone(),
+    }
+}
+
+/// What the summarizer is told: the client's instructions, and for a
+/// handoff the goal it writes for first (a handoff needs one).
+pub fn instructions(
+    strategy: Strategy,
+    goal: Option<&str>,
+    instructions: Option<String>,
+) -> EngineResult<Option<String>> {
+    if strategy != Strategy::Handoff {
+        return Ok(instructions);
+    }
+    match goal.map(str::trim).filter(|g| !g.is_empty()) {
+        Some(goal) => Ok(Some(compaction::handoff_instructions(
+            goal,
+            instructions.as_deref(),
+        ))),
+        None => Err(EngineError::Invalid(
+            "invalid params at `goal`: the handoff strategy needs a goal".into(),
+        )),
+    }
+}
+
+/// Nothing to compact: why, and the meter's reading (which stays).
+#[derive(Debug, Clone, PartialEq)]
+pub struct NotPlanned {
+    pub reason: String,
+    pub tokens_before: u64,
+}
+
+/// Plans a compaction of the session as it stands; `tokensBefore` is the
+/// meter's reading.
+pub fn plan(
+    config: &Config,
+    session: &Session,
+    strategy: Strategy,
+    keep_recent_tokens: u64,
+    instructions: Option<String>,
+) -> Result<CompactionJob, NotPlanned> {
+    let tokens_before = window::meter(config, session).context_tokens;
+    let options = plan_options(config, strategy, keep_recent_tokens, instructions);
+    session
+        .plan(&options, tokens_before)
+        .map_err(|reason| NotPlanned {
+            reason,
+            tokens_before,
+        })
+}
+
+/// The tail an overflow recovery keeps: the most (full, half, then
+/// nothing) that still leaves something to summarize and, with the
+/// overhead every request carries, room under the auto-compaction limit;
+/// when no tail leaves room, the least that can be planned.
+pub fn overflow_keep(config: &Config, session: &Session) -> u64 {
+    let full = config.keep_recent_tokens;
+    let limit = window::auto_compact_at(config, window::context_window(config, session));
+    let planned: Vec<(u64, u64)> = [full, full / 2, 0]
+        .into_iter()
+        .filter_map(|keep| {
+            let options = plan_options(config, Strategy::Checkpoint, keep, None);
+            let job = session.plan(&options, 0).ok()?;
+            Some((keep, job.correction.context(job.tokens_without_summary)))
+        })
+        .collect();
+    planned
+        .iter()
+        .find(|(_, after)| *after < limit)
+        .or(planned.last())
+        .map_or(0, |(keep, _)| *keep)
+}
+
+/// The configured summarizer, with its fallback ladder and limits: writes
+/// the summaries a job needs.
+pub struct JobSummarizer {
+    summarizer: Box<dyn Summarizer>,
+    settings: DriverSettings,
+}
+
+impl JobSummarizer {
+    /// For a conversation counted in `encoding`.
+    pub fn new(config: &Config, encoding: Encoding) -> JobSummarizer {
+        JobSummarizer {
+            summarizer: summarize::from_config(&config.summarizer),
+            settings: DriverSettings::from_config(config, encoding),
+        }
+    }
+
+    /// Writes the main summary and a split turn's prefix; never fails (the
+    /// ladder ends with the offline summarizer).
+    pub async fn run(&self, job: &CompactionJob, progress: ProgressSink<'_>) -> JobSummaries {
+        let mut summaries = JobSummaries::default();
+        for (output, input) in [
+            (&mut summaries.main, &job.input),
+            (&mut summaries.turn_prefix, &job.turn_prefix),
+        ] {
+            if let Some(input) = input {
+                let summarizer = self.summarizer.as_ref();
+                *output = Some(driver::summarize(summarizer, input, self.settings, progress).await);
+            }
+        }
+        summaries
+    }
+}
+
+/// What a job's summaries mean for the session.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Conclusion {
+    /// Apply the record: the history gets smaller.
+    Apply(CompactionRecord),
+    /// The compacted history would not be smaller; nothing changes.
+    NotSmaller {
+        record: CompactionRecord,
+        reason: String,
+    },
+    /// A handoff: a new session starts with the summary; this one is
+    /// unchanged.
+    Handoff(CompactionRecord),
+}
+
+/// Records a finished job and decides what it does. A job planned before
+/// another compaction was applied is stale and changes nothing.
+pub fn conclude(
+    session: &Session,
+    job: &CompactionJob,
+    summaries: &JobSummaries,
+    trigger: Trigger,
+    created_at: u64,
+    duration_ms: u64,
+) -> EngineResult<Conclusion> {
+    if job.generation != session.compactions().len() {
+        return Err(EngineError::Failed(
+            "compaction superseded by another one, history unchanged".into(),
+        ));
+    }
+    let record = job.record(summaries, trigger, created_at, duration_ms);
+    if job.target == JobTarget::Handoff {
+        return Ok(Conclusion::Handoff(record));
+    }
+    if record.tokens_after >= record.tokens_before {
+        // A summary larger than what it replaces would only cost context.
+        let reason = format!(
+            "not applied: the compacted history would not be smaller ({} → {} tokens)",
+            record.tokens_before, record.tokens_after
+        );
+        return Ok(Conclusion::NotSmaller { record, reason });
+    }
+    Ok(Conclusion::Apply(record))
+}
+
+/// Applies a compaction: logged and synced first, then applied.
+pub fn apply(open: &mut OpenSession, record: CompactionRecord) -> EngineResult<()> {
+    open.check_writable()?;
+    open.log
+        .append(&[LogEntry::Compaction(Box::new(record.clone()))], true)
+        .map_err(|e| {
+            EngineError::Failed(format!(
+                "could not record the compaction, history unchanged: {e}"
+            ))
+        })?;
+    open.session.apply_compaction(record);
+    Ok(())
+}
+
+/// The tokens a handoff's new session starts with, as the provider would
+/// count them: the source's calibration applies (the same agent sends the
+/// same system prompt and tools).
+pub fn handoff_tokens(source: &Session, fresh: &Session) -> u64 {
+    source.correction().context(fresh.estimated_tokens())
+}
+
+/// Why a handoff left its session as it was.
+pub fn handoff_reason(new_session_id: &str) -> String {
+    format!("handoff written to the new session {new_session_id}; this session is unchanged")
+}
+
+/// A dry run: the plan, and the tokens after it with the summary's size
+/// estimated as a tenth of what it replaces (at most the reserve), plus
+/// the file sections, as the provider would count them (overhead
+/// included, like the meter).
+#[derive(Debug, Clone)]
+pub struct Preview {
+    pub job: CompactionJob,
+    pub estimated_tokens_after: u64,
+}
+
+pub fn preview(
+    config: &Config,
+    session: &Session,
+    strategy: Strategy,
+    keep_recent_tokens: u64,
+) -> Result<Preview, NotPlanned> {
+    let job = plan(config, session, strategy, keep_recent_tokens, None)?;
+    let summarized_tokens: u64 = job
+        .input
+        .iter()
+        .chain(job.turn_prefix.iter())
+        .flat_map(|i| i.tokens.iter())
+        .sum();
+    let summary_estimate = if strategy == Strategy::Prune {
+        0
+    } else {
+        (summarized_tokens / 10).min(config.reserve_tokens.max(1))
+            + Encoding::O200k.count(&job.files.render())
+    };
+    Ok(Preview {
+        estimated_tokens_after: job
+            .correction
+            .context(job.tokens_without_summary + summary_estimate),
+        job,
+    })
+}
+
+/// One line per item the retention check looks for.
+pub fn describe_required(required: &Required) -> String {
+    let (label, text) = match required {
+        Required::Path(t) => ("modified file", t),
+        Required::LatestRequest(t) => ("latest request", t),
+        Required::Rule(t) => ("rule", t),
+        Required::Verbatim(t) => ("verbatim", t),
+    };
+    let short: String = text.chars().take(120).collect();
+    format!("{label}: {short}")
+}

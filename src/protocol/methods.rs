@@ -1,0 +1,248 @@
+//! Every method of the protocol, named once: who sends it and whether it
+//! is answered. `server::routes` dispatches by these names, `initialize`
+//! advertises from this table, `schemas/methods.json` (from which the VS
+//! Code extension's method list and the clients' typed methods are
+//! generated) is written from it, and a
+//! test holds it, the routes and `docs/protocol.md` to each other.
+
+use lsp_server::ErrorCode;
+use serde::Serialize;
+
+use super::*;
+
+/// Who sends a method, and whether it is answered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub enum Kind {
+    /// Client → server, answered.
+    Request,
+    /// Client → server, not answered.
+    Notification,
+    /// Client → server, either way (answered only as a request).
+    RequestOrNotification,
+    /// Server → client, not answered.
+    ServerNotification,
+    /// Server → client, answered.
+    ServerRequest,
+}
+
+impl Kind {
+    /// The client may send it as a request.
+    pub fn is_request(self) -> bool {
+        matches!(self, Kind::Request | Kind::RequestOrNotification)
+    }
+
+    /// The client may send it as a notification.
+    pub fn is_notification(self) -> bool {
+        matches!(self, Kind::Notification | Kind::RequestOrNotification)
+    }
+}
+
+/// One method.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Method {
+    /// The constant that names it here and in the VS Code extension.
+    pub constant: &'static str,
+    pub name: &'static str,
+    pub kind: Kind,
+    /// Defined by LSP or JSON-RPC, not by compactd.
+    pub lsp: bool,
+    /// The schema (under `schemas/`) of its params, for the generated
+    /// clients; `None` for LSP's own lifecycle types.
+    pub params: Option<&'static str>,
+    /// The schema of a request's result.
+    pub result: Option<&'static str>,
+    pub doc: &'static str,
+}
+
+macro_rules! methods {
+    ($($(#[doc = $doc:literal])+ $constant:ident = $name:literal, $kind:ident
+        $(($params:ident $(=> $result:ident)?))? $(, $lsp:ident)?;)+) => {
+        $(
+            $(#[doc = $doc])+
+            pub const $constant: &str = $name;
+        )+
+        /// Every method, in the order the protocol documents them.
+        pub const ALL: &[Method] = &[$(Method {
+            constant: stringify!($constant),
+            name: $name,
+            kind: Kind::$kind,
+            lsp: methods!(@lsp $($lsp)?),
+            params: methods!(@type $($params)?),
+            result: methods!(@type $($($result)?)?),
+            doc: concat!($($doc),+),
+        },)+];
+        // The named types exist and are wire types.
+        const _: () = {$($(
+            wire_type::<$params>();
+            $(wire_type::<$result>();)?
+        )?)+};
+    };
+    (@lsp lsp) => { true };
+    (@lsp) => { false };
+    (@type $ty:ident) => { Some(stringify!($ty)) };
+    (@type) => { None };
+}
+
+const fn wire_type<T: schemars::JsonSchema>() {}
+
+methods! {
+    /// Starts a session with the server; `initializationOptions` is the configuration.
+    INITIALIZE = "initialize", Request, lsp;
+    /// The client finished initializing.
+    INITIALIZED = "initialized", Notification, lsp;
+    /// Stops serving requests; `exit` follows.
+    SHUTDOWN = "shutdown", Request, lsp;
+    /// Ends the process (0 after `shutdown`, else 1).
+    EXIT = "exit", Notification, lsp;
+    /// Cancels a running request.
+    CANCEL_REQUEST = "$/cancelRequest", Notification, lsp;
+    /// Accepted and ignored.
+    SET_TRACE = "$/setTrace", Notification, lsp;
+    /// Accepted and ignored.
+    LOG_TRACE = "$/logTrace", Notification, lsp;
+    /// Live configuration, in the shape of `initializationOptions`.
+    DID_CHANGE_CONFIGURATION = "workspace/didChangeConfiguration", Notification, lsp;
+    /// Server → client: creates a progress token (clients that advertised `window.workDoneProgress`).
+    WORK_DONE_PROGRESS_CREATE = "window/workDoneProgress/create", ServerRequest, lsp;
+    /// Opens a new session, or resumes one from its log.
+    OPEN = "conversation/open", Request(OpenParams => OpenResult);
+    /// Appends messages to a session.
+    APPEND = "conversation/append", RequestOrNotification(AppendParams => AppendResult);
+    /// The history as the model should see it.
+    HISTORY = "conversation/history", Request(SessionParams => HistoryResult);
+    /// Compacts a session.
+    COMPACT = "conversation/compact", Request(CompactParams => CompactResult);
+    /// Whether a session should compact; starts auto-compaction when a trigger fires.
+    CHECK = "conversation/check", Request(SessionParams => CheckResult);
+    /// Switches auto-compaction for one session.
+    SET_AUTO_COMPACT = "conversation/setAutoCompact", Request(SetAutoCompactParams => SetAutoCompactResult);
+    /// What a compaction would do, without a summarizer.
+    PREVIEW = "conversation/preview", Request(PreviewParams => PreviewResult);
+    /// Every compaction of a session.
+    COMPACTIONS = "conversation/compactions", Request(SessionParams => CompactionsResult);
+    /// A new session holding everything logged before a message.
+    BRANCH = "conversation/branch", Request(BranchParams => BranchResult);
+    /// Text kept verbatim through every compaction.
+    PIN = "conversation/pin", Request(PinParams => PinResult);
+    /// A failed model request; a context overflow compacts.
+    REPORT_ERROR = "conversation/reportError", Request(ReportErrorParams => ReportErrorResult);
+    /// A transcript in another tool's format becomes a new session.
+    IMPORT = "conversation/import", Request(ImportParams => ImportResult);
+    /// Server → client: a session's meter changed.
+    TOKENS = "conversation/tokens", ServerNotification(TokensNotification);
+    /// Server → client: a compaction was applied.
+    DID_COMPACT = "conversation/didCompact", ServerNotification(DidCompactNotification);
+    /// Server → client: the circuit breaker stopped auto-compaction of a session.
+    AUTO_COMPACT_STOPPED = "conversation/autoCompactStopped", ServerNotification(AutoCompactStoppedNotification);
+    /// Server → client: progress of a long request.
+    PROGRESS = "$/progress", ServerNotification, lsp;
+    /// A session's file ledger.
+    FILES_LIST = "files/list", Request(SessionParams => FilesListResult);
+    /// Files whose content still hashes as at their last read.
+    FILES_UNCHANGED_SINCE_READ = "files/unchangedSinceRead", Request(SessionParams => UnchangedSinceReadResult);
+    /// An agent read a file.
+    FILES_DID_READ = "files/didRead", Notification(FileNotificationParams);
+    /// An agent modified a file.
+    FILES_DID_MODIFY = "files/didModify", Notification(FileNotificationParams);
+    /// An agent created a file.
+    FILES_DID_CREATE = "files/didCreate", Notification(FileNotificationParams);
+    /// An agent deleted a file.
+    FILES_DID_DELETE = "files/didDelete", Notification(FileNotificationParams);
+    /// Server → client: a ledger file changed on disk by someone else.
+    FILES_DID_CHANGE = "files/didChange", ServerNotification(FileDidChangeNotification);
+    /// An editor opened a file (a read).
+    DID_OPEN = "textDocument/didOpen", Notification(DidOpenTextDocumentParams), lsp;
+    /// An editor changed a buffer (a modification).
+    DID_CHANGE = "textDocument/didChange", Notification(DidChangeTextDocumentParams), lsp;
+    /// An editor saved a file (a modification).
+    DID_SAVE = "textDocument/didSave", Notification(DidSaveTextDocumentParams), lsp;
+    /// An editor closed a buffer.
+    DID_CLOSE = "textDocument/didClose", Notification(DidCloseTextDocumentParams), lsp;
+    /// An editor's watcher saw files created, changed or deleted.
+    DID_CHANGE_WATCHED_FILES = "workspace/didChangeWatchedFiles", Notification(DidChangeWatchedFilesParams), lsp;
+}
+
+/// The method called `name`.
+pub fn find(name: &str) -> Option<&'static Method> {
+    ALL.iter().find(|m| m.name == name)
+}
+
+fn names(wanted: impl Fn(&Method) -> bool) -> Vec<String> {
+    ALL.iter()
+        .filter(|m| wanted(m))
+        .map(|m| m.name.to_string())
+        .collect()
+}
+
+/// compactd's own requests, as `initialize` advertises them.
+pub fn advertised_requests() -> Vec<String> {
+    names(|m| m.kind.is_request() && !m.lsp)
+}
+
+/// The notifications the server sends, as `initialize` advertises them.
+pub fn advertised_notifications() -> Vec<String> {
+    names(|m| m.kind == Kind::ServerNotification)
+}
+
+/// The JSON-RPC error codes compactd answers with: JSON-RPC's and LSP's,
+/// then compactd's own (`super::error_codes`).
+pub const ERROR_CODES: &[(&str, i32)] = &[
+    (
+        "SERVER_NOT_INITIALIZED",
+        ErrorCode::ServerNotInitialized as i32,
+    ),
+    ("INVALID_REQUEST", ErrorCode::InvalidRequest as i32),
+    ("METHOD_NOT_FOUND", ErrorCode::MethodNotFound as i32),
+    ("INVALID_PARAMS", ErrorCode::InvalidParams as i32),
+    ("INTERNAL_ERROR", ErrorCode::InternalError as i32),
+    ("REQUEST_CANCELLED", ErrorCode::RequestCanceled as i32),
+    ("SESSION_LOCKED", super::error_codes::SESSION_LOCKED),
+    ("SESSION_READ_ONLY", super::error_codes::SESSION_READ_ONLY),
+];
+
+/// `schemas/methods.json`: the table and the error codes.
+pub fn table_json() -> serde_json::Value {
+    let methods: Vec<serde_json::Value> = ALL
+        .iter()
+        .map(|m| {
+            serde_json::json!({
+                "constant": m.constant,
+                "name": m.name,
+                "kind": m.kind,
+                "lsp": m.lsp,
+                "params": m.params,
+                "result": m.result,
+                "doc": m.doc.trim(),
+            })
+        })
+        .collect();
+    let codes: serde_json::Map<String, serde_json::Value> = ERROR_CODES
+        .iter()
+        .map(|(name, code)| (name.to_string(), serde_json::json!(*code)))
+        .collect();
+    serde_json::json!({ "methods": methods, "errorCodes": codes })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ALL;
+
+    #[test]
+    fn every_type_the_table_names_has_a_schema_of_that_title() {
+        let titles: Vec<String> = super::super::schemas()
+            .into_iter()
+            .filter_map(|(_, schema)| Some(schema.get("title")?.as_str()?.to_string()))
+            .collect();
+        for method in ALL {
+            for name in method.params.iter().chain(method.result.iter()) {
+                assert!(
+                    titles.iter().any(|t| t == name),
+                    "{}: no schema titled {name}",
+                    method.name
+                );
+            }
+        }
+    }
+}

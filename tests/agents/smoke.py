@@ -1,0 +1,186 @@
+#!/usr/bin/env python3
+"""Smoke test: the scripted server speaks each API, and drives the real Claude Code and pi.
+
+    python3 tests/agents/smoke.py            # after `npm ci` in tests/agents
+
+Prints one line per check and closes with 'N passed, N failed'. The agent checks
+skip (with the reason) when tests/agents/node_modules is missing; the server
+checks always run.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import tempfile
+import time
+import traceback
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import harness
+
+SCENARIOS = harness.HERE / "scenarios"
+
+
+def post(url, body):
+    req = urllib.request.Request(url, data=json.dumps(body).encode(), headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(req, timeout=10) as resp:
+            return resp.status, resp.read().decode()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read().decode()
+
+
+def sse_events(text):
+    return [json.loads(line[6:]) for line in text.splitlines() if line.startswith("data: ") and line != "data: [DONE]"]
+
+
+def make_workspace(root):
+    ws = Path(root) / "work space.d" / "proj_1"
+    (ws / "src").mkdir(parents=True)
+    (ws / "a.txt").write_text("alpha\nbeta\n")
+    (ws / "src" / "b.py").write_text("def f():\n    return 1\n")
+    return ws
+
+
+# ---------------------------------------------------------------- checks
+
+
+def check_server_apis(tmp):
+    """Each API answers the scripted turn in its own wire shape; matching, errors and the log work."""
+    scenario = Path(tmp) / "s.json"
+    scenario.write_text(json.dumps({
+        "turns": [
+            {"reply": {"text": "hi", "tool_calls": [{"id": "t1", "name": "Read", "arguments": {"file_path": "${W}/a"}}], "usage": {"input": 7, "output": 3, "cache_read": 5}}},
+            {"match": {"tool_result_for": "t1"}, "reply": {"text": "after tool"}},
+            {"match": {"compaction": True}, "repeat": True, "reply": {"text": "SUMMARY"}},
+            {"match": {"last_user_contains": "overflow"}, "error": {"status": 400, "body": {"error": {"message": "too long"}}}},
+            {"match": {"api": "chat"}, "repeat": True, "reply": {"tool_calls": [{"id": "c1", "name": "read", "arguments": {"path": "a"}}], "usage": {"input": 10, "output": 2}}},
+            {"match": {"api": "responses"}, "reply": {"text": "resp text"}},
+        ]
+    }))
+    with harness.ScriptedModel(scenario, Path(tmp) / "log.jsonl", {"W": "/ws"}) as m:
+        status, text = post(m.url + "/v1/messages?beta=true", {"model": "m", "stream": True, "messages": [{"role": "user", "content": "go"}]})
+        events = sse_events(text)
+        kinds = [e["type"] for e in events]
+        assert status == 200 and kinds[0] == "message_start" and kinds[-1] == "message_stop", kinds
+        tool_start = next(e for e in events if e["type"] == "content_block_start" and e["content_block"]["type"] == "tool_use")
+        partial = "".join(e["delta"]["partial_json"] for e in events if e["type"] == "content_block_delta" and e["delta"]["type"] == "input_json_delta")
+        assert tool_start["content_block"]["id"] == "t1" and json.loads(partial) == {"file_path": "/ws/a"}, partial
+        delta = next(e for e in events if e["type"] == "message_delta")
+        assert delta["delta"]["stop_reason"] == "tool_use" and delta["usage"]["cache_read_input_tokens"] == 5, delta
+
+        answer = [{"role": "user", "content": "go"}, {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "Read", "input": {}}]},
+                  {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "x"}]}]
+        status, text = post(m.url + "/v1/messages", {"model": "m", "messages": answer})
+        assert status == 200 and json.loads(text)["content"][0]["text"] == "after tool", text
+
+        status, text = post(m.url + "/v1/messages", {"model": "m", "system": "Your task is to create a detailed summary of the conversation so far", "messages": answer})
+        assert json.loads(text)["content"][0]["text"] == "SUMMARY", text
+        status, text = post(m.url + "/v1/messages", {"model": "m", "messages": [{"role": "user", "content": "overflow please"}]})
+        assert status == 400 and json.loads(text)["error"]["message"] == "too long", (status, text)
+
+        status, text = post(m.url + "/v1/chat/completions", {"model": "m", "stream": True, "stream_options": {"include_usage": True}, "messages": [{"role": "user", "content": "go"}]})
+        chunks = sse_events(text)
+        assert text.rstrip().endswith("data: [DONE]") and chunks[-1]["usage"]["prompt_tokens"] == 10, chunks[-1]
+        args = "".join(c["choices"][0]["delta"].get("tool_calls", [{}])[0].get("function", {}).get("arguments", "") for c in chunks if c["choices"])
+        assert json.loads(args) == {"path": "a"} and chunks[-2]["choices"][0]["finish_reason"] == "tool_calls", chunks[-2]
+        status, text = post(m.url + "/v1/chat/completions", {"model": "m", "messages": [{"role": "user", "content": "go"}]})
+        assert json.loads(text)["choices"][0]["message"]["tool_calls"][0]["id"] == "c1", text
+
+        status, text = post(m.url + "/v1/responses", {"model": "m", "stream": True, "input": "go"})
+        events = sse_events(text)
+        assert events[-1]["type"] == "response.completed" and events[-1]["response"]["output"][0]["content"][0]["text"] == "resp text", events[-1]
+        status, text = post(m.url + "/v1/responses", {"model": "m", "input": "again"})
+        assert json.loads(text)["output"][0]["content"][0]["text"] == "(scripted server: no turn left)", text
+
+        status, text = post(m.url + "/v1/messages/count_tokens", {"model": "m", "messages": []})
+        assert status == 200 and json.loads(text)["input_tokens"] > 0, text
+        with urllib.request.urlopen(m.url + "/v1/models", timeout=10) as resp:
+            assert json.loads(resp.read())["data"][0]["id"] == "scripted-model"
+        status, _ = post(m.url + "/v1/nope", {})
+        assert status == 404
+        log = m.requests()
+    assert [r.get("turn") for r in log if r.get("api") in ("anthropic", "chat", "responses")] == [0, 1, 2, 3, 4, 4, 5, None], log
+    assert log[2]["compaction"] is True and log[-4]["unmatched"] is True and log[-1]["status"] == 404
+    assert harness.orphaned_tool_results(log[1]) == [] and harness.orphaned_tool_results({"api": "chat", "body": {"messages": [{"role": "tool", "tool_call_id": "zz"}]}}) == ["zz"]
+
+
+def check_claude_code(tmp):
+    """claude -p runs Read, Read, Edit, Write, Bash against the script and writes the transcript where we expect."""
+    ws, home = make_workspace(tmp), Path(tmp) / "home"
+    home.mkdir()
+    with harness.ScriptedModel(SCENARIOS / "claude-code-tools.json", Path(tmp) / "requests.jsonl", {"WORKSPACE": str(ws)}) as m:
+        run = harness.run_claude(["-p", "edit a.txt and write c.md", "--allowedTools", "Read,Edit,Write,Bash", "--output-format", "stream-json", "--verbose"], ws, home, m.url)
+        requests = m.requests()
+    assert run.returncode == 0, run.stderr[-2000:]
+    result = json.loads(run.stdout.splitlines()[-1])
+    assert result["type"] == "result" and result["result"] == "Done: a.txt edited, c.md written.", result
+    assert (ws / "a.txt").read_text() == "ALPHA\nbeta\n" and (ws / "c.md").exists()
+
+    project = harness.claude_project_dir(home / ".claude", ws)
+    transcripts = list(project.glob("*.jsonl"))
+    assert [t.stem for t in transcripts] == [result["session_id"]], (project, list((home / ".claude" / "projects").iterdir()))
+    lines = harness.read_jsonl(transcripts[0])
+    assistant = [entry for entry in lines if entry.get("type") == "assistant"]
+    tools = [b["name"] for entry in assistant for b in entry["message"]["content"] if b["type"] == "tool_use"]
+    assert tools == ["Read", "Read", "Edit", "Write", "Bash"], tools
+    first_id = assistant[0]["message"]["id"]
+    assert sum(1 for entry in assistant if entry["message"]["id"] == first_id) == 3  # text + 2 parallel tool_use lines
+    assert assistant[0]["message"]["usage"]["cache_read_input_tokens"] == 12000
+    assert all(r["api"] == "anthropic" and r["turn"] is not None and not harness.orphaned_tool_results(r) for r in requests), requests
+
+
+def check_pi(tmp):
+    """pi -p runs read, read, edit, write, bash and then compacts (tiny window); the session file holds it all."""
+    ws, home = make_workspace(tmp), Path(tmp) / "home"
+    with harness.ScriptedModel(SCENARIOS / "pi-tools.json", Path(tmp) / "requests.jsonl") as m:
+        harness.pi_home(home, m.url, context_window=16000, settings={"compaction": {"reserveTokens": 14700, "keepRecentTokens": 50}})
+        run = harness.run_pi(["-p", "edit a.txt and write c.md"], ws, home)
+        requests = m.requests()
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert run.stdout.strip() == "Done: a.txt edited, c.md written.", run.stdout
+    assert (ws / "a.txt").read_text() == "ALPHA\nbeta\n" and (ws / "c.md").exists()
+
+    sessions = list(harness.pi_session_dir(home, ws).glob("*.jsonl"))
+    assert len(sessions) == 1, list((home / ".pi" / "agent" / "sessions").iterdir())
+    entries = harness.read_jsonl(sessions[0])
+    assert entries[0]["type"] == "session" and entries[0]["cwd"] == str(ws)
+    calls = [c["name"] for e in entries if e["type"] == "message" and e["message"]["role"] == "assistant" for c in e["message"]["content"] if c["type"] == "toolCall"]
+    assert calls == ["read", "read", "edit", "write", "bash"], calls
+    compaction = [e for e in entries if e["type"] == "compaction"]
+    assert len(compaction) == 1 and compaction[0]["tokensBefore"] == 1512 and "a.txt" in compaction[0]["details"]["modifiedFiles"], compaction
+    assert [r["compaction"] for r in requests] == [False] * 5 + [True], [r["compaction"] for r in requests]
+    assert all(r["stream"] and r["body"]["stream_options"]["include_usage"] and not harness.orphaned_tool_results(r) for r in requests)
+
+
+CHECKS = [(check_server_apis, False), (check_claude_code, True), (check_pi, True)]
+
+
+def main():
+    passed = failed = skipped = 0
+    missing = harness.agents_installed()
+    for check, needs_agents in CHECKS:
+        name = check.__name__
+        if needs_agents and missing:
+            print(f"SKIP {name}: {missing}")
+            skipped += 1
+            continue
+        start = time.monotonic()
+        with tempfile.TemporaryDirectory(prefix="agents-smoke-") as tmp:
+            try:
+                check(tmp)
+            except Exception:
+                failed += 1
+                print(f"FAIL {name} ({time.monotonic() - start:.1f}s)\n{traceback.format_exc()}")
+                continue
+        passed += 1
+        print(f"PASS {name} ({time.monotonic() - start:.1f}s)")
+    print(f"{passed} passed, {failed} failed" + (f", {skipped} skipped" if skipped else ""))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
