@@ -19,9 +19,10 @@ use std::sync::Arc;
 use crate::compaction::job::{self, PlanInput, PlanOptions, PlannedJob};
 use crate::compaction::plan::{EntryKind, ViewEntry};
 use crate::compaction::record::{pruned_placeholder, CompactionRecord};
+use crate::compaction::retention;
 use crate::compaction::trigger::CircuitBreaker;
 use crate::compaction::{self, Strategy};
-use crate::conversation::{CallStep, CallTracker, Message, MessageBody, OffHistory, Role};
+use crate::conversation::{CallStep, CallTracker, Message, MessageBody, OffHistory};
 use crate::files::{FileEvent, SessionFileLedger};
 use crate::tokens::{self, Calibration, Encoding};
 use meter::{synthetic_tokens, ViewTotals};
@@ -377,7 +378,7 @@ impl Session {
             correction: self.correction(),
             has_checkpoint: self.checkpoint.is_some(),
             records: &self.compactions,
-            task: self.all_messages().find(|m| m.role() == Role::User),
+            task: retention::first_request(self.all_messages()),
             pins: &self.pins,
             files: self.file_ledger.sections(),
             encoding: self.encoding,

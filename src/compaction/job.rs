@@ -17,7 +17,7 @@ use super::record::{pruned_placeholder, summary_id, CompactionRecord, ReplacedRa
 use super::retention::{self, Required};
 use super::summary::{JobSummaries, SummaryInput, SummaryRequest, WrittenSummary};
 use super::{FileSections, Strategy};
-use crate::conversation::{repair_for_model, synthetic_result, CallTracker, Message, Role, Usage};
+use crate::conversation::{repair_for_model, synthetic_result, CallTracker, Message, Usage};
 use crate::tokens::{self, Correction, Encoding};
 
 /// How to plan a compaction.
@@ -47,8 +47,9 @@ pub struct PlanInput<'a> {
     pub has_checkpoint: bool,
     /// Every compaction applied so far, oldest first.
     pub records: &'a [CompactionRecord],
-    /// The session's first user message: the task.
-    pub task: Option<&'a Message>,
+    /// The task: the session's first request, as
+    /// `retention::first_request` reads it.
+    pub task: Option<String>,
     pub pins: &'a [String],
     /// The file sections as the ledger gives them now.
     pub files: FileSections,
@@ -136,14 +137,15 @@ impl PlanInput<'_> {
             .unwrap_or_else(|| entry.message.id.clone())
     }
 
-    /// The text of the latest user message in the view.
+    /// The latest request in the view (`retention::latest_request`;
+    /// summaries left out: the requests they hold are older).
     fn latest_request(&self) -> Option<String> {
-        self.entries
-            .iter()
-            .rev()
-            .filter(|e| matches!(e.kind, EntryKind::Message | EntryKind::Pruned))
-            .find(|e| e.message.role() == Role::User)
-            .map(|e| e.message.text().to_string())
+        retention::latest_request(
+            self.entries
+                .iter()
+                .filter(|e| matches!(e.kind, EntryKind::Message | EntryKind::Pruned))
+                .map(|e| e.message.as_ref()),
+        )
     }
 }
 
@@ -262,7 +264,7 @@ pub fn plan(
             .map(|r| r.retained_rules.clone())
             .unwrap_or_default(),
         latest_request: input.latest_request(),
-        task: input.task.map(|t| t.text().to_string()),
+        task: input.task.clone(),
         pins: input.pins.to_vec(),
     };
     match options.strategy {
@@ -429,10 +431,7 @@ impl PlannedJob {
             .collect();
         required.extend(latest_request.map(Required::LatestRequest));
         required.extend(rules.iter().cloned().map(Required::Rule));
-        required.extend(
-            task.filter(|t| !t.trim().is_empty())
-                .map(Required::Verbatim),
-        );
+        required.extend(task.map(Required::Verbatim));
         required.extend(pins.into_iter().map(Required::Verbatim));
         job.required = required;
         job.retained_rules = rules;
