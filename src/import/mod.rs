@@ -6,11 +6,14 @@
 //! Every importer produces the same thing: a list of our session log
 //! entries (messages, settings changes, compactions), so an imported
 //! conversation replays, meters and compacts exactly like one a client
-//! appended.
+//! appended. The agents' formats are read one line at a time (`emit`): a
+//! batch import feeds its reader every line, a followed transcript
+//! (`engine::follow`) the lines as they are written.
 
 mod builder;
 pub mod claude_code;
 pub mod codex;
+pub(crate) mod emit;
 mod file;
 pub mod openai;
 pub mod pi;
@@ -21,7 +24,8 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-pub(crate) use builder::{Builder, FirstKept, ForeignCompaction};
+pub(crate) use builder::place;
+pub(crate) use emit::{Emitter, Event, ForeignCompaction, Reader};
 
 use crate::conversation::Message;
 use crate::files::{FileTools, Workspace};
@@ -239,6 +243,42 @@ pub fn read_file(
         imported.subagents = claude_code::subagent_files(path);
     }
     Ok(imported)
+}
+
+/// A whole transcript through its reader: the batch import.
+pub(crate) fn read_all(reader: &mut dyn Reader, format: Format, lines: &[Line]) -> Imported {
+    let mut out = Emitter::new(format);
+    emit::feed(reader, lines, &mut out);
+    reader.finish(&mut out);
+    let events = out.drain();
+    builder::collect(format, events, out.skipped)
+}
+
+/// The reader of an agent's transcript format, to follow a file as it
+/// grows; `None` for formats no agent writes line by line. pi's reader is
+/// given the path of the file read so far (`pi::active_path`) and told to
+/// `follow` once caught up.
+pub(crate) fn line_reader(format: Format) -> Option<Box<dyn Reader + Send>> {
+    match format {
+        Format::ClaudeCode => Some(Box::new(claude_code::Reader::default())),
+        Format::Codex => Some(Box::new(codex::Reader::default())),
+        Format::Pi => Some(Box::new(pi::Reader::default())),
+        Format::Compactd | Format::Openai => None,
+    }
+}
+
+/// One line of a JSONL text: its 1-based number and its JSON, or why it
+/// could not be read.
+pub(crate) fn parse_line(number: usize, bytes: &[u8]) -> Line {
+    Line {
+        number,
+        value: match std::str::from_utf8(bytes) {
+            Err(_) => Err("not UTF-8 text".to_string()),
+            Ok(text) => {
+                serde_json::from_str::<Value>(text).map_err(|e| format!("invalid JSON ({e})"))
+            }
+        },
+    }
 }
 
 /// One line of a JSONL file: its 1-based number and its JSON, or why it
