@@ -80,6 +80,21 @@ pub struct Config {
     /// bytes (default 1 GiB). Larger files, and anything but a regular file
     /// (a FIFO, a device, a directory), are refused.
     pub max_import_bytes: u64,
+    /// `auto`: follow the newest Claude Code, Codex or pi session of the
+    /// workspace, and each one that starts later (`conversation/didFollow`).
+    /// `off`: follow only what `conversation/follow` asks for.
+    pub follow: FollowMode,
+}
+
+/// Whether the server follows the workspace's agent sessions by itself.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum FollowMode {
+    /// Follow the newest session, and switch when a new one starts.
+    Auto,
+    /// Only `conversation/follow`.
+    #[default]
+    Off,
 }
 
 impl Default for Config {
@@ -110,6 +125,7 @@ impl Default for Config {
             file_watcher: WatchMode::Auto,
             max_watched_paths: 256,
             max_import_bytes: DEFAULT_MAX_IMPORT_BYTES,
+            follow: FollowMode::Off,
         }
     }
 }

@@ -239,6 +239,63 @@ impl Session {
         }
     }
 
+    /// Replaces a message with a later version of itself (same id, same
+    /// role): an agent writes one response over several lines of its
+    /// transcript. Its count is redone and the meter follows; the file
+    /// ledger sees its calls again when it is the newest assistant message.
+    /// Costs the messages after it, not the session. `false`: no such
+    /// message.
+    pub fn replace_message(&mut self, message: Message) -> bool {
+        let Some(&i) = self.index.get(&message.id) else {
+            return false;
+        };
+        if self.messages[i].message.role() != message.role() {
+            return false;
+        }
+        let later = &self.messages[i + 1..];
+        if message.role() == Role::Assistant
+            && !later.iter().any(|c| c.message.role() == Role::Assistant)
+        {
+            self.file_ledger.observe(&message);
+        }
+        let tokens = tokens::count_message(self.encoding, &message);
+        let old = std::mem::replace(&mut self.messages[i].tokens, tokens);
+        self.messages[i].message = message;
+        if self.in_view(i) && !self.pruned.contains_key(&i) {
+            self.totals.tokens = self.totals.tokens - old + tokens;
+        }
+        self.totals.latest_usage = self.latest_usage();
+        true
+    }
+
+    /// Whether message `i` shows in the view as itself.
+    fn in_view(&self, i: usize) -> bool {
+        for slot in self.view.iter().rev() {
+            match *slot {
+                Slot::Message(j) if j == i => return true,
+                Slot::Message(j) if j < i => return false,
+                _ => {}
+            }
+        }
+        false
+    }
+
+    /// The latest current provider report in the view and the estimated
+    /// tokens after it, looked up from the end.
+    fn latest_usage(&self) -> Option<(u64, u64)> {
+        let generation = self.compactions.len();
+        let mut after = 0;
+        for slot in self.view.iter().rev() {
+            if let Slot::Message(i) = *slot {
+                if let Some(context) = self.current_usage(&self.messages[i], generation) {
+                    return Some((context, after));
+                }
+            }
+            after += self.slot_tokens(slot);
+        }
+        None
+    }
+
     fn add_to_totals(&mut self, slot: Slot) {
         let tokens = self.slot_tokens(&slot);
         let report = match slot {
@@ -590,6 +647,30 @@ pub(crate) mod tests {
         let mut recomputed = s.clone();
         recomputed.recompute_totals();
         assert_eq!(recomputed.totals, s.totals);
+    }
+
+    #[test]
+    fn a_replaced_message_moves_the_meter_as_a_recount_would() {
+        let mut s = session();
+        let mut first = Message::assistant("a1", "reading", vec![]);
+        first.usage = Some(Usage {
+            input: 900,
+            ..Usage::default()
+        });
+        s.push(vec![Message::user("u1", "go"), first.clone()]);
+        s.push(vec![Message::user("u2", "and then")]);
+        // The second line of the response adds a call and final usage.
+        let mut whole = Message::assistant("a1", "reading and then some more words", vec![]);
+        whole.usage = Some(Usage {
+            input: 950,
+            ..Usage::default()
+        });
+        assert!(s.replace_message(whole));
+        assert!(s.totals_match_recount());
+        let after = tokens::count_message(s.encoding(), &Message::user("u2", "and then"));
+        assert_eq!(s.meter(10_000, 9_000).context_tokens, 950 + after);
+        assert!(!s.replace_message(Message::user("a1", "not an assistant")));
+        assert!(!s.replace_message(Message::user("nope", "x")));
     }
 
     #[test]

@@ -35,6 +35,7 @@ pub fn header(id: &str, created_at: u64, settings: SessionSettings) -> LogEntry 
         session_id: id.to_string(),
         created_at,
         settings,
+        follows: None,
     })
 }
 
@@ -81,6 +82,18 @@ pub fn resume(store: &SessionStore, id: &str, env: &SessionEnv) -> EngineResult<
     let Some(loaded) = store.load(id)? else {
         return Ok(None);
     };
+    if let Some(LogEntry::Header(SessionHeader {
+        follows: Some(followed),
+        ..
+    })) = loaded.entries.first()
+    {
+        // Its conversation is the agent's transcript, not this log.
+        return Err(EngineError::Invalid(format!(
+            "sessionId: `{id}` follows {} ({}); open it with conversation/follow",
+            followed.path.display(),
+            followed.agent
+        )));
+    }
     for warning in &loaded.warnings {
         tracing::warn!("session {id}: {warning}");
     }

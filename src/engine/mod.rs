@@ -12,6 +12,7 @@ pub mod append;
 pub mod auto;
 pub mod compaction;
 pub mod create;
+pub mod follow;
 pub mod window;
 
 use crate::config::Config;

@@ -64,6 +64,9 @@ pub(crate) trait Reader {
     fn line(&mut self, number: usize, entry: &Value, out: &mut Emitter);
     /// The transcript ended (a batch import); a followed one never ends.
     fn finish(&mut self, _out: &mut Emitter) {}
+    /// A followed transcript was read to its current end; from here on
+    /// it grows.
+    fn caught_up(&mut self) {}
 }
 
 /// Feeds `lines` to `reader`, unreadable ones counted as skipped.

@@ -25,7 +25,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 pub(crate) use builder::place;
-pub(crate) use emit::{Emitter, Event, ForeignCompaction, Reader};
+pub(crate) use emit::{Emitter, Event, Reader};
 
 use crate::conversation::Message;
 use crate::files::{FileTools, Workspace};
@@ -204,6 +204,7 @@ impl Imported {
             session_id: session_id.to_string(),
             created_at,
             settings: self.settings.clone(),
+            follows: None,
         });
         std::iter::once(header)
             .chain(self.entries.iter().cloned())
@@ -267,6 +268,47 @@ pub(crate) fn line_reader(format: Format) -> Option<Box<dyn Reader + Send>> {
     }
 }
 
+/// The format of a JSONL transcript, from its first lines.
+pub fn detect_head(bytes: &[u8]) -> Option<Format> {
+    detect_lines(&split_lines(bytes)).ok()
+}
+
+/// The user's first request in a transcript's first lines (for pi, the
+/// name the session was given, if any), as its reader sees it: slash
+/// commands, harness text and Codex's own context are not requests.
+pub fn first_prompt(format: Format, bytes: &[u8]) -> Option<String> {
+    let lines = split_lines(bytes);
+    let values = || lines.iter().filter_map(|l| l.value.as_ref().ok());
+    if format == Format::Pi {
+        let named = values().find_map(|v| {
+            (v.get("type")?.as_str()? == "session_info").then(|| v.get("name")?.as_str())?
+        });
+        if let Some(name) = named.filter(|n| !n.trim().is_empty()) {
+            return Some(name.to_string());
+        }
+    }
+    let mut reader = line_reader(format)?;
+    let mut out = Emitter::new(format);
+    for line in &lines {
+        if let Some(value) = out.readable(line) {
+            reader.line(line.number, value, &mut out);
+        }
+        for event in out.drain() {
+            match event {
+                Event::Message { message, .. }
+                    if message.role() == crate::conversation::Role::User
+                        && (format != Format::Codex || codex::is_users_own(message.text())) =>
+                {
+                    return Some(message.text().to_string());
+                }
+                Event::Restart => return None,
+                _ => {}
+            }
+        }
+    }
+    None
+}
+
 /// One line of a JSONL text: its 1-based number and its JSON, or why it
 /// could not be read.
 pub(crate) fn parse_line(number: usize, bytes: &[u8]) -> Line {
@@ -283,7 +325,7 @@ pub(crate) fn parse_line(number: usize, bytes: &[u8]) -> Line {
 
 /// One line of a JSONL file: its 1-based number and its JSON, or why it
 /// could not be read.
-pub(crate) struct Line {
+pub struct Line {
     pub number: usize,
     pub value: Result<Value, String>,
 }

@@ -50,15 +50,15 @@ impl Reader {
             ..Reader::default()
         }
     }
-
-    /// From here on the file grows: the path is the chain of entries as
-    /// they are appended.
-    pub fn follow(&mut self) {
-        self.path = None;
-    }
 }
 
 impl super::emit::Reader for Reader {
+    /// From here on the file grows: the path is the chain of entries as
+    /// they are appended.
+    fn caught_up(&mut self) {
+        self.path = None;
+    }
+
     fn line(&mut self, number: usize, entry: &Value, out: &mut Emitter) {
         self.positions.push(out.next_position());
         let id = entry.get("id").and_then(Value::as_str);

@@ -109,12 +109,20 @@ methods! {
     REPORT_ERROR = "conversation/reportError", Request;
     /// A transcript in another tool's format becomes a new session.
     IMPORT = "conversation/import", Request;
+    /// Mirrors an agent's transcript (Claude Code, Codex, pi) as a read-only session that follows it as it grows.
+    FOLLOW = "conversation/follow", Request;
+    /// Stops following a transcript.
+    UNFOLLOW = "conversation/unfollow", Request;
+    /// The agents' recent sessions for a workspace.
+    LIST_AGENT_SESSIONS = "conversation/listAgentSessions", Request;
     /// Server → client: a session's meter changed.
     TOKENS = "conversation/tokens", ServerNotification;
     /// Server → client: a compaction was applied.
     DID_COMPACT = "conversation/didCompact", ServerNotification;
     /// Server → client: the circuit breaker stopped auto-compaction of a session.
     AUTO_COMPACT_STOPPED = "conversation/autoCompactStopped", ServerNotification;
+    /// Server → client: `follow: "auto"` started following an agent's session.
+    DID_FOLLOW = "conversation/didFollow", ServerNotification;
     /// Server → client: progress of a long request.
     PROGRESS = "$/progress", ServerNotification, lsp;
     /// A session's file ledger.

@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 
 pub use crate::compaction::trigger::TriggerKind;
 pub use crate::compaction::{Strategy, Trigger};
-pub use crate::config::{Config, SummarizerConfig, SummarizerProvider};
+pub use crate::config::{Config, FollowMode, SummarizerConfig, SummarizerProvider};
 pub use crate::conversation::{Message, MessageBody, Role, ToolCall, Usage};
 pub use crate::files::watch::WatchMode;
 pub use crate::files::{FileToolRule, ToolOperation};
@@ -20,9 +20,11 @@ pub use crate::import::Format;
 use crate::compaction::CompactionRecord;
 
 mod files;
+mod follow;
 mod lsp;
 pub mod methods;
 pub use files::*;
+pub use follow::*;
 pub use lsp::*;
 
 /// A `$/progress` token, as LSP defines it.
@@ -154,6 +156,10 @@ pub struct CompactResult {
     /// `handoff`: the new session that starts with the handoff message.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub handoff_session_id: Option<String>,
+    /// `handoff`: that message's text, a prompt to start a fresh agent
+    /// session with (a followed agent's, say).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub handoff_prompt: Option<String>,
     /// What the summarizer's provider reported for its calls.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub usage: Option<Usage>,
@@ -184,6 +190,7 @@ impl CompactResult {
             recall: record.recall,
             pruned_message_ids: record.pruned_message_ids.clone(),
             handoff_session_id: None,
+            handoff_prompt: None,
             usage: record.usage,
             duration_ms: record.duration_ms,
         }
@@ -532,6 +539,12 @@ pub fn schemas() -> Vec<(&'static str, serde_json::Value)> {
             "AutoCompactStoppedNotification",
             AutoCompactStoppedNotification
         ),
+        schema!("FollowParams", FollowParams),
+        schema!("FollowResult", FollowResult),
+        schema!("UnfollowResult", UnfollowResult),
+        schema!("ListAgentSessionsParams", ListAgentSessionsParams),
+        schema!("ListAgentSessionsResult", ListAgentSessionsResult),
+        schema!("DidFollowNotification", DidFollowNotification),
         schema!("FileNotificationParams", FileNotificationParams),
         schema!("FilesListResult", FilesListResult),
         schema!("UnchangedSinceReadResult", UnchangedSinceReadResult),

@@ -216,7 +216,10 @@ pub(crate) fn finish(server: &mut Server, finished: Finished) {
 /// What the engine concludes from the summaries, carried out: applied,
 /// left out, or handed off to a new session.
 fn apply(server: &mut Server, finished: &Finished) -> Result<CompactResult, RpcError> {
-    let open = server.session_mut(&finished.session_id)?;
+    let followed = server.is_followed(&finished.session_id);
+    let Some(open) = server.sessions.get_mut(&finished.session_id) else {
+        return Err(super::no_session(&finished.session_id));
+    };
     let conclusion = engine::compaction::conclude(
         &open.session,
         &finished.job,
@@ -226,6 +229,10 @@ fn apply(server: &mut Server, finished: &Finished) -> Result<CompactResult, RpcE
         finished.started.elapsed().as_millis() as u64,
     )?;
     match conclusion {
+        // Only the agent changes what its model sees.
+        Conclusion::Apply(record) if followed => {
+            server.record_own_compaction(&finished.session_id, record)
+        }
         Conclusion::Apply(record) => {
             engine::compaction::apply(open, record.clone())?;
             Ok(CompactResult::from_record(&record))
@@ -248,6 +255,7 @@ fn handoff(
     let new_id = opened.session.id.clone();
     let mut result = CompactResult::handed_off(record, opened.session.estimated_tokens());
     result.reason = Some(engine::compaction::handoff_reason(&new_id));
+    result.handoff_prompt = Some(engine::compaction::handoff_prompt(record));
     result.handoff_session_id = Some(new_id);
     server.send_meter(&opened.session);
     server.insert_session(opened);

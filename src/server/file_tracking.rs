@@ -104,8 +104,14 @@ impl Server {
     pub fn file_targets(&self, session_id: Option<&str>) -> RpcResult<Vec<String>> {
         match session_id {
             Some(id) => self.session(id).map(|_| vec![id.to_string()]),
+            // Followed sessions see only what their agent's transcript says.
             None => {
-                let mut ids: Vec<String> = self.sessions.keys().cloned().collect();
+                let mut ids: Vec<String> = self
+                    .sessions
+                    .keys()
+                    .filter(|id| !self.is_followed(id))
+                    .cloned()
+                    .collect();
                 ids.sort();
                 Ok(ids)
             }
@@ -165,7 +171,7 @@ impl Server {
                 DiskChange::Renamed { from, .. } if own_save => DiskChange::Removed(from),
                 change => change,
             };
-            let mut ids: Vec<String> = self.sessions.keys().cloned().collect();
+            let mut ids = self.file_targets(None).unwrap_or_default();
             ids.sort();
             for id in ids {
                 let session = &self.sessions[&id].session;
@@ -214,7 +220,9 @@ impl Server {
         }
         let paths: std::collections::BTreeSet<PathBuf> = self
             .sessions
-            .values()
+            .iter()
+            .filter(|(id, _)| !self.is_followed(id))
+            .map(|(_, open)| open)
             .flat_map(|open| open.session.file_ledger.ledger.records())
             .map(|record| record.path.clone())
             .collect();
@@ -242,17 +250,19 @@ impl Server {
         self.sync_watches();
     }
 
-    /// Points the watcher at the directories of every open session's
-    /// ledger files, most recently touched first (sessions taking turns),
-    /// then the workspace roots; the watcher keeps the cap.
+    /// Points the watcher at the folders of followed transcripts, then the
+    /// directories of every other open session's ledger files, most
+    /// recently touched first (sessions taking turns), then the workspace
+    /// roots; the watcher keeps the cap.
     pub fn sync_watches(&mut self) {
-        let Some(watcher) = self.file_tracking.watcher.as_mut() else {
+        if self.file_tracking.watcher.is_none() {
             return;
-        };
+        }
         let per_session: Vec<Vec<PathBuf>> = self
             .sessions
-            .values()
-            .map(|open| {
+            .iter()
+            .filter(|(id, _)| !self.following.mirrors.contains_key(*id))
+            .map(|(_, open)| {
                 open.session
                     .file_ledger
                     .ledger
@@ -263,9 +273,18 @@ impl Server {
             })
             .collect();
         let longest = per_session.iter().map(Vec::len).max().unwrap_or(0);
-        let dirs = (0..longest)
-            .flat_map(|rank| per_session.iter().filter_map(move |dirs| dirs.get(rank)))
-            .cloned()
+        // Followed transcripts' folders first: their meters depend on them.
+        let follow_dirs = self.follow_watch_dirs();
+        let Some(watcher) = self.file_tracking.watcher.as_mut() else {
+            return;
+        };
+        let dirs = follow_dirs
+            .into_iter()
+            .chain(
+                (0..longest)
+                    .flat_map(|rank| per_session.iter().filter_map(move |dirs| dirs.get(rank)))
+                    .cloned(),
+            )
             .chain(self.file_tracking.workspace.roots.iter().cloned());
         watcher.set_dirs(dirs.collect::<Vec<_>>());
     }

@@ -6,6 +6,7 @@
 
 mod compactor;
 mod file_tracking;
+mod follow;
 mod handlers;
 mod routes;
 
@@ -93,6 +94,8 @@ pub(crate) enum JobResult {
     Compaction(Box<compactor::Finished>),
     /// The file watcher saw changes on disk.
     FilesChanged(Vec<crate::files::watch::DiskChange>),
+    /// Time to look at the followed transcripts again.
+    FollowPoll,
 }
 
 /// Where the config files were looked for at `initialize`, so that
@@ -123,6 +126,8 @@ pub(crate) struct Server {
     next_server_request: u64,
     options: ServeOptions,
     pub file_tracking: FileTracking,
+    /// The agent transcripts followed, and auto-follow.
+    pub following: follow::Following,
 }
 
 /// Serves one client until `exit` or end of input. Returns the process
@@ -150,6 +155,7 @@ where
         next_server_request: 0,
         options,
         file_tracking: FileTracking::default(),
+        following: follow::Following::default(),
     };
     let mut exit_code = 1;
     // The frame being read survives the other branch winning: `read_frame`
@@ -278,7 +284,9 @@ impl Server {
         &self.options
     }
 
+    /// A session to change: refused when it follows an agent's transcript.
     pub fn session_mut(&mut self, id: &str) -> RpcResult<&mut OpenSession> {
+        self.refuse_followed(id)?;
         self.sessions.get_mut(id).ok_or_else(|| no_session(id))
     }
 
@@ -287,7 +295,8 @@ impl Server {
     }
 
     pub fn meter_info(&self, session: &Session) -> MeterInfo {
-        engine::window::meter(&self.config, session).into()
+        self.follow_meter(session)
+            .unwrap_or_else(|| engine::window::meter(&self.config, session).into())
     }
 
     pub fn send_meter(&self, session: &Session) {
@@ -334,7 +343,11 @@ impl Server {
     fn finish_job(&mut self, result: JobResult) {
         match result {
             JobResult::Compaction(finished) => compactor::finish(self, *finished),
-            JobResult::FilesChanged(changes) => self.on_disk_changes(changes),
+            JobResult::FilesChanged(changes) => {
+                self.follow_disk_changes(&changes);
+                self.on_disk_changes(changes);
+            }
+            JobResult::FollowPoll => self.on_follow_poll(),
         }
     }
 }

@@ -42,6 +42,20 @@ pub struct SessionHeader {
     pub created_at: u64,
     #[serde(flatten)]
     pub settings: SessionSettings,
+    /// The agent transcript this session follows (`conversation/follow`):
+    /// the conversation is read from there, and this log holds only
+    /// compactd's own entries about it (its compactions, pins).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub follows: Option<FollowedTranscript>,
+}
+
+/// An agent's transcript, as a followed session's log names it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FollowedTranscript {
+    /// `claude-code`, `codex` or `pi`.
+    pub agent: String,
+    pub path: PathBuf,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

@@ -10,6 +10,7 @@ mod compaction;
 mod conversation;
 mod engine;
 mod files;
+mod follow;
 mod front_ends;
 mod import;
 mod lifecycle;

@@ -9,6 +9,8 @@
 
 mod compacted;
 
+pub(crate) use compacted::is_users_own;
+
 use std::collections::HashMap;
 
 use serde_json::Value;

@@ -6,6 +6,7 @@ use crate::server::{RpcResult, Server};
 /// compactions included: branching before a compaction undoes it.
 pub fn handle(server: &mut Server, params: BranchParams) -> RpcResult<BranchResult> {
     server.session(&params.session_id)?;
+    server.refuse_followed(&params.session_id)?;
     let open = engine::create::branch(
         &server.store,
         &params.session_id,

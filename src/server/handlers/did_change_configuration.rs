@@ -31,6 +31,7 @@ pub fn handle(server: &mut Server, params: DidChangeConfigurationParams) {
             config.data_dir = server.config.data_dir.clone();
             server.config = config;
             server.apply_file_config();
+            server.apply_follow_mode();
             tracing::info!("configuration updated");
             let ids: Vec<String> = server.sessions.keys().cloned().collect();
             for id in ids {

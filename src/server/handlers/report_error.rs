@@ -11,6 +11,9 @@ use crate::server::compactor::{self, CompactionRequest, Waiter};
 use crate::server::{Reply, Server};
 
 pub fn start(server: &mut Server, id: RequestId, params: ReportErrorParams) -> Reply {
+    if let Err(e) = server.refuse_followed(&params.session_id) {
+        return Reply::Now(Err(e));
+    }
     let session = match server.session(&params.session_id) {
         Ok(open) => &open.session,
         Err(e) => return Reply::Now(Err(e)),
