@@ -130,6 +130,11 @@ impl Server {
         let id = follow::session_id(agent, path);
         if let Some(followed) = self.following.mirrors.get_mut(&id) {
             followed.explicit |= explicit;
+            // The answer is as of now, not as of the last poll.
+            match self.poll_one(&id) {
+                Ok(polled) => self.report_polled(&id, polled),
+                Err(e) => tracing::debug!("{id}: {}", e.message),
+            }
             return Ok(self.follow_result(&id));
         }
         let session_env = self.session_env();
@@ -281,10 +286,7 @@ impl Server {
         ids.sort();
         for id in ids {
             match self.poll_one(&id) {
-                Ok(polled) => {
-                    tracing::debug!("{id}: polled {polled:?}");
-                    self.report_polled(&id, polled)
-                }
+                Ok(polled) => self.report_polled(&id, polled),
                 Err(e) => tracing::debug!("{id}: {}", e.message),
             }
         }

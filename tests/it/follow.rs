@@ -290,3 +290,612 @@ fn a_claude_code_transcript_written_line_by_line_meters_its_usage_exactly() {
     assert!(!transcript.with_extension("jsonl.bak").exists());
     server.shutdown_and_exit();
 }
+
+fn fixture(relative: &str) -> Vec<String> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(relative);
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .map(|l| format!("{l}\n"))
+        .collect()
+}
+
+/// Writes `lines` one write each into `transcript`; after each, the
+/// followed session (its answer to following the file again, which reads
+/// what was written) must meter exactly what a batch import of the lines
+/// so far meters. Returns the session id. The one exception is a prefix
+/// ending in a Claude Code slash command: whether it was a request shows
+/// only in the next line, so the follower waits for it while a batch
+/// import, at the end of its file, counts it as one.
+fn follow_line_by_line(server: &mut Server, transcript: &Path, lines: &[String]) -> String {
+    write(transcript, &lines[0]);
+    let path = transcript.display().to_string();
+    let id = server
+        .request("conversation/follow", json!({"path": path}))
+        .unwrap()["sessionId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    for n in 1..lines.len() {
+        write(transcript, &lines[n]);
+        let followed = server
+            .request("conversation/follow", json!({"path": path}))
+            .unwrap();
+        assert_eq!(followed["sessionId"], id.as_str());
+        if lines[n].contains("<command-name>") {
+            continue;
+        }
+        let prefix: String = lines[..=n].concat();
+        let imported = server
+            .request("conversation/import", json!({"content": prefix}))
+            .unwrap();
+        for key in ["contextTokens", "source"] {
+            assert_eq!(
+                followed["meter"][key],
+                imported["meter"][key],
+                "after line {}: {key}",
+                n + 1
+            );
+        }
+    }
+    id
+}
+
+/// The one compaction the agent made in `session`, as announced.
+fn did_compact(server: &Server, session: &str) -> Value {
+    let announced: Vec<Value> = server
+        .received_notifications("conversation/didCompact")
+        .into_iter()
+        .filter(|n| n["sessionId"] == session)
+        .collect();
+    assert_eq!(announced.len(), 1, "{announced:?}");
+    announced[0].clone()
+}
+
+/// What two sessions hold, compared: messages (without ids) and files.
+fn assert_same_conversation(server: &mut Server, followed: &str, imported: &str) {
+    let view = |server: &mut Server, id: &str| {
+        let history = server
+            .request("conversation/history", json!({"sessionId": id}))
+            .unwrap();
+        let files = server
+            .request("files/list", json!({"sessionId": id}))
+            .unwrap();
+        let messages: Vec<Value> = history["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| json!([m["role"], m["content"], m["toolCalls"], m["usage"]]))
+            .collect();
+        (
+            messages,
+            files["readFiles"].clone(),
+            files["modifiedFiles"].clone(),
+        )
+    };
+    assert_eq!(view(server, followed), view(server, imported));
+}
+
+#[test]
+fn codex_and_pi_sessions_written_line_by_line_meter_as_a_batch_import_and_compact_as_the_agents_did(
+) {
+    let ws = workspace();
+    let mut server = start(&ws, json!({}));
+    let home = server.home().to_path_buf();
+    // The agents' own settings: where they compact.
+    std::fs::create_dir_all(home.join(".codex")).unwrap();
+    std::fs::write(
+        home.join(".codex/config.toml"),
+        "model_auto_compact_token_limit = 11500\n",
+    )
+    .unwrap();
+    let pi_agent = home.join(".pi/agent");
+    std::fs::create_dir_all(&pi_agent).unwrap();
+    std::fs::write(
+        pi_agent.join("settings.json"),
+        r#"{"compaction": {"reserveTokens": 14700}}"#,
+    )
+    .unwrap();
+    std::fs::write(
+        pi_agent.join("models.json"),
+        r#"{"providers": {"scripted": {"models": [{"id": "scripted-model", "contextWindow": 16000}]}}}"#,
+    )
+    .unwrap();
+
+    let codex_dir = home.join(".codex/sessions/2026/11/22");
+    std::fs::create_dir_all(&codex_dir).unwrap();
+    let rollout =
+        codex_dir.join("rollout-2026-11-22T19-16-20-01a204b0-1cc7-7c11-86cd-3cc548cf46a8.jsonl");
+    let lines =
+        fixture("codex/rollout-2026-11-22T19-16-20-01a204b0-1cc7-7c11-86cd-3cc548cf46a8.jsonl");
+    let id = follow_line_by_line(&mut server, &rollout, &lines);
+    let compacted = did_compact(&server, &id);
+    assert!(
+        compacted["summary"]
+            .as_str()
+            .unwrap()
+            .contains("Another language model"),
+        "{compacted}"
+    );
+    let followed = server
+        .request("conversation/follow", json!({"path": rollout}))
+        .unwrap();
+    assert_eq!(followed["agent"], "codex");
+    assert_eq!(followed["autoCompact"]["at"], 11500, "{followed}");
+    assert_eq!(followed["meter"]["autoCompactAt"], 11500);
+    assert_eq!(
+        followed["meter"]["contextWindow"], 258400,
+        "the window the rollout states"
+    );
+    let imported = server
+        .request("conversation/import", json!({"path": rollout}))
+        .unwrap();
+    assert_same_conversation(&mut server, &id, imported["sessionId"].as_str().unwrap());
+
+    let pi_dir = pi_agent.join("sessions/--tmp-pi1-ws--");
+    std::fs::create_dir_all(&pi_dir).unwrap();
+    let session =
+        pi_dir.join("2026-11-22T19-56-20-700Z_01a204d4-bd5b-7308-aca7-58c972a8ae8c.jsonl");
+    let lines = fixture("pi/2026-11-22T19-56-20-700Z_01a204d4-bd5b-7308-aca7-58c972a8ae8c.jsonl");
+    let id = follow_line_by_line(&mut server, &session, &lines);
+    let compacted = did_compact(&server, &id);
+    assert_eq!(compacted["tokensBefore"], 1512);
+    let followed = server
+        .request("conversation/follow", json!({"path": session}))
+        .unwrap();
+    assert_eq!(
+        (
+            followed["agent"].as_str(),
+            followed["autoCompact"]["at"].as_u64()
+        ),
+        (Some("pi"), Some(1300))
+    );
+    assert_eq!(followed["autoCompact"]["basis"], "exact");
+    assert_eq!(followed["meter"]["contextWindow"], 16000);
+    let imported = server
+        .request("conversation/import", json!({"path": session}))
+        .unwrap();
+    assert_same_conversation(&mut server, &id, imported["sessionId"].as_str().unwrap());
+    let files = server
+        .request("files/list", json!({"sessionId": id}))
+        .unwrap();
+    assert_eq!(
+        files["modifiedFiles"].as_array().map(Vec::len),
+        Some(2),
+        "{files}"
+    );
+    server.shutdown_and_exit();
+}
+
+#[test]
+fn a_real_claude_code_session_written_line_by_line_meters_as_a_batch_import() {
+    let ws = workspace();
+    let mut server = start(&ws, json!({}));
+    let dir = claude_dir(server.home(), &ws.root);
+    std::fs::create_dir_all(&dir).unwrap();
+    let transcript = dir.join("5b8c1f0e-3a7d-4c2e-9f10-2d6a4b8e7c31.jsonl");
+    let lines = fixture("claude-code/5b8c1f0e-3a7d-4c2e-9f10-2d6a4b8e7c31.jsonl");
+    let id = follow_line_by_line(&mut server, &transcript, &lines);
+    let compacted = did_compact(&server, &id);
+    assert_eq!(compacted["trigger"], "manual", "/compact");
+    let imported = server
+        .request("conversation/import", json!({"path": transcript}))
+        .unwrap();
+    assert_same_conversation(&mut server, &id, imported["sessionId"].as_str().unwrap());
+    server.shutdown_and_exit();
+}
+
+fn set_modified(path: &Path, seconds_ago: u64) {
+    let when = std::time::SystemTime::now() - std::time::Duration::from_secs(seconds_ago);
+    std::fs::File::options()
+        .write(true)
+        .open(path)
+        .unwrap()
+        .set_modified(when)
+        .unwrap();
+}
+
+fn pi_dir(home: &Path, workspace: &Path) -> PathBuf {
+    let real = workspace.canonicalize().unwrap().display().to_string();
+    let name = format!("--{}--", real.trim_start_matches('/').replace('/', "-"));
+    home.join(".pi/agent/sessions").join(name)
+}
+
+fn pi_session(cwd: &Path, prompt: &str, name: Option<&str>) -> String {
+    let mut text =
+        line(json!({"type": "session", "version": 3, "id": "01a2", "timestamp": "t", "cwd": cwd}));
+    if let Some(name) = name {
+        text += &line(
+            json!({"type": "session_info", "id": "e0", "parentId": null, "timestamp": "t", "name": name}),
+        );
+    }
+    text += &line(
+        json!({"type": "message", "id": "e1", "parentId": if name.is_some() { json!("e0") } else { json!(null) }, "timestamp": "t",
+        "message": {"role": "user", "content": [{"type": "text", "text": prompt}]}}),
+    );
+    text + &line(
+        json!({"type": "message", "id": "e2", "parentId": "e1", "timestamp": "t",
+        "message": {"role": "assistant", "content": [{"type": "text", "text": "ok"}], "model": "scripted-model",
+            "usage": {"input": 900, "output": 40, "cacheRead": 100, "cacheWrite": 0, "totalTokens": 1040}}}),
+    )
+}
+
+fn codex_rollout(cwd: &Path, prompt: &str) -> String {
+    let item = |payload: Value| {
+        line(json!({"timestamp": "t", "type": "response_item", "payload": payload}))
+    };
+    line(
+        json!({"timestamp": "t", "type": "session_meta", "payload": {"id": "01a2", "cwd": cwd, "cli_version": "0.169.0"}}),
+    ) + &line(
+        json!({"timestamp": "t", "type": "turn_context", "payload": {"cwd": cwd, "model": "gpt-5-codex"}}),
+    ) + &item(
+        json!({"type": "message", "role": "user", "content": [{"type": "input_text", "text": "<environment_context>\n  <cwd>x</cwd>\n</environment_context>"}]}),
+    ) + &item(
+        json!({"type": "message", "role": "user", "content": [{"type": "input_text", "text": prompt}]}),
+    )
+}
+
+fn codex_response(text: &str, input: u64, output: u64) -> String {
+    line(
+        json!({"timestamp": "t", "type": "response_item", "payload": {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": text}]}}),
+    ) + &line(
+        json!({"timestamp": "t", "type": "event_msg", "payload": {"type": "token_count", "info": {
+            "last_token_usage": {"input_tokens": input, "cached_input_tokens": 0, "output_tokens": output, "total_tokens": input + output},
+            "model_context_window": 258400}}}),
+    )
+}
+
+fn did_follow(server: &mut Server) -> Value {
+    server.next_where(|m| m["method"] == "conversation/didFollow")["params"].clone()
+}
+
+#[test]
+fn auto_follow_follows_the_newest_session_and_switches_when_one_starts() {
+    let ws = workspace();
+    let elsewhere = ws.root.parent().unwrap().join("elsewhere");
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    let mut server = Server::spawn(&ws.data);
+    let home = server.home().to_path_buf();
+    let claude = claude_dir(&home, &ws.root);
+    std::fs::create_dir_all(&claude).unwrap();
+    let (older, newer) = (claude.join("older.jsonl"), claude.join("newer.jsonl"));
+    write(&older, &prompt("o1", "older work"));
+    write(&newer, &prompt("n1", "newer work"));
+    set_modified(&older, 600);
+    set_modified(&newer, 300);
+    // Another workspace's session, the newest of all: not this one's.
+    let other = claude_dir(&home, &elsewhere);
+    std::fs::create_dir_all(&other).unwrap();
+    write(&other.join("x.jsonl"), &prompt("x1", "not here"));
+
+    server.initialize_params(
+        json!({"follow": "auto"}),
+        json!({"rootUri": file_uri(&ws.root)}),
+    );
+    let first = did_follow(&mut server);
+    assert_eq!(
+        (first["agent"].as_str(), first["path"].as_str()),
+        (Some("claude-code"), Some(newer.to_str().unwrap()))
+    );
+    assert!(first.get("previousSessionId").is_none(), "{first}");
+    assert_eq!(first["meter"]["source"], "estimate");
+
+    // A Codex session of the workspace starts: auto-follow moves to it.
+    let day = home.join(".codex/sessions/2026/11/22");
+    std::fs::create_dir_all(&day).unwrap();
+    let rollout =
+        day.join("rollout-2026-11-22T21-00-00-01a204d6-4a38-7603-8d4d-34f09abdd863.jsonl");
+    write(&rollout, &codex_rollout(&ws.root, "list files"));
+    let second = did_follow(&mut server);
+    assert_eq!(
+        (second["agent"].as_str(), second["path"].as_str()),
+        (Some("codex"), Some(rollout.to_str().unwrap()))
+    );
+    assert_eq!(second["previousSessionId"], first["sessionId"]);
+    let closed = server.request(
+        "conversation/history",
+        json!({"sessionId": first["sessionId"]}),
+    );
+    assert!(
+        closed.is_err(),
+        "the previous auto-followed session is closed"
+    );
+    let codex_id = second["sessionId"].as_str().unwrap().to_string();
+    write(&rollout, &codex_response("a.txt", 4000, 20));
+    assert_eq!(next_meter(&mut server, &codex_id)["contextTokens"], 4020);
+    // Followed explicitly too, it stays open when auto-follow moves on.
+    server
+        .request("conversation/follow", json!({"path": rollout}))
+        .unwrap();
+
+    // Sessions of another workspace start, then a pi session of this one.
+    write(
+        &day.join("rollout-2026-11-22T21-01-00-01a204d6-0000-7603-8d4d-34f09abdd863.jsonl"),
+        &codex_rollout(&elsewhere, "elsewhere"),
+    );
+    let pi_other = pi_dir(&home, &elsewhere);
+    std::fs::create_dir_all(&pi_other).unwrap();
+    write(
+        &pi_other.join("2026-11-22T21-01-00-000Z_x.jsonl"),
+        &pi_session(&elsewhere, "elsewhere", None),
+    );
+    let pi_here = pi_dir(&home, &ws.root);
+    std::fs::create_dir_all(&pi_here).unwrap();
+    let pi_file = pi_here.join("2026-11-22T21-02-00-000Z_01a204d4.jsonl");
+    write(&pi_file, &pi_session(&ws.root, "write c.md", None));
+    let third = did_follow(&mut server);
+    assert_eq!(
+        (third["agent"].as_str(), third["path"].as_str()),
+        (Some("pi"), Some(pi_file.to_str().unwrap()))
+    );
+    assert_eq!(third["previousSessionId"], codex_id.as_str());
+    assert_eq!(third["meter"]["contextTokens"], 1040);
+    server
+        .request("conversation/history", json!({"sessionId": codex_id}))
+        .unwrap();
+
+    // `follow: "off"`: the auto-followed session closes.
+    server.notify(
+        "workspace/didChangeConfiguration",
+        json!({"settings": {"follow": "off"}}),
+    );
+    let pi_id = third["sessionId"].clone();
+    let error = server
+        .request("conversation/history", json!({"sessionId": pi_id}))
+        .unwrap_err();
+    assert!(error.message.contains("no open session"), "{error:?}");
+    assert_eq!(
+        server
+            .received_notifications("conversation/didFollow")
+            .len(),
+        3
+    );
+    server.shutdown_and_exit();
+}
+
+#[test]
+fn agent_sessions_of_the_workspace_are_listed_newest_first_with_titles() {
+    let ws = workspace();
+    let mut server = start(&ws, json!({}));
+    let home = server.home().to_path_buf();
+    let claude = claude_dir(&home, &ws.root);
+    std::fs::create_dir_all(&claude).unwrap();
+    let claude_file = claude.join("c1.jsonl");
+    let command = line(json!({"type": "user", "uuid": "m0", "sessionId": "s1",
+        "message": {"role": "user", "content": "<command-name>/model</command-name>"}}));
+    let output = line(json!({"type": "user", "uuid": "m1", "sessionId": "s1",
+        "message": {"role": "user", "content": "<local-command-stdout>Set model</local-command-stdout>"}}));
+    write(
+        &claude_file,
+        &(command + &output + &prompt("u1", "fix the parser")),
+    );
+    let day = home.join(".codex/sessions/2026/11/22");
+    std::fs::create_dir_all(&day).unwrap();
+    let rollout = day.join("rollout-2026-11-22T21-00-00-01a2.jsonl");
+    write(&rollout, &codex_rollout(&ws.root, "list files"));
+    let pi_here = pi_dir(&home, &ws.root);
+    std::fs::create_dir_all(&pi_here).unwrap();
+    let pi_file = pi_here.join("2026-11-22T21-02-00-000Z_01a2.jsonl");
+    write(
+        &pi_file,
+        &pi_session(&ws.root, "write c.md", Some("Parser work")),
+    );
+    set_modified(&claude_file, 300);
+    set_modified(&pi_file, 200);
+    set_modified(&rollout, 100);
+
+    let listed = server
+        .request("conversation/listAgentSessions", json!({}))
+        .unwrap();
+    assert_eq!(listed["workspace"], ws.root.display().to_string());
+    let summary: Vec<(String, String, String)> = listed["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| {
+            (
+                s["agent"].as_str().unwrap().into(),
+                s["path"].as_str().unwrap().into(),
+                s["title"].as_str().unwrap_or("").into(),
+            )
+        })
+        .collect();
+    let path = |p: &Path| p.display().to_string();
+    assert_eq!(
+        summary,
+        [
+            (
+                "codex".to_string(),
+                path(&rollout),
+                "list files".to_string()
+            ),
+            ("pi".to_string(), path(&pi_file), "Parser work".to_string()),
+            (
+                "claude-code".to_string(),
+                path(&claude_file),
+                "fix the parser".to_string()
+            ),
+        ]
+    );
+    let first = &listed["sessions"][0];
+    assert_eq!(first["size"], std::fs::metadata(&rollout).unwrap().len());
+    assert!(first.get("sessionId").is_none());
+    let followed = server
+        .request("conversation/follow", json!({"path": pi_file}))
+        .unwrap();
+    let listed = server
+        .request("conversation/listAgentSessions", json!({"limit": 2}))
+        .unwrap();
+    assert_eq!(listed["sessions"].as_array().unwrap().len(), 2);
+    assert_eq!(listed["sessions"][1]["sessionId"], followed["sessionId"]);
+    server.shutdown_and_exit();
+}
+
+#[test]
+fn a_followed_session_is_read_only_and_compacts_into_compactds_own_log() {
+    let ws = workspace();
+    let mut server = start(&ws, json!({"keepRecentTokens": 30}));
+    // Outside Claude Code's folders (it outlives this server's home): its
+    // agent is told from its content.
+    let transcript = ws.root.parent().unwrap().join("s1.jsonl");
+    let mut text = String::new();
+    for turn in 0..4 {
+        text += &prompt(
+            &format!("u{turn}"),
+            &format!("step {turn}: change the parser so that it handles case {turn} of the input"),
+        );
+        let reply = json!({"type": "text", "text": format!("Done with step {turn}; the parser now handles that case and its tests pass.")});
+        text += &response_line(
+            &format!("a{turn}"),
+            &format!("msg_{turn}"),
+            reply,
+            [5, 0, 1000 + 100 * turn, 20],
+        );
+    }
+    write(&transcript, &text);
+    let followed = server
+        .request("conversation/follow", json!({"path": transcript}))
+        .unwrap();
+    let id = followed["sessionId"].as_str().unwrap().to_string();
+    let history = server
+        .request("conversation/history", json!({"sessionId": id}))
+        .unwrap();
+
+    let refusals = [
+        (
+            "conversation/append",
+            json!({"sessionId": id, "messages": [{"role": "user", "content": "x"}]}),
+        ),
+        (
+            "conversation/setAutoCompact",
+            json!({"sessionId": id, "enabled": true}),
+        ),
+        ("conversation/pin", json!({"sessionId": id, "text": "keep"})),
+        (
+            "conversation/branch",
+            json!({"sessionId": id, "beforeMessageId": "a1"}),
+        ),
+        (
+            "conversation/reportError",
+            json!({"sessionId": id, "message": "prompt is too long: 300000 tokens > 200000 maximum"}),
+        ),
+        ("conversation/open", json!({"sessionId": id})),
+    ];
+    for (method, params) in refusals {
+        let error = server.request(method, params).unwrap_err();
+        assert_eq!(error.code, -32602, "{method}");
+        assert!(
+            error.message.contains("read-only"),
+            "{method}: {}",
+            error.message
+        );
+    }
+    let check = server
+        .request("conversation/check", json!({"sessionId": id}))
+        .unwrap();
+    assert_eq!(
+        (
+            check["autoCompact"].as_bool(),
+            check["compacting"].as_bool()
+        ),
+        (Some(false), Some(false))
+    );
+
+    let compacted = server
+        .request("conversation/compact", json!({"sessionId": id}))
+        .unwrap();
+    assert_eq!(compacted["compacted"], false);
+    assert!(
+        compacted["reason"]
+            .as_str()
+            .unwrap()
+            .contains("compactd's log only"),
+        "{compacted}"
+    );
+    assert!(
+        compacted["summary"].as_str().unwrap().contains("step"),
+        "{compacted}"
+    );
+    assert_eq!(compacted["tokensBefore"], 1325);
+    let listed = server
+        .request("conversation/compactions", json!({"sessionId": id}))
+        .unwrap();
+    assert_eq!(listed["compactions"].as_array().unwrap().len(), 1);
+    let unchanged = server
+        .request("conversation/history", json!({"sessionId": id}))
+        .unwrap();
+    assert_eq!(
+        unchanged["messages"], history["messages"],
+        "the mirror is the agent's"
+    );
+
+    let handoff = server
+        .request(
+            "conversation/compact",
+            json!({"sessionId": id, "strategy": "handoff", "goal": "finish the parser"}),
+        )
+        .unwrap();
+    let prompt_text = handoff["handoffPrompt"].as_str().unwrap();
+    assert!(
+        prompt_text.starts_with("This session continues earlier work in another session."),
+        "{prompt_text}"
+    );
+    assert!(prompt_text.contains("finish the parser"), "{prompt_text}");
+    let fresh = handoff["handoffSessionId"].as_str().unwrap();
+    server.append(fresh, json!([{"role": "user", "content": "go"}]));
+    assert_eq!(
+        std::fs::read_to_string(&transcript).unwrap(),
+        text,
+        "the transcript is only read"
+    );
+
+    let unfollowed = server
+        .request("conversation/unfollow", json!({"sessionId": id}))
+        .unwrap();
+    assert_eq!(unfollowed, json!({"sessionId": id, "unfollowed": true}));
+    assert!(server
+        .request("conversation/history", json!({"sessionId": id}))
+        .is_err());
+    let again = server
+        .request("conversation/unfollow", json!({"sessionId": id}))
+        .unwrap();
+    assert_eq!(again["unfollowed"], false);
+    server.shutdown_and_exit();
+
+    // Restarted: following the file again finds compactd's own log of it.
+    let mut server = start(&ws, json!({}));
+    let error = server
+        .request("conversation/open", json!({"sessionId": id}))
+        .unwrap_err();
+    assert!(error.message.contains("conversation/follow"), "{error:?}");
+    let refollowed = server
+        .request("conversation/follow", json!({"path": transcript}))
+        .unwrap();
+    assert_eq!(refollowed["sessionId"], id.as_str());
+    let listed = server
+        .request("conversation/compactions", json!({"sessionId": id}))
+        .unwrap();
+    assert_eq!(listed["compactions"].as_array().unwrap().len(), 1);
+    let error = server
+        .request("conversation/follow", json!({}))
+        .unwrap_err();
+    assert!(error.message.contains("give `path`"), "{error:?}");
+    let error = server
+        .request("conversation/follow", json!({"agent": "codex"}))
+        .unwrap_err();
+    assert!(error.message.contains("no Codex session for"), "{error:?}");
+    let notes = ws.root.join("notes.md");
+    std::fs::write(&notes, "# notes\n").unwrap();
+    let error = server
+        .request("conversation/follow", json!({"path": notes}))
+        .unwrap_err();
+    assert!(
+        error
+            .message
+            .contains("not a Claude Code, Codex or pi transcript"),
+        "{error:?}"
+    );
+    server.shutdown_and_exit();
+}
