@@ -8,6 +8,7 @@
 
 pub mod discover;
 pub mod limits;
+pub mod status;
 pub mod tail;
 
 use std::path::PathBuf;

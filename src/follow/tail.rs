@@ -9,6 +9,8 @@ use std::fs::File;
 use std::io::{self, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
+use serde::{Deserialize, Serialize};
+
 use crate::import::{self, Line};
 
 /// Bytes read per chunk: a large file never sits in memory whole.
@@ -27,7 +29,7 @@ pub enum Step {
     Changed(&'static str),
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Tail {
     path: PathBuf,
     /// Bytes of complete lines read so far.
@@ -62,11 +64,9 @@ impl Tail {
     /// non-blank one to `each` as it is read. An error (the file is gone,
     /// or not a regular file) changes nothing.
     pub fn step(&mut self, mut each: impl FnMut(Line)) -> io::Result<Step> {
-        let mut file = File::open(&self.path)?;
+        // A FIFO swapped in would block the open, and the state owner.
+        let mut file = import::open_regular(&self.path)?;
         let meta = file.metadata()?;
-        if !meta.is_file() {
-            return Err(io::Error::other("not a regular file"));
-        }
         let identity = identity(&meta);
         if self.identity.is_some() && identity != self.identity {
             return Ok(Step::Changed("replaced by another file"));

@@ -15,6 +15,8 @@ pub mod claude_code;
 pub mod codex;
 pub(crate) mod emit;
 mod file;
+
+pub(crate) use file::open_regular;
 pub mod openai;
 pub mod pi;
 

@@ -18,6 +18,7 @@ mod llm;
 mod persistence;
 mod schemas;
 mod secrets;
+mod statusline;
 mod summarizers;
 mod tokens;
 mod transcripts;

@@ -336,16 +336,22 @@ pub fn output_within_patience(command: &mut Command) -> std::process::Output {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
+    wait_with_patience(child, PATIENCE)
+}
+
+/// Waits for a spawned child's output; one still running after `patience`
+/// is killed and fails the test instead of hanging it.
+pub fn wait_with_patience(child: Child, patience: Duration) -> std::process::Output {
     let pid = child.id();
     let (tx, rx) = mpsc::channel();
     std::thread::spawn(move || {
         let _ = tx.send(child.wait_with_output());
     });
-    match rx.recv_timeout(PATIENCE) {
+    match rx.recv_timeout(patience) {
         Ok(output) => output.unwrap(),
         Err(_) => {
             let _ = Command::new("kill").args(["-9", &pid.to_string()]).status();
-            panic!("{command:?} was still running after {PATIENCE:?}");
+            panic!("process {pid} was still running after {patience:?}");
         }
     }
 }
