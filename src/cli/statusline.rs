@@ -102,8 +102,14 @@ fn transcript_status(
     transcript: &Path,
     workspace: &Path,
 ) -> Result<TranscriptStatus, String> {
-    let meta =
-        std::fs::metadata(transcript).map_err(|e| format!("{}: {e}", transcript.display()))?;
+    let meta = match std::fs::metadata(transcript) {
+        Ok(meta) => meta,
+        // At startup Claude Code names the transcript before writing it.
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Ok(TranscriptStatus::new(transcript))
+        }
+        Err(e) => return Err(format!("{}: {e}", transcript.display())),
+    };
     let modified_ms = meta
         .modified()
         .ok()

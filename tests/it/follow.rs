@@ -14,7 +14,7 @@ use crate::support::{file_uri, Server};
 
 /// Claude Code's folder for a workspace (the rule is tested in the
 /// crate; these temporary paths are ASCII).
-fn claude_dir(home: &Path, workspace: &Path) -> PathBuf {
+pub(crate) fn claude_dir(home: &Path, workspace: &Path) -> PathBuf {
     let real = workspace.canonicalize().unwrap();
     let name: String = real
         .to_string_lossy()
@@ -67,7 +67,7 @@ fn tool_result(uuid: &str, call: &str, content: &str) -> String {
 }
 
 /// The next meter of `session`.
-fn next_meter(server: &mut Server, session: &str) -> Value {
+pub(crate) fn next_meter(server: &mut Server, session: &str) -> Value {
     server
         .next_where(|m| m["method"] == "conversation/tokens" && m["params"]["sessionId"] == session)
         ["params"]
@@ -309,7 +309,11 @@ fn fixture(relative: &str) -> Vec<String> {
 /// ending in a Claude Code slash command: whether it was a request shows
 /// only in the next line, so the follower waits for it while a batch
 /// import, at the end of its file, counts it as one.
-fn follow_line_by_line(server: &mut Server, transcript: &Path, lines: &[String]) -> String {
+pub(crate) fn follow_line_by_line(
+    server: &mut Server,
+    transcript: &Path,
+    lines: &[String],
+) -> String {
     write(transcript, &lines[0]);
     let path = transcript.display().to_string();
     let id = server

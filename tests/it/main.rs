@@ -4,6 +4,7 @@
 mod fixture;
 mod support;
 
+mod agents;
 mod architecture;
 mod cli;
 mod compaction;

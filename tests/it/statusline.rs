@@ -229,8 +229,19 @@ fn any_failure_prints_a_short_fallback_and_exits_0() {
     for (input, line) in cases {
         assert_eq!(home.render(input, &[], &[]), line);
     }
-    let missing = json!({"transcript_path": home.path().join("gone.jsonl")}).to_string();
-    assert!(home.render(&missing, &[], &[]).starts_with("⛁ compactd: "));
+    // At startup the transcript is named before it is written.
+    let unwritten = captured(
+        "statusline-stdin-start.json",
+        &home.path().join("not-yet.jsonl"),
+    );
+    assert_eq!(
+        home.render(&unwritten.to_string(), &[], &[]),
+        "⛁ –/1M · auto-compact 977k"
+    );
+    let directory = json!({"transcript_path": home.path()}).to_string();
+    assert!(home
+        .render(&directory, &[], &[])
+        .starts_with("⛁ compactd: "));
     let fifo = home.path().join("fifo");
     crate::support::mkfifo(&fifo);
     let fifo_input = json!({"transcript_path": fifo}).to_string();
