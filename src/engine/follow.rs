@@ -11,7 +11,7 @@
 //! transcript) holds only what compactd itself adds: the compactions a
 //! client asks for (`conversation/compact`), which are recorded there and
 //! never applied to the mirror (only the agent changes what its model
-//! sees), and pins.
+//! sees).
 
 use std::path::{Path, PathBuf};
 
@@ -88,7 +88,6 @@ pub struct Mirror {
     pub auto_compact: AutoCompactPoint,
     /// compactd's own compactions of the transcript, oldest first.
     pub own: Vec<CompactionRecord>,
-    pins: Vec<String>,
     tail: Tail,
     reading: Reading,
     /// What the agent's point was last computed from.
@@ -239,14 +238,18 @@ pub fn follow(
         )));
     }
     let id = session_id(agent, path);
-    let (own, pins, log) = own_log(store, &id, agent, path)?;
+    let (own, log) = own_log(store, &id, agent, path)?;
     let mut mirror = Mirror {
         agent,
         path: path.to_path_buf(),
         workspace: workspace.to_path_buf(),
-        auto_compact: limits::claude_code(env.homes, 0, None),
+        // Known once the transcript is read.
+        auto_compact: AutoCompactPoint {
+            at: None,
+            basis: Basis::Estimate,
+            rule: String::new(),
+        },
         own,
-        pins,
         tail: Tail::new(path),
         reading: Reading::new(agent, path)?,
         limits_from: None,
@@ -256,15 +259,15 @@ pub fn follow(
     Ok((OpenSession { session, log }, mirror))
 }
 
-/// compactd's log of a followed transcript: its own compactions and pins,
-/// and the log, created with its header when new.
+/// compactd's log of a followed transcript: its own compactions, and the
+/// log, created with its header when new.
 fn own_log(
     store: &SessionStore,
     id: &str,
     agent: Agent,
     path: &Path,
-) -> EngineResult<(Vec<CompactionRecord>, Vec<String>, store::SessionLog)> {
-    let (mut own, mut pins) = (Vec::new(), Vec::new());
+) -> EngineResult<(Vec<CompactionRecord>, store::SessionLog)> {
+    let mut own = Vec::new();
     let Some(loaded) = store.load(id)? else {
         let mut log = store.open_log(id, false)?;
         let header = LogEntry::Header(SessionHeader {
@@ -278,16 +281,14 @@ fn own_log(
             }),
         });
         log.append(&[header], true)?;
-        return Ok((own, pins, log));
+        return Ok((own, log));
     };
     for entry in loaded.entries {
-        match entry {
-            LogEntry::Compaction(record) => own.push(*record),
-            LogEntry::Pin { text } => pins.push(text),
-            _ => {}
+        if let LogEntry::Compaction(record) = entry {
+            own.push(*record);
         }
     }
-    Ok((own, pins, store.open_log(id, loaded.torn_tail)?))
+    Ok((own, store.open_log(id, loaded.torn_tail)?))
 }
 
 impl Mirror {
@@ -306,9 +307,6 @@ impl Mirror {
         .configure(&mut session);
         // The agent compacts by itself; compactd never does on its own.
         session.auto_compact_switch = Some(false);
-        for pin in &self.pins {
-            session.add_pin(pin.clone());
-        }
         session
     }
 

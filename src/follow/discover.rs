@@ -12,9 +12,11 @@
 //!   '\' and ':' as '-'>--/*.jsonl` (other characters kept), or every file
 //!   of `$PI_CODING_AGENT_SESSION_DIR` whose header names the workspace.
 
+use std::collections::HashMap;
 use std::fs;
 use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 use std::time::UNIX_EPOCH;
 
 use serde_json::Value;
@@ -84,10 +86,30 @@ pub fn pi_dir_name(cwd: &str) -> String {
     format!("--{}--", trimmed.replace(['/', '\\', ':'], "-"))
 }
 
+/// The cwd each transcript's first line names, remembered once read: a
+/// first line never changes, and auto-follow looks every second, across
+/// every recent Codex rollout of every workspace.
+#[derive(Debug, Default)]
+pub struct Cwds(Mutex<HashMap<PathBuf, String>>);
+
+impl Cwds {
+    fn of(&self, path: &Path, pointer: &str) -> Option<String> {
+        let mut known = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(cwd) = known.get(path) {
+            return Some(cwd.clone());
+        }
+        // Not cached until it could be read: the line may not be written yet.
+        let cwd = first_line_cwd(path, pointer)?;
+        known.insert(path.to_path_buf(), cwd.clone());
+        Some(cwd)
+    }
+}
+
 /// The sessions of `agent` for `workspace`, most recently modified first,
 /// at most `limit`.
 pub fn sessions(
     homes: &AgentHomes,
+    cwds: &Cwds,
     agent: Agent,
     workspace: &Path,
     limit: usize,
@@ -102,11 +124,11 @@ pub fn sessions(
                 .join(claude_code_dir_name(&cwd));
             jsonl_files(&dir, agent)
         }
-        Agent::Codex => codex_sessions(&homes.codex.join("sessions"), &workspace, limit),
+        Agent::Codex => codex_sessions(&homes.codex.join("sessions"), cwds, &workspace, limit),
         Agent::Pi => match &homes.pi_sessions {
             Some(dir) => jsonl_files(dir, agent)
                 .into_iter()
-                .filter(|s| first_line_cwd(&s.path, "/cwd").as_deref() == Some(&*cwd))
+                .filter(|s| cwds.of(&s.path, "/cwd").as_deref() == Some(&*cwd))
                 .collect(),
             None => jsonl_files(&homes.pi.join("sessions").join(pi_dir_name(&cwd)), agent),
         },
@@ -117,10 +139,15 @@ pub fn sessions(
 }
 
 /// Every agent's sessions for `workspace`, most recently modified first.
-pub fn all_sessions(homes: &AgentHomes, workspace: &Path, limit: usize) -> Vec<AgentSession> {
+pub fn all_sessions(
+    homes: &AgentHomes,
+    cwds: &Cwds,
+    workspace: &Path,
+    limit: usize,
+) -> Vec<AgentSession> {
     let mut all: Vec<AgentSession> = Agent::ALL
         .into_iter()
-        .flat_map(|agent| sessions(homes, agent, workspace, limit))
+        .flat_map(|agent| sessions(homes, cwds, agent, workspace, limit))
         .collect();
     all.sort_by(|a, b| b.modified_ms.cmp(&a.modified_ms).then(b.path.cmp(&a.path)));
     all.truncate(limit);
@@ -242,7 +269,7 @@ fn codex_day_dirs(root: &Path) -> Vec<PathBuf> {
 }
 
 /// Rollouts whose `session_meta` names `workspace`, newest first.
-fn codex_sessions(root: &Path, workspace: &Path, limit: usize) -> Vec<AgentSession> {
+fn codex_sessions(root: &Path, cwds: &Cwds, workspace: &Path, limit: usize) -> Vec<AgentSession> {
     let cwd = workspace.to_string_lossy();
     let mut found = Vec::new();
     let mut examined = 0;
@@ -251,7 +278,7 @@ fn codex_sessions(root: &Path, workspace: &Path, limit: usize) -> Vec<AgentSessi
         files.sort_by(|a, b| b.path.cmp(&a.path));
         for session in files {
             examined += 1;
-            if first_line_cwd(&session.path, "/payload/cwd").as_deref() == Some(&*cwd) {
+            if cwds.of(&session.path, "/payload/cwd").as_deref() == Some(&*cwd) {
                 found.push(session);
             }
             if found.len() >= limit || examined >= CODEX_FILES_EXAMINED {
@@ -264,7 +291,7 @@ fn codex_sessions(root: &Path, workspace: &Path, limit: usize) -> Vec<AgentSessi
 
 /// The cwd a transcript's first line names (Codex `session_meta`, pi's
 /// header), at `pointer`.
-pub fn first_line_cwd(path: &Path, pointer: &str) -> Option<String> {
+fn first_line_cwd(path: &Path, pointer: &str) -> Option<String> {
     let file = fs::File::open(path).ok()?;
     let mut line = Vec::new();
     BufReader::new(file.take(4 << 20))

@@ -24,32 +24,7 @@ enum Item {
 /// in order. A `Restart` cannot occur here (batch readers know the whole
 /// transcript), and would only drop what came before it.
 pub(crate) fn collect(format: Format, events: Vec<Event>, mut skipped: Skips) -> Imported {
-    let mut settings = SessionSettings::default();
-    let mut items: Vec<Item> = Vec::with_capacity(events.len());
-    let mut by_id: HashMap<String, usize> = HashMap::new();
-    for event in events {
-        match event {
-            Event::Message { message, line } => {
-                by_id.insert(message.id.clone(), items.len());
-                items.push(Item::Message { message, line });
-            }
-            Event::Amend(amended) => {
-                if let Some(Item::Message { message, .. }) =
-                    by_id.get(&amended.id).and_then(|i| items.get_mut(*i))
-                {
-                    *message = amended;
-                }
-            }
-            Event::Settings(change) => items.push(Item::Settings(change)),
-            Event::Facts(facts) => merge_settings(&mut settings, facts),
-            Event::Compaction(compaction) => items.push(Item::Compaction(compaction)),
-            Event::MaxOutputTokens(_) => {}
-            Event::Restart => {
-                items.clear();
-                by_id.clear();
-            }
-        }
-    }
+    let (settings, items) = fold(events);
     let has_compactions = items.iter().any(|i| matches!(i, Item::Compaction(_)));
     // Only compactions need the session: their record says how much they
     // summarized and what the context was afterwards.
@@ -102,6 +77,38 @@ pub(crate) fn collect(format: Format, events: Vec<Event>, mut skipped: Skips) ->
         skipped,
         subagents: Vec::new(),
     }
+}
+
+/// The conversation's settings, and the items in order with every
+/// message in its final form.
+fn fold(events: Vec<Event>) -> (SessionSettings, Vec<Item>) {
+    let mut settings = SessionSettings::default();
+    let mut items: Vec<Item> = Vec::with_capacity(events.len());
+    let mut by_id: HashMap<String, usize> = HashMap::new();
+    for event in events {
+        match event {
+            Event::Message { message, line } => {
+                by_id.insert(message.id.clone(), items.len());
+                items.push(Item::Message { message, line });
+            }
+            Event::Amend(amended) => {
+                if let Some(Item::Message { message, .. }) =
+                    by_id.get(&amended.id).and_then(|i| items.get_mut(*i))
+                {
+                    *message = amended;
+                }
+            }
+            Event::Settings(change) => items.push(Item::Settings(change)),
+            Event::Facts(facts) => merge_settings(&mut settings, facts),
+            Event::Compaction(compaction) => items.push(Item::Compaction(compaction)),
+            Event::MaxOutputTokens(_) => {}
+            Event::Restart => {
+                items.clear();
+                by_id.clear();
+            }
+        }
+    }
+    (settings, items)
 }
 
 /// A foreign compaction as our compaction record, applied to `session`

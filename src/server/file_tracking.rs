@@ -244,7 +244,13 @@ impl Server {
         self.file_tracking
             .reconfigure(&self.config, &self.job_results_tx);
         let env = self.session_env();
-        for open in self.sessions.values_mut() {
+        let followed = &self.following.mirrors;
+        // A followed session keeps its agent's workspace.
+        for (_, open) in self
+            .sessions
+            .iter_mut()
+            .filter(|(id, _)| !followed.contains_key(*id))
+        {
             env.configure(&mut open.session);
         }
         self.sync_watches();

@@ -29,6 +29,7 @@ const AUTO_CANDIDATES: usize = 50;
 
 pub(crate) struct Following {
     pub homes: AgentHomes,
+    cwds: discover::Cwds,
     pub mirrors: HashMap<String, Followed>,
     auto: Option<AutoFollow>,
     polling: bool,
@@ -38,6 +39,7 @@ impl Default for Following {
     fn default() -> Following {
         Following {
             homes: AgentHomes::from_env(),
+            cwds: discover::Cwds::default(),
             mirrors: HashMap::new(),
             auto: None,
             polling: false,
@@ -86,6 +88,9 @@ impl Server {
         match (path, agent) {
             (Some(path), _) => {
                 let path = std::path::absolute(path).unwrap_or_else(|_| PathBuf::from(path));
+                std::fs::metadata(&path).map_err(|e| {
+                    RpcError::invalid_params(format!("path: {}: {e}", path.display()))
+                })?;
                 let agent = agent
                     .or_else(|| discover::agent_of(homes, &path))
                     .ok_or_else(|| {
@@ -96,22 +101,24 @@ impl Server {
                     })?;
                 Ok((agent, path))
             }
-            (None, Some(agent)) => discover::sessions(homes, agent, workspace, 1)
-                .into_iter()
-                .next()
-                .map(|s| (agent, s.path))
-                .ok_or_else(|| {
-                    RpcError::invalid_params(format!(
-                        "agent: no {} session for {} (looked in {})",
-                        agent.display_name(),
-                        workspace.display(),
-                        discover::session_dirs(homes, workspace)
-                            .iter()
-                            .map(|d| d.display().to_string())
-                            .collect::<Vec<_>>()
-                            .join(", ")
-                    ))
-                }),
+            (None, Some(agent)) => {
+                discover::sessions(homes, &self.following.cwds, agent, workspace, 1)
+                    .into_iter()
+                    .next()
+                    .map(|s| (agent, s.path))
+                    .ok_or_else(|| {
+                        RpcError::invalid_params(format!(
+                            "agent: no {} session for {} (looked in {})",
+                            agent.display_name(),
+                            workspace.display(),
+                            discover::session_dirs(homes, workspace)
+                                .iter()
+                                .map(|d| d.display().to_string())
+                                .collect::<Vec<_>>()
+                                .join(", ")
+                        ))
+                    })
+            }
             (None, None) => Err(RpcError::invalid_params(
                 "give `path` (a transcript) or `agent` (its newest session of the workspace)",
             )),
@@ -214,18 +221,23 @@ impl Server {
 
     /// The agents' recent sessions of a workspace.
     pub fn list_agent_sessions(&self, workspace: &Path, limit: usize) -> ListAgentSessionsResult {
-        let sessions = discover::all_sessions(&self.following.homes, workspace, limit)
-            .into_iter()
-            .map(|s| AgentSessionInfo {
-                title: discover::title(s.agent, &s.path),
-                session_id: Some(follow::session_id(s.agent, &s.path))
-                    .filter(|id| self.is_followed(id)),
-                agent: s.agent,
-                path: s.path.display().to_string(),
-                modified: s.modified_ms,
-                size: s.size,
-            })
-            .collect();
+        let sessions = discover::all_sessions(
+            &self.following.homes,
+            &self.following.cwds,
+            workspace,
+            limit,
+        )
+        .into_iter()
+        .map(|s| AgentSessionInfo {
+            title: discover::title(s.agent, &s.path),
+            session_id: Some(follow::session_id(s.agent, &s.path))
+                .filter(|id| self.is_followed(id)),
+            agent: s.agent,
+            path: s.path.display().to_string(),
+            modified: s.modified_ms,
+            size: s.size,
+        })
+        .collect();
         ListAgentSessionsResult {
             workspace: workspace.display().to_string(),
             sessions,
@@ -254,8 +266,11 @@ impl Server {
             return Err(super::no_session(id));
         };
         follow::record_own(open, &mut followed.mirror, record.clone())?;
-        let reason = follow::recorded_reason(&followed.mirror);
-        Ok(CompactResult::not_applied(&record, reason))
+        Ok(CompactResult {
+            compacted: false,
+            reason: Some(follow::recorded_reason(&followed.mirror)),
+            ..CompactResult::from_record(&record)
+        })
     }
 
     /// A followed session's meter (`None`: not followed).
@@ -358,7 +373,12 @@ impl Server {
             return;
         };
         let workspace = auto.workspace.clone();
-        let found = discover::all_sessions(&self.following.homes, &workspace, AUTO_CANDIDATES);
+        let found = discover::all_sessions(
+            &self.following.homes,
+            &self.following.cwds,
+            &workspace,
+            AUTO_CANDIDATES,
+        );
         let first_look = auto.seen.is_empty() && auto.current.is_none();
         let pick = found
             .iter()

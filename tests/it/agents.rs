@@ -15,7 +15,7 @@ use std::sync::mpsc;
 use serde_json::{json, Value};
 
 use crate::follow::{claude_dir, follow_line_by_line};
-use crate::support::{file_uri, wait_with_patience, Server, MODEL_PATIENCE};
+use crate::support::{file_uri, output_within, Server, MODEL_PATIENCE};
 
 fn agents_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/agents")
@@ -174,13 +174,7 @@ fn real_claude_code_is_followed_while_it_runs() {
         "--allowedTools",
         "Read,Edit,Write,Bash",
     ]);
-    let child = command
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let output = wait_with_patience(child, MODEL_PATIENCE);
+    let output = output_within(&mut command, MODEL_PATIENCE);
     assert!(output.status.success(), "{output:?}");
     let stdout = String::from_utf8(output.stdout).unwrap();
     let result: Value = stdout

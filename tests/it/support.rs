@@ -330,13 +330,18 @@ pub fn cli() -> Command {
 /// running after `PATIENCE` is killed and fails the test instead of hanging
 /// it.
 pub fn output_within_patience(command: &mut Command) -> std::process::Output {
+    output_within(command, PATIENCE)
+}
+
+/// `output_within_patience` with another bound.
+pub fn output_within(command: &mut Command, patience: Duration) -> std::process::Output {
     let child = command
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    wait_with_patience(child, PATIENCE)
+    wait_with_patience(child, patience)
 }
 
 /// Waits for a spawned child's output; one still running after `patience`

@@ -43,12 +43,20 @@ export const PIN = 'conversation/pin';
 export const REPORT_ERROR = 'conversation/reportError';
 /** request: A transcript in another tool's format becomes a new session. */
 export const IMPORT = 'conversation/import';
+/** request: Mirrors an agent's transcript (Claude Code, Codex, pi) as a read-only session that follows it as it grows. */
+export const FOLLOW = 'conversation/follow';
+/** request: Stops following a transcript. */
+export const UNFOLLOW = 'conversation/unfollow';
+/** request: The agents' recent sessions for a workspace. */
+export const LIST_AGENT_SESSIONS = 'conversation/listAgentSessions';
 /** serverNotification: Server → client: a session's meter changed. */
 export const TOKENS = 'conversation/tokens';
 /** serverNotification: Server → client: a compaction was applied. */
 export const DID_COMPACT = 'conversation/didCompact';
 /** serverNotification: Server → client: the circuit breaker stopped auto-compaction of a session. */
 export const AUTO_COMPACT_STOPPED = 'conversation/autoCompactStopped';
+/** serverNotification: Server → client: `follow: "auto"` started following an agent's session. */
+export const DID_FOLLOW = 'conversation/didFollow';
 /** serverNotification (LSP): Server → client: progress of a long request. */
 export const PROGRESS = '$/progress';
 /** request: A session's file ledger. */

@@ -12,6 +12,7 @@ export const SERVER_SETTING_KEYS: readonly string[] = [
   'defaultContextWindow',
   'fileTools',
   'fileWatcher',
+  'follow',
   'keepRecentTokens',
   'maxImportBytes',
   'maxListedFiles',

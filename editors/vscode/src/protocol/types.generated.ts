@@ -50,6 +50,14 @@ export type ProgressToken = number | string;
  */
 export type Trigger = 'manual' | 'threshold' | 'overflow';
 /**
+ * A coding agent whose transcripts compactd can follow.
+ */
+export type Agent = 'claude-code' | 'codex' | 'pi';
+/**
+ * How far an agent's auto-compaction point can be trusted.
+ */
+export type Basis = 'exact' | 'estimate' | 'off';
+/**
  * How a ledger file changed on disk, as reported to the client.
  */
 export type ChangeKind = 'changed' | 'created' | 'deleted' | 'renamed';
@@ -78,6 +86,12 @@ export type ToolOperation = ('read' | 'modify' | 'create' | 'delete') | 'patch' 
  */
 export type WatchMode = 'auto' | 'poll' | 'off';
 /**
+ * `auto`: follow the newest Claude Code, Codex or pi session of the
+ * workspace, and each one that starts later (`conversation/didFollow`).
+ * `off`: follow only what `conversation/follow` asks for.
+ */
+export type FollowMode = 'auto' | 'off';
+/**
  * How a compaction shrinks the history.
  */
 export type Strategy1 = 'checkpoint' | 'incremental' | 'prune' | 'handoff';
@@ -98,14 +112,19 @@ export interface CompactdSchemas {
   DidChangeWatchedFilesParams?: DidChangeWatchedFilesParams;
   DidCloseTextDocumentParams?: DidCloseTextDocumentParams;
   DidCompactNotification?: DidCompactNotification;
+  DidFollowNotification?: DidFollowNotification;
   DidOpenTextDocumentParams?: DidOpenTextDocumentParams;
   DidSaveTextDocumentParams?: DidSaveTextDocumentParams;
   FileDidChangeNotification?: FileDidChangeNotification;
   FileNotificationParams?: FileNotificationParams;
   FilesListResult?: FilesListResult;
+  FollowParams?: FollowParams;
+  FollowResult?: FollowResult;
   HistoryResult?: HistoryResult;
   ImportParams?: ImportParams;
   ImportResult?: ImportResult;
+  ListAgentSessionsParams?: ListAgentSessionsParams;
+  ListAgentSessionsResult?: ListAgentSessionsResult;
   OpenParams?: OpenParams;
   OpenResult?: OpenResult;
   PinParams?: PinParams;
@@ -119,6 +138,7 @@ export interface CompactdSchemas {
   SetAutoCompactResult?: SetAutoCompactResult;
   TokensNotification?: TokensNotification;
   UnchangedSinceReadResult?: UnchangedSinceReadResult;
+  UnfollowResult?: UnfollowResult;
   Config?: Config;
   Message?: Message;
 }
@@ -271,6 +291,11 @@ export interface CompactResult {
   durationMs: number;
   firstKeptMessageId?: string | null;
   /**
+   * `handoff`: that message's text, a prompt to start a fresh agent
+   * session with (a followed agent's, say).
+   */
+  handoffPrompt?: string | null;
+  /**
    * `handoff`: the new session that starts with the handoff message.
    */
   handoffSessionId?: string | null;
@@ -404,6 +429,11 @@ export interface DidCompactNotification {
   durationMs: number;
   firstKeptMessageId?: string | null;
   /**
+   * `handoff`: that message's text, a prompt to start a fresh agent
+   * session with (a followed agent's, say).
+   */
+  handoffPrompt?: string | null;
+  /**
    * `handoff`: the new session that starts with the handoff message.
    */
   handoffSessionId?: string | null;
@@ -441,6 +471,47 @@ export interface DidCompactNotification {
    * What the summarizer's provider reported for its calls.
    */
   usage?: Usage | null;
+}
+/**
+ * `conversation/didFollow`: with `follow: "auto"`, the server started
+ * following a session (the newest at start, then each one that starts).
+ */
+export interface DidFollowNotification {
+  agent: Agent;
+  autoCompact: AutoCompactPoint;
+  meter: MeterInfo;
+  /**
+   * The transcript.
+   */
+  path: string;
+  /**
+   * The session auto-follow followed before, now closed (unless a
+   * client followed it explicitly).
+   */
+  previousSessionId?: string | null;
+  /**
+   * The read-only session that mirrors the transcript: the same id
+   * whenever this file is followed.
+   */
+  sessionId: string;
+  /**
+   * The agent's working directory.
+   */
+  workspace: string;
+}
+/**
+ * Where the agent compacts by itself, and how that is known.
+ */
+export interface AutoCompactPoint {
+  /**
+   * The context size at which the agent compacts; `null` when it will not.
+   */
+  at?: number | null;
+  basis: Basis;
+  /**
+   * The rule and where its figures came from, for people.
+   */
+  rule: string;
 }
 export interface DidOpenTextDocumentParams {
   textDocument: TextDocumentItem;
@@ -544,6 +615,62 @@ export interface FileInfo {
    */
   watched: boolean;
 }
+/**
+ * `conversation/follow`: mirror an agent's transcript as a read-only
+ * session. Give `path`, or `agent` for that agent's newest session of the
+ * workspace.
+ */
+export interface FollowParams {
+  /**
+   * Follow this agent's most recently written session of the workspace.
+   */
+  agent?: Agent | null;
+  /**
+   * A transcript file (absolute, or relative to the server's working
+   * directory); its agent is told from where it lives or its content.
+   */
+  path?: string | null;
+  /**
+   * The directory the agent runs in. Default: the server's workspace
+   * root (else its working directory).
+   */
+  workspace?: string | null;
+}
+/**
+ * A followed transcript.
+ */
+export interface FollowResult {
+  agent: Agent;
+  autoCompact: AutoCompactPoint1;
+  meter: MeterInfo;
+  /**
+   * The transcript.
+   */
+  path: string;
+  /**
+   * The read-only session that mirrors the transcript: the same id
+   * whenever this file is followed.
+   */
+  sessionId: string;
+  /**
+   * The agent's working directory.
+   */
+  workspace: string;
+}
+/**
+ * Where the agent compacts by itself, and how that is known.
+ */
+export interface AutoCompactPoint1 {
+  /**
+   * The context size at which the agent compacts; `null` when it will not.
+   */
+  at?: number | null;
+  basis: Basis;
+  /**
+   * The rule and where its figures came from, for people.
+   */
+  rule: string;
+}
 export interface HistoryResult {
   /**
    * System prompt, then the summary message (if any), then the kept and
@@ -601,6 +728,50 @@ export interface ImportResult {
    * Why, one line per kind: `summary lines: 6 (first at line 1)`.
    */
   skippedReasons: string[];
+}
+/**
+ * `conversation/listAgentSessions`.
+ */
+export interface ListAgentSessionsParams {
+  /**
+   * At most this many sessions (default 20), most recent first.
+   */
+  limit?: number | null;
+  /**
+   * Default: the server's workspace root (else its working directory).
+   */
+  workspace?: string | null;
+}
+export interface ListAgentSessionsResult {
+  /**
+   * Every agent's sessions, most recently written first.
+   */
+  sessions: AgentSessionInfo[];
+  /**
+   * The workspace as the agents name it (its real path).
+   */
+  workspace: string;
+}
+export interface AgentSessionInfo {
+  agent: Agent;
+  /**
+   * Last written, in milliseconds since the Unix epoch.
+   */
+  modified: number;
+  path: string;
+  /**
+   * The session following it here, if one does.
+   */
+  sessionId?: string | null;
+  /**
+   * Bytes.
+   */
+  size: number;
+  /**
+   * The name pi gave the session, else the user's first request
+   * (cut to 100 characters).
+   */
+  title?: string | null;
 }
 export interface OpenParams {
   contextWindow?: number | null;
@@ -741,6 +912,13 @@ export interface UnchangedSinceReadResult {
    */
   files: string[];
 }
+export interface UnfollowResult {
+  sessionId: string;
+  /**
+   * False when the session was not followed.
+   */
+  unfollowed: boolean;
+}
 export interface Config {
   /**
    * Compact automatically when a trigger fires.
@@ -780,6 +958,7 @@ export interface Config {
     [k: string]: FileToolRule | null | undefined;
   };
   fileWatcher?: WatchMode;
+  follow?: FollowMode;
   /**
    * Newest tokens kept verbatim when compacting.
    */
