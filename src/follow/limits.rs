@@ -84,8 +84,19 @@ pub fn claude_code(homes: &AgentHomes, window: u64, max_output: Option<u64>) -> 
 }
 
 fn claude_code_off(homes: &AgentHomes) -> Option<String> {
-    let state = read_json(&homes.claude_state_file());
-    if state.as_ref().and_then(|s| s.get("autoCompactEnabled")) == Some(&Value::Bool(false)) {
+    /// Only the switch: the file keeps every project's history and runs to
+    /// megabytes, and the status line reads it on every render.
+    #[derive(Deserialize)]
+    struct State {
+        #[serde(rename = "autoCompactEnabled")]
+        auto_compact_enabled: Option<bool>,
+    }
+    let bytes = std::fs::read(homes.claude_state_file()).unwrap_or_default();
+    let named = bytes.windows(18).any(|w| w == b"autoCompactEnabled");
+    let state = named
+        .then(|| serde_json::from_slice::<State>(&bytes).ok())
+        .flatten();
+    if state.and_then(|s| s.auto_compact_enabled) == Some(false) {
         return Some(format!(
             "autoCompactEnabled is false in {}",
             homes.claude_state_file().display()

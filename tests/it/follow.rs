@@ -903,3 +903,85 @@ fn a_followed_session_is_read_only_and_compacts_into_compactds_own_log() {
     );
     server.shutdown_and_exit();
 }
+
+#[test]
+fn without_a_file_watcher_the_poll_follows_the_transcript() {
+    let ws = workspace();
+    let mut server = start(&ws, json!({"fileWatcher": "off"}));
+    let dir = claude_dir(server.home(), &ws.root);
+    std::fs::create_dir_all(&dir).unwrap();
+    let transcript = dir.join("s1.jsonl");
+    write(&transcript, &prompt("u1", "go"));
+    let id = server
+        .request("conversation/follow", json!({"agent": "claude-code"}))
+        .unwrap()["sessionId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    write(
+        &transcript,
+        &response_line("a1", "msg_1", json!({"type": "text", "text": "ok"}), FIRST),
+    );
+    assert_eq!(next_meter(&mut server, &id)["contextTokens"], total(FIRST));
+    server.shutdown_and_exit();
+}
+
+#[test]
+fn pi_moving_to_another_branch_of_its_session_tree_is_read_again() {
+    let ws = workspace();
+    let mut server = start(&ws, json!({}));
+    let dir = pi_dir(server.home(), &ws.root);
+    std::fs::create_dir_all(&dir).unwrap();
+    let session = dir.join("2026-11-22T21-02-00-000Z_01a2.jsonl");
+    let entry = |id: &str, parent: &str, role: &str, text: &str, total: u64| {
+        let mut message = json!({"role": role, "content": [{"type": "text", "text": text}]});
+        if role == "assistant" {
+            message["usage"] = json!({"input": total - 10, "output": 10, "cacheRead": 0, "cacheWrite": 0, "totalTokens": total});
+        }
+        line(
+            json!({"type": "message", "id": id, "parentId": parent, "timestamp": "t", "message": message}),
+        )
+    };
+    let header = line(
+        json!({"type": "session", "version": 3, "id": "01a2", "timestamp": "t", "cwd": ws.root}),
+    );
+    write(
+        &session,
+        &(header
+            + &line(
+                json!({"type": "model_change", "id": "e0", "parentId": null, "timestamp": "t", "provider": "p", "modelId": "m"}),
+            )),
+    );
+    write(
+        &session,
+        &(entry("e1", "e0", "user", "first", 0) + &entry("e2", "e1", "assistant", "one", 1040)),
+    );
+    let id = server
+        .request("conversation/follow", json!({"agent": "pi"}))
+        .unwrap()["sessionId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    write(
+        &session,
+        &(entry("e3", "e2", "user", "second", 0) + &entry("e4", "e3", "assistant", "two", 2000)),
+    );
+    assert_eq!(next_meter(&mut server, &id)["contextTokens"], 2000);
+    // /tree back to "one", and on from there.
+    write(
+        &session,
+        &(entry("e5", "e2", "user", "instead", 0) + &entry("e6", "e5", "assistant", "three", 1500)),
+    );
+    assert_eq!(next_meter(&mut server, &id)["contextTokens"], 1500);
+    let history = server
+        .request("conversation/history", json!({"sessionId": id}))
+        .unwrap();
+    let texts: Vec<&str> = history["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["content"].as_str().unwrap())
+        .collect();
+    assert_eq!(texts, ["first", "one", "instead", "three"]);
+    server.shutdown_and_exit();
+}
