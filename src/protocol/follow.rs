@@ -37,6 +37,9 @@ pub struct FollowResult {
     /// whenever this file is followed.
     pub session_id: String,
     pub agent: Agent,
+    /// The agent's name as people know it (`Claude Code`, `Codex`, `pi`),
+    /// for a status bar.
+    pub agent_name: String,
     /// The transcript.
     pub path: String,
     /// The agent's working directory.

@@ -177,6 +177,7 @@ impl Server {
         FollowResult {
             session_id: id.to_string(),
             agent: mirror.agent,
+            agent_name: mirror.agent.display_name().to_string(),
             path: mirror.path.display().to_string(),
             workspace: mirror.workspace.display().to_string(),
             auto_compact: mirror.auto_compact.clone(),

@@ -118,7 +118,10 @@ fn a_claude_code_transcript_written_line_by_line_meters_its_usage_exactly() {
         .request("conversation/follow", json!({"agent": "claude-code"}))
         .unwrap();
     let id = followed["sessionId"].as_str().unwrap().to_string();
-    assert_eq!(followed["agent"], "claude-code");
+    assert_eq!(
+        (followed["agent"].as_str(), followed["agentName"].as_str()),
+        (Some("claude-code"), Some("Claude Code"))
+    );
     assert_eq!(followed["path"], transcript.display().to_string());
     assert_eq!(followed["meter"]["source"], "estimate");
 

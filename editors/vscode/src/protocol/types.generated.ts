@@ -478,6 +478,11 @@ export interface DidCompactNotification {
  */
 export interface DidFollowNotification {
   agent: Agent;
+  /**
+   * The agent's name as people know it (`Claude Code`, `Codex`, `pi`),
+   * for a status bar.
+   */
+  agentName: string;
   autoCompact: AutoCompactPoint;
   meter: MeterInfo;
   /**
@@ -641,6 +646,11 @@ export interface FollowParams {
  */
 export interface FollowResult {
   agent: Agent;
+  /**
+   * The agent's name as people know it (`Claude Code`, `Codex`, `pi`),
+   * for a status bar.
+   */
+  agentName: string;
   autoCompact: AutoCompactPoint1;
   meter: MeterInfo;
   /**
