@@ -23,7 +23,7 @@ use compactd::engine::follow::{self, FollowEnv};
 use compactd::engine::SessionEnv;
 use compactd::files::{disk, FileTools};
 use compactd::follow::{Agent, AgentHomes};
-use compactd::store::SessionStore;
+use compactd::store::{Durability, SessionStore};
 use serde_json::json;
 
 /// Text a tool result carries: this repository's sources, a few KB each.
@@ -119,7 +119,7 @@ fn follow_at(dir: &Path, mb: u64, appends: usize) -> (Duration, Duration, usize)
         homes: &homes,
         session_env: &session_env,
     };
-    let store = SessionStore::new(dir.join("data"));
+    let store = SessionStore::new(dir.join("data"), Durability::Flush);
     let started = Instant::now();
     let (mut open, mut mirror) =
         follow::follow(&store, Agent::ClaudeCode, &path, dir, &env).unwrap();

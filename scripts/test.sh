@@ -14,6 +14,8 @@ cargo test --all-targets
 echo "== nvim plugin (editors/nvim)"
 cargo build --quiet
 editors/nvim/tests/run.sh
+echo "== clients (TypeScript, Python)"
+clients/test.sh
 
 echo "== editors/vscode: npm test, .vsix, e2e in code-server"
 if [[ -d editors/vscode/node_modules ]]; then

@@ -13,6 +13,8 @@ use crate::files::{watch::WatchMode, FileToolRule};
 pub const CONFIG_FILE_NAME: &str = "compactd.toml";
 /// The default `maxImportBytes`: 1 GiB.
 pub const DEFAULT_MAX_IMPORT_BYTES: u64 = 1 << 30;
+/// The smallest `maxFrameBytes` accepted.
+pub const MIN_MAX_FRAME_BYTES: u64 = 4096;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", default, deny_unknown_fields)]
@@ -80,6 +82,18 @@ pub struct Config {
     /// bytes (default 1 GiB). Larger files, and anything but a regular file
     /// (a FIFO, a device, a directory), are refused.
     pub max_import_bytes: u64,
+    /// The largest frame (message body) accepted from the client, in bytes.
+    /// A bigger one is refused (-32600, with its id when the body starts
+    /// with one) and skipped unread. At least 4096.
+    #[schemars(range(min = 4096))]
+    pub max_frame_bytes: u64,
+    /// When an append to a session log counts as done: `flush` (handed to
+    /// the operating system: survives compactd crashing or being killed,
+    /// not a power loss; about 10 µs per append) or `fsync` (also synced to
+    /// the disk: survives a power loss; 3–5 ms per append, measured with
+    /// `cargo bench --bench append` on a 2-core VM). Session headers and
+    /// compactions are always synced.
+    pub durability: crate::store::Durability,
     /// `auto`: follow the newest Claude Code, Codex or pi session of the
     /// workspace, and each one that starts later (`conversation/didFollow`).
     /// `off`: follow only what `conversation/follow` asks for.
@@ -125,6 +139,8 @@ impl Default for Config {
             file_watcher: WatchMode::Auto,
             max_watched_paths: 256,
             max_import_bytes: DEFAULT_MAX_IMPORT_BYTES,
+            max_frame_bytes: crate::transport::DEFAULT_MAX_FRAME_BYTES,
+            durability: crate::store::Durability::Flush,
             follow: FollowMode::Off,
         }
     }
@@ -290,6 +306,15 @@ impl Config {
                 field: format!("summarizer.extraBody.{field}"),
                 message: "compactd sets this field itself; use the summarizer setting for it"
                     .into(),
+            });
+        }
+        if config.max_frame_bytes < MIN_MAX_FRAME_BYTES {
+            return Err(ConfigError::Invalid {
+                source_name: "configuration".into(),
+                field: "maxFrameBytes".into(),
+                message: format!(
+                    "must be at least {MIN_MAX_FRAME_BYTES}, or the server could not read even `shutdown`"
+                ),
             });
         }
         if config.summarizer.provider == SummarizerProvider::Anthropic

@@ -9,6 +9,8 @@
 //! outputs that `prune` removed shown as placeholders. Nothing is ever
 //! removed from `messages`.
 
+mod amend;
+
 use std::collections::{HashMap, HashSet};
 
 use crate::compaction::job::{self, CompactionJob, PlanInput, PlanOptions};
@@ -18,7 +20,7 @@ use crate::compaction::trigger::{CircuitBreaker, TriggerInput};
 use crate::compaction::{self, Strategy};
 use crate::conversation::{Message, MessageBody, Role};
 use crate::files::{FileEvent, SessionFileLedger};
-use crate::tokens::{self, Encoding, Meter, MeterSource};
+use crate::tokens::{self, Calibration, Correction, Encoding, Meter, MeterSource};
 
 #[derive(Debug, Clone)]
 struct Counted {
@@ -63,6 +65,8 @@ pub struct Session {
     pub model: Option<String>,
     pub context_window: Option<u64>,
     pub system_prompt: Option<String>,
+    /// The tool definitions the client declared, as the provider gets them.
+    pub tool_definitions: Option<Vec<serde_json::Value>>,
     /// Per-session auto-compaction switch (`None`: the config decides).
     pub auto_compact_switch: Option<bool>,
     /// The circuit breaker of automatic compaction (not persisted: a
@@ -80,6 +84,9 @@ pub struct Session {
     /// Tokens of each record's summary message.
     summary_tokens: Vec<u64>,
     system_tokens: u64,
+    tool_tokens: u64,
+    /// What the provider counts beyond our count, learned from usage.
+    calibration: Calibration,
     summary_prefix: String,
     totals: ViewTotals,
     /// The file ledger, fed by file events applied in log order.
@@ -100,6 +107,7 @@ impl Session {
             model,
             context_window,
             system_prompt: None,
+            tool_definitions: None,
             auto_compact_switch: None,
             breaker: CircuitBreaker::default(),
             encoding,
@@ -112,6 +120,8 @@ impl Session {
             pruned: HashMap::new(),
             summary_tokens: Vec::new(),
             system_tokens: 0,
+            tool_tokens: 0,
+            calibration: Calibration::default(),
             summary_prefix,
             totals: ViewTotals::default(),
             file_ledger: SessionFileLedger::default(),
@@ -128,6 +138,13 @@ impl Session {
         self.system_prompt = prompt;
     }
 
+    pub fn set_tool_definitions(&mut self, tools: Option<Vec<serde_json::Value>>) {
+        self.tool_tokens = tools
+            .as_deref()
+            .map_or(0, |t| tokens::count_tool_definitions(self.encoding, t));
+        self.tool_definitions = tools;
+    }
+
     pub fn set_model(&mut self, model: Option<String>) {
         if model == self.model {
             return;
@@ -141,6 +158,8 @@ impl Session {
             }
             let prompt = self.system_prompt.take();
             self.set_system_prompt(prompt);
+            let tools = self.tool_definitions.take();
+            self.set_tool_definitions(tools);
             self.rebuild_view();
         } else {
             // Which usage reports count depends on the model.
@@ -223,10 +242,18 @@ impl Session {
 
     /// Adds messages that already have unique ids (see `assign_ids`).
     pub fn push(&mut self, messages: Vec<Message>) {
+        self.push_counted(messages.into_iter().map(|m| (m, None)));
+    }
+
+    /// `push` with token counts already known: `Some` is a count made with
+    /// this session's encoding (the session log stores them), `None` is
+    /// counted here.
+    pub fn push_counted(&mut self, messages: impl IntoIterator<Item = (Message, Option<u64>)>) {
         let generation = self.compactions.len();
-        for message in messages {
+        for (message, known) in messages {
             self.file_ledger.observe(&message);
-            let tokens = tokens::count_message(self.encoding, &message);
+            self.calibrate(&message);
+            let tokens = known.unwrap_or_else(|| tokens::count_message(self.encoding, &message));
             let index = self.messages.len();
             self.index.insert(message.id.clone(), index);
             self.messages.push(Counted {
@@ -237,63 +264,6 @@ impl Session {
             self.view.push(Slot::Message(index));
             self.add_to_totals(Slot::Message(index));
         }
-    }
-
-    /// Replaces a message with a later version of itself (same id, same
-    /// role): an agent writes one response over several lines of its
-    /// transcript. Its count is redone and the meter follows; the file
-    /// ledger sees its calls again when it is the newest assistant message.
-    /// Costs the messages after it, not the session. `false`: no such
-    /// message.
-    pub fn replace_message(&mut self, message: Message) -> bool {
-        let Some(&i) = self.index.get(&message.id) else {
-            return false;
-        };
-        if self.messages[i].message.role() != message.role() {
-            return false;
-        }
-        let later = &self.messages[i + 1..];
-        if message.role() == Role::Assistant
-            && !later.iter().any(|c| c.message.role() == Role::Assistant)
-        {
-            self.file_ledger.observe(&message);
-        }
-        let tokens = tokens::count_message(self.encoding, &message);
-        let old = std::mem::replace(&mut self.messages[i].tokens, tokens);
-        self.messages[i].message = message;
-        if self.in_view(i) && !self.pruned.contains_key(&i) {
-            self.totals.tokens = self.totals.tokens - old + tokens;
-        }
-        self.totals.latest_usage = self.latest_usage();
-        true
-    }
-
-    /// Whether message `i` shows in the view as itself.
-    fn in_view(&self, i: usize) -> bool {
-        for slot in self.view.iter().rev() {
-            match *slot {
-                Slot::Message(j) if j == i => return true,
-                Slot::Message(j) if j < i => return false,
-                _ => {}
-            }
-        }
-        false
-    }
-
-    /// The latest current provider report in the view and the estimated
-    /// tokens after it, looked up from the end.
-    fn latest_usage(&self) -> Option<(u64, u64)> {
-        let generation = self.compactions.len();
-        let mut after = 0;
-        for slot in self.view.iter().rev() {
-            if let Slot::Message(i) = *slot {
-                if let Some(context) = self.current_usage(&self.messages[i], generation) {
-                    return Some((context, after));
-                }
-            }
-            after += self.slot_tokens(slot);
-        }
-        None
     }
 
     fn add_to_totals(&mut self, slot: Slot) {
@@ -314,6 +284,23 @@ impl Session {
             (None, Some((_, after))) => *after += tokens,
             (None, None) => {}
         }
+    }
+
+    /// A provider report is a calibration sample: the prompt it counted
+    /// against our estimate of what the session held for that request.
+    fn calibrate(&mut self, message: &Message) {
+        self.calibrate_against(message, self.estimated_tokens());
+    }
+
+    /// `calibrate` with our estimate of the request given.
+    fn calibrate_against(&mut self, message: &Message, estimate: u64) {
+        let (Some(usage), MessageBody::Assistant { model, .. }) = (message.usage, &message.body)
+        else {
+            return;
+        };
+        let model = model.as_deref().or(self.model.as_deref());
+        self.calibration
+            .observe(model, estimate, usage.prompt_tokens());
     }
 
     fn recompute_totals(&mut self) {
@@ -389,8 +376,13 @@ impl Session {
         }
     }
 
+    /// The declared system prompt and tool definitions, in every request.
+    fn declared_tokens(&self) -> u64 {
+        self.system_tokens + self.tool_tokens
+    }
+
     fn fixed_tokens(&self) -> u64 {
-        self.system_tokens + self.checkpoint.map(|i| self.summary_tokens[i]).unwrap_or(0)
+        self.declared_tokens() + self.checkpoint.map(|i| self.summary_tokens[i]).unwrap_or(0)
     }
 
     /// Our own estimate of the whole view, ignoring provider usage.
@@ -398,18 +390,32 @@ impl Session {
         self.fixed_tokens() + self.totals.tokens
     }
 
+    /// How the provider's count of a request differs from ours, for the
+    /// session's model (`tokens::calibration`).
+    pub fn correction(&self) -> Correction {
+        self.calibration.correction(self.model.as_deref())
+    }
+
+    /// Our estimate of the whole view as the provider would count it.
+    pub fn calibrated_tokens(&self) -> u64 {
+        self.correction().context(self.estimated_tokens())
+    }
+
     /// The meter: the provider's latest current report plus our estimate
-    /// of what came after it; otherwise our estimate of everything.
+    /// of what came after it (it includes the overhead); otherwise our
+    /// estimate of everything with the overhead the calibration learned.
     pub fn meter(&self, context_window: u64, auto_compact_at: u64) -> Meter {
+        let correction = self.correction();
         let (context_tokens, source) = match self.totals.latest_usage {
-            Some((reported, after)) => (reported + after, MeterSource::Usage),
-            None => (self.estimated_tokens(), MeterSource::Estimate),
+            Some((reported, after)) => (reported + correction.scaled(after), MeterSource::Usage),
+            None => (self.calibrated_tokens(), MeterSource::Estimate),
         };
         Meter {
             context_tokens,
             context_window,
             auto_compact_at,
             source,
+            overhead_tokens: correction.context(self.declared_tokens()),
         }
     }
 
@@ -450,7 +456,8 @@ impl Session {
     pub fn plan_input(&self) -> PlanInput<'_> {
         PlanInput {
             entries: self.view_entries(),
-            system_tokens: self.system_tokens,
+            system_tokens: self.declared_tokens(),
+            correction: self.correction(),
             has_checkpoint: self.checkpoint.is_some(),
             records: &self.compactions,
             task: self.all_messages().find(|m| m.role() == Role::User),
@@ -647,30 +654,6 @@ pub(crate) mod tests {
         let mut recomputed = s.clone();
         recomputed.recompute_totals();
         assert_eq!(recomputed.totals, s.totals);
-    }
-
-    #[test]
-    fn a_replaced_message_moves_the_meter_as_a_recount_would() {
-        let mut s = session();
-        let mut first = Message::assistant("a1", "reading", vec![]);
-        first.usage = Some(Usage {
-            input: 900,
-            ..Usage::default()
-        });
-        s.push(vec![Message::user("u1", "go"), first.clone()]);
-        s.push(vec![Message::user("u2", "and then")]);
-        // The second line of the response adds a call and final usage.
-        let mut whole = Message::assistant("a1", "reading and then some more words", vec![]);
-        whole.usage = Some(Usage {
-            input: 950,
-            ..Usage::default()
-        });
-        assert!(s.replace_message(whole));
-        assert!(s.totals_match_recount());
-        let after = tokens::count_message(s.encoding(), &Message::user("u2", "and then"));
-        assert_eq!(s.meter(10_000, 9_000).context_tokens, 950 + after);
-        assert!(!s.replace_message(Message::user("a1", "not an assistant")));
-        assert!(!s.replace_message(Message::user("nope", "x")));
     }
 
     #[test]

@@ -15,7 +15,7 @@ use crate::engine::{self, SessionEnv};
 use crate::import::Imported;
 use crate::protocol::{CompactResult, Format, Strategy, Trigger};
 use crate::session::Session;
-use crate::store::{validate_session_id, LogEntry};
+use crate::store::{validate_session_id, LockError, LogEntry, SessionLock};
 use crate::summarize::Progress;
 
 /// What `--json` prints: the compact result plus where it came from.
@@ -182,7 +182,8 @@ async fn summarize(
             let entries =
                 engine::create::handoff_entries(session, &record, &session.id, record.created_at);
             let fresh = engine::create::replay(&session.id, entries.clone(), env);
-            let mut result = CompactResult::handed_off(&record, fresh.estimated_tokens());
+            let tokens = engine::compaction::handoff_tokens(session, &fresh);
+            let mut result = CompactResult::handed_off(&record, tokens);
             result.reason = Some(engine::compaction::handoff_reason(&session.id));
             result.handoff_session_id = Some(session.id.clone());
             Compacted {
@@ -254,8 +255,11 @@ fn session_id_for(path: &Path) -> String {
 }
 
 /// Writes beside the destination, then renames, so a failure never leaves
-/// half a log behind.
+/// half a log behind. A destination that is a session log a compactd
+/// server has open is refused (the rename would cut the server off its
+/// log); otherwise its lock, if it has one, is held until the rename is done.
 fn write_log(path: &Path, entries: &[LogEntry]) -> Result<(), CliError> {
+    let _lock = lock_destination(path)?;
     let mut buf = Vec::new();
     for entry in entries {
         serde_json::to_writer(&mut buf, entry).expect("log entries serialize");
@@ -276,4 +280,24 @@ fn write_log(path: &Path, entries: &[LogEntry]) -> Result<(), CliError> {
         let _ = std::fs::remove_file(&temp);
         fail(e)
     })
+}
+
+/// The lock of the session whose log `path` would be (`<dir>/<stem>.lock`
+/// for `<dir>/<stem>.jsonl`), when some compactd opened that session: held
+/// here, or an error naming the process that holds it.
+fn lock_destination(path: &Path) -> Result<Option<SessionLock>, CliError> {
+    let stem = path.file_stem().and_then(|s| s.to_str());
+    let is_log = path.extension().is_some_and(|e| e == "jsonl");
+    let Some(stem) = stem.filter(|s| is_log && validate_session_id(s).is_ok()) else {
+        return Ok(None);
+    };
+    match SessionLock::acquire_existing(&path.with_file_name(format!("{stem}.lock"))) {
+        Ok(lock) => Ok(lock),
+        Err(LockError::Held { pid }) => Err(CliError::Failure(format!(
+            "--out {}: session `{stem}` is open in a compactd server ({}); close it there or write to another file",
+            path.display(),
+            pid.map_or("pid not recorded".to_string(), |p| format!("pid {p}"))
+        ))),
+        Err(LockError::Io(e)) => Err(CliError::Failure(format!("{}: {e}", path.display()))),
+    }
 }

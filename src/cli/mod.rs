@@ -178,7 +178,7 @@ fn walking_session(
 /// to `session` as a resumed log would apply it, except that the walk keeps
 /// the window its command chose.
 fn message_or_apply<'a>(entry: &'a LogEntry, session: &mut Session) -> Option<&'a Message> {
-    if let LogEntry::Message { message } = entry {
+    if let LogEntry::Message { message, .. } = entry {
         return Some(message);
     }
     let window = session.context_window;

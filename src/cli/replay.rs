@@ -14,7 +14,7 @@ use crate::config::Config;
 use crate::conversation::{Message, Usage};
 use crate::engine::auto::AutoCompaction;
 use crate::engine::compaction::{Conclusion, JobSummarizer, NotPlanned};
-use crate::engine::{self, window};
+use crate::engine::{self, window, Access};
 use crate::protocol::{Format, Strategy, Trigger};
 use crate::session::Session;
 use crate::store::LogEntry;
@@ -48,8 +48,9 @@ pub struct ReplayCompaction {
     pub triggers: Vec<TriggerKind>,
     pub strategy: Strategy,
     pub tokens_before: u64,
-    /// The meter's reading before minus what the compaction removed: what
-    /// the provider would report once the compacted history is sent.
+    /// The compacted history as the provider would count it (the overhead
+    /// and tokenizer difference calibrated from usage, as the server's
+    /// `tokensAfter`).
     pub tokens_after: u64,
     pub messages_summarized: usize,
     pub duration_ms: u64,
@@ -102,10 +103,11 @@ pub async fn run(args: &ReplayArgs, no_user_config: bool) -> Result<(), CliError
         let line = imported.message_lines.get(position).copied().unwrap_or(0);
         position += 1;
         bar.inc(1);
-        let shift = session.estimated_tokens() as i64 - source.estimated_tokens() as i64;
+        let ours = session.estimated_tokens() as f64 - source.estimated_tokens() as f64;
+        let shift = (ours * source.correction().scale).round() as i64;
         session.push(vec![shifted(message, shift)]);
         source.push(vec![message.clone()]);
-        let decision = engine::auto::decide(&config, &session, false);
+        let decision = engine::auto::decide(&config, &session, Access::Write, false);
         let Some(auto) = decision.start else {
             continue;
         };
@@ -161,7 +163,6 @@ async fn compact(
         }
     };
     let before = job.tokens_before;
-    let estimated_before = session.estimated_tokens();
     let started = std::time::Instant::now();
     let summaries = JobSummarizer::new(config, job.encoding)
         .run(&job, &|_: Progress| {})
@@ -177,9 +178,8 @@ async fn compact(
     )?;
     let after = match conclusion {
         Conclusion::Apply(record) => {
+            let after = record.tokens_after;
             session.apply_compaction(record);
-            let cut = estimated_before.saturating_sub(session.estimated_tokens());
-            let after = before.saturating_sub(cut);
             report.compactions.push(ReplayCompaction {
                 after_message: at.position,
                 line: at.line,
@@ -203,7 +203,8 @@ async fn compact(
 
 /// The message with its provider usage moved by `shift` tokens: the
 /// provider counted the transcript's own context, and ours differs from it
-/// by what our compactions (and not the transcript's) summarized.
+/// by what our compactions (and not the transcript's) summarized, in the
+/// provider's tokens (our count times the calibrated scale).
 fn shifted(message: &Message, shift: i64) -> Message {
     let mut message = message.clone();
     if let (Some(usage), true) = (message.usage, shift != 0) {

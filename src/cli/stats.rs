@@ -12,7 +12,7 @@ use super::{
 use crate::compaction::trigger::TriggerKind;
 use crate::config::Config;
 use crate::conversation::{tool_pairing, Message, Role};
-use crate::engine::{self, window};
+use crate::engine::{self, window, Access};
 use crate::files::{disk, SessionFileLedger};
 use crate::import::Imported;
 use crate::protocol::Format;
@@ -58,15 +58,39 @@ pub struct RoleCounts {
 #[derive(Debug, Default, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Accuracy {
-    /// The meter as the server computes it just before the request: the
-    /// latest provider usage plus compactd's count of newer messages.
+    /// The meter as the server computes it just before the request, at the
+    /// turns where it has current usage: the latest provider usage plus
+    /// compactd's count of newer messages.
     pub meter: ErrorStats,
-    /// compactd's count alone, plus the part of the prompt no transcript
-    /// shows (system prompt, tool definitions), measured once at the first
-    /// reported turn.
+    /// compactd's count of the view alone, without the overhead.
     pub estimate: ErrorStats,
-    /// That unseen part, in tokens.
-    pub unseen_tokens: Option<i64>,
+    /// compactd's count with the calibration learned from the turns before
+    /// (`tokens::calibration`): what the meter shows when no usage is
+    /// current, as right after a compaction. From the second reported turn
+    /// (before it nothing was learned).
+    pub calibrated: ErrorStats,
+    /// The calibration at the end of the transcript: tokens in every
+    /// request that no message holds (system prompt, tool definitions)…
+    pub overhead_tokens: u64,
+    /// …and the provider's tokens per compactd token of the messages.
+    pub scale: f64,
+    /// The first reported turn after each compaction the transcript
+    /// recorded: where the meter has only the calibrated estimate.
+    pub after_compactions: Vec<AfterCompaction>,
+}
+
+/// The meter at the first reported turn after a compaction.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AfterCompaction {
+    /// Position (1-based) of the assistant message.
+    pub message: usize,
+    /// What the meter showed: the calibrated estimate.
+    pub meter: u64,
+    /// compactd's count alone.
+    pub estimate: u64,
+    /// The prompt the provider reported.
+    pub provider: u64,
 }
 
 /// Relative errors in percent: (ours − provider) / provider.
@@ -87,7 +111,7 @@ pub struct ErrorStats {
 
 impl ErrorStats {
     fn add(&mut self, ours: u64, provider: u64, position: usize) {
-        let error = (ours as f64 - provider as f64) * 100.0 / provider as f64;
+        let error = percent_off(ours, provider);
         self.turns += 1;
         self.sum += error;
         self.sum_abs += error.abs();
@@ -220,34 +244,21 @@ pub fn file_stats(imported: &Imported, config: &Config, window: Option<u64>) -> 
 /// meter before each reported assistant turn.
 fn measure(imported: &Imported, config: &Config, mut session: Session, stats: &mut FileStats) {
     let mut position = 0usize;
+    let mut compacted = false;
     for entry in &imported.entries {
         let Some(message) = message_or_apply(entry, &mut session) else {
+            compacted |= matches!(entry, LogEntry::Compaction(_));
             continue;
         };
         position += 1;
         let prompt = message
             .usage
             .filter(|_| message.role() == Role::Assistant)
-            .map(|u| u.input + u.cache_read + u.cache_write)
+            .map(|u| u.prompt_tokens())
             .filter(|p| *p > 0);
         if let Some(prompt) = prompt {
-            let peak = stats.peak_reported_context.get_or_insert(0);
-            *peak = (*peak).max(prompt);
-            let meter = window::meter(config, &session);
-            if meter.source == MeterSource::Usage {
-                stats
-                    .accuracy
-                    .meter
-                    .add(meter.context_tokens, prompt, position);
-            }
-            let estimate = session.estimated_tokens() as i64;
-            match stats.accuracy.unseen_tokens {
-                None => stats.accuracy.unseen_tokens = Some(prompt as i64 - estimate),
-                Some(unseen) => {
-                    let ours = (estimate + unseen).max(0) as u64;
-                    stats.accuracy.estimate.add(ours, prompt, position);
-                }
-            }
+            score(config, &session, prompt, position, compacted, stats);
+            compacted = false;
         }
         session.push(vec![message.clone()]);
         let meter = window::meter(config, &session);
@@ -255,7 +266,7 @@ fn measure(imported: &Imported, config: &Config, mut session: Session, stats: &m
         auto.peak_meter = auto.peak_meter.max(meter.context_tokens);
         if auto.fires_after_message.is_none() {
             // Where the server would start an automatic compaction.
-            let decision = engine::auto::decide(config, &session, false);
+            let decision = engine::auto::decide(config, &session, Access::Write, false);
             if decision.start.is_some() {
                 auto.fires_after_message = Some(position);
                 auto.line = imported.message_lines.get(position - 1).copied();
@@ -264,6 +275,90 @@ fn measure(imported: &Imported, config: &Config, mut session: Session, stats: &m
             }
         }
     }
+    let correction = session.correction();
+    stats.accuracy.overhead_tokens = correction.overhead;
+    stats.accuracy.scale = (correction.scale * 1000.0).round() / 1000.0;
+}
+
+/// Scores what compactd would say before a request the provider reported
+/// `prompt` tokens for.
+fn score(
+    config: &Config,
+    session: &Session,
+    prompt: u64,
+    position: usize,
+    after_compaction: bool,
+    stats: &mut FileStats,
+) {
+    let peak = stats.peak_reported_context.get_or_insert(0);
+    *peak = (*peak).max(prompt);
+    let accuracy = &mut stats.accuracy;
+    let meter = window::meter(config, session);
+    if meter.source == MeterSource::Usage {
+        accuracy.meter.add(meter.context_tokens, prompt, position);
+    }
+    let (estimate, calibrated) = (session.estimated_tokens(), session.calibrated_tokens());
+    accuracy.estimate.add(estimate, prompt, position);
+    if accuracy.estimate.turns > 1 {
+        accuracy.calibrated.add(calibrated, prompt, position);
+    }
+    if after_compaction {
+        accuracy.after_compactions.push(AfterCompaction {
+            message: position,
+            meter: meter.context_tokens,
+            estimate,
+            provider: prompt,
+        });
+    }
+}
+
+/// The meter's errors against the provider, and the calibration.
+fn print_accuracy(peak_reported_context: Option<u64>, a: &Accuracy) {
+    match peak_reported_context {
+        None => println!("meter         no provider usage in the transcript to compare with"),
+        Some(peak) => {
+            println!(
+                "meter         against the provider's reported prompt at each assistant turn (peak {}):",
+                thousands(peak)
+            );
+            let line = |name: &str, e: &ErrorStats| {
+                if e.turns == 0 {
+                    println!("                {name}: no turns to compare");
+                } else {
+                    println!(
+                        "                {name}: {} turns, mean error {:.1}% (bias {:+.1}%), max {:.1}% (message {})",
+                        e.turns, e.mean_abs_percent, e.mean_percent, e.max_abs_percent, e.worst_message
+                    );
+                }
+            };
+            line("meter (latest usage + count of newer messages)", &a.meter);
+            line("count alone (no overhead)", &a.estimate);
+            line(
+                &format!(
+                    "count calibrated (overhead {} + {:.2} × count)",
+                    thousands(a.overhead_tokens),
+                    a.scale
+                ),
+                &a.calibrated,
+            );
+            for c in &a.after_compactions {
+                println!(
+                    "                after a compaction (message {}): meter {} ({:+.1}%), count alone {} ({:+.1}%), provider {}",
+                    c.message,
+                    thousands(c.meter),
+                    percent_off(c.meter, c.provider),
+                    thousands(c.estimate),
+                    percent_off(c.estimate, c.provider),
+                    thousands(c.provider)
+                );
+            }
+        }
+    }
+}
+
+/// (ours − provider) / provider, in percent.
+fn percent_off(ours: u64, provider: u64) -> f64 {
+    (ours as f64 - provider as f64) * 100.0 / provider as f64
 }
 
 fn print_text(s: &FileStats) {
@@ -291,32 +386,7 @@ fn print_text(s: &FileStats) {
     for reason in &s.skipped_reasons {
         println!("                {reason}");
     }
-    let a = &s.accuracy;
-    match s.peak_reported_context {
-        None => println!("meter         no provider usage in the transcript to compare with"),
-        Some(peak) => {
-            println!(
-                "meter         against the provider's reported prompt at each assistant turn (peak {}):",
-                thousands(peak)
-            );
-            let line = |name: &str, e: &ErrorStats| {
-                if e.turns == 0 {
-                    println!("                {name}: no turns to compare");
-                } else {
-                    println!(
-                        "                {name}: {} turns, mean error {:.1}% (bias {:+.1}%), max {:.1}% (message {})",
-                        e.turns, e.mean_abs_percent, e.mean_percent, e.max_abs_percent, e.worst_message
-                    );
-                }
-            };
-            line("meter (latest usage + count of newer messages)", &a.meter);
-            let unseen = a.unseen_tokens.unwrap_or(0);
-            line(
-                &format!("count alone (+ {unseen} unseen tokens: system prompt, tool definitions)"),
-                &a.estimate,
-            );
-        }
-    }
+    print_accuracy(s.peak_reported_context, &s.accuracy);
     let auto = &s.auto_compaction;
     match auto.fires_after_message {
         Some(position) => {

@@ -13,7 +13,7 @@ use super::retention::{self, Required};
 use super::summary::{JobSummaries, SummaryInput, SummaryRequest, WrittenSummary};
 use super::{FileSections, Strategy};
 use crate::conversation::{repair_for_model, Message, MessageBody, Role, Usage};
-use crate::tokens::{self, Encoding};
+use crate::tokens::{self, Correction, Encoding};
 
 /// How to plan a compaction.
 #[derive(Debug, Clone)]
@@ -34,7 +34,10 @@ pub struct PlanOptions {
 pub struct PlanInput<'a> {
     /// The view as the model sees it, checkpoint summary first.
     pub entries: Vec<ViewEntry>,
+    /// The declared system prompt and tool definitions.
     pub system_tokens: u64,
+    /// How the provider's count differs from ours (`tokens::calibration`).
+    pub correction: Correction,
     /// The view starts with the latest checkpoint's summary.
     pub has_checkpoint: bool,
     /// Every compaction applied so far, oldest first.
@@ -144,8 +147,12 @@ pub struct CompactionJob {
     pub pruned_ids: Vec<String>,
     pub files: FileSections,
     pub tokens_before: u64,
-    /// Estimated tokens of the view once applied, without the new summary.
+    /// Estimated tokens of the view once applied, without the new summary
+    /// (our count, without the overhead).
     pub tokens_without_summary: u64,
+    /// How the provider will count the compacted view: `tokensAfter` is
+    /// comparable with `tokensBefore`, the meter.
+    pub correction: Correction,
     /// The view after the compaction, without the summary, for the
     /// retention check.
     pub kept_messages: Vec<Message>,
@@ -179,6 +186,7 @@ pub fn plan(
         files: input.files.clone(),
         tokens_before,
         tokens_without_summary: 0,
+        correction: input.correction,
         kept_messages: Vec::new(),
         required: Vec::new(),
         retained_rules: Vec::new(),
@@ -451,8 +459,10 @@ impl CompactionJob {
         if self.strategy != Strategy::Prune {
             record.summary = self.checked_body(&mut record, main, turn_prefix);
         }
-        record.tokens_after = self.tokens_without_summary
-            + record.summary_tokens(self.encoding, &self.summary_prefix);
+        record.tokens_after = self.correction.context(
+            self.tokens_without_summary
+                + record.summary_tokens(self.encoding, &self.summary_prefix),
+        );
         record
     }
 

@@ -89,6 +89,12 @@ impl Usage {
         self.input + self.cache_read + self.cache_write + self.output
     }
 
+    /// The prompt the provider counted for the request: fresh input and
+    /// cached input, read or written.
+    pub fn prompt_tokens(&self) -> u64 {
+        self.input + self.cache_read + self.cache_write
+    }
+
     /// Adds `more` to a running total that may not have started yet.
     pub fn accumulate(total: &mut Option<Usage>, more: Option<Usage>) {
         if let Some(more) = more {

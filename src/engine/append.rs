@@ -1,11 +1,15 @@
 //! Changes to an open session. Each is written to the session's log
 //! first and applied only once written, so a change the client saw
 //! acknowledged is always in the log, and a failed write changes nothing.
+//! A session opened read-only refuses them all, except that settings given
+//! when it is reopened are left out instead; so does a session following
+//! an agent's transcript, whose conversation only the agent changes.
 
-use super::{EngineError, EngineResult, OpenSession};
+use super::{Access, EngineError, EngineResult, OpenSession};
 use crate::conversation::Message;
 use crate::files::{disk, FileEvent, FileOp, FileTools};
-use crate::store::{apply_settings, LogEntry, SessionSettings};
+use crate::store::{apply_settings, LogEntry, SessionSettings, TokenCount};
+use crate::tokens;
 
 /// Appends messages: each gets an id (the client's, if unused), the
 /// file events of the tool calls they complete are hashed from disk and
@@ -16,11 +20,18 @@ pub fn append(
     mut messages: Vec<Message>,
     tools: &FileTools,
 ) -> EngineResult<(Vec<String>, bool)> {
+    open.check_writable()?;
     open.session
         .assign_ids(&mut messages)
         .map_err(|e| EngineError::Invalid(e.to_string()))?;
     let mut file_events = open.session.file_ledger.tool_events(&messages, tools);
     hash_from_disk(file_events.iter_mut().map(|(_, e)| e));
+    // Counted once: the count is logged, so a resume does not recount.
+    let encoding = open.session.encoding();
+    let counts: Vec<u64> = messages
+        .iter()
+        .map(|m| tokens::count_message(encoding, m))
+        .collect();
     // Each call's file events follow the result that completed it, so a
     // branch cut between messages keeps exactly the events before it.
     let mut entries: Vec<LogEntry> = Vec::with_capacity(messages.len() + file_events.len());
@@ -28,16 +39,16 @@ pub fn append(
     for (index, message) in messages.iter().enumerate() {
         entries.push(LogEntry::Message {
             message: message.clone(),
+            tokens: Some(TokenCount::new(encoding, counts[index])),
         });
         while let Some((_, event)) = pending.next_if(|(i, _)| *i == index) {
             entries.push(LogEntry::File(event.clone()));
         }
     }
-    open.log
-        .append(&entries, false)
-        .map_err(|e| EngineError::Failed(e.to_string()))?;
+    open.log.append(&entries, false)?;
     let ids = messages.iter().map(|m| m.id.clone()).collect();
-    open.session.push(messages);
+    open.session
+        .push_counted(messages.into_iter().zip(counts.into_iter().map(Some)));
     for (_, event) in &file_events {
         open.session.apply_file_event(event);
     }
@@ -56,6 +67,7 @@ pub fn hash_from_disk<'a>(events: impl IntoIterator<Item = &'a mut FileEvent>) {
 
 /// Logs file events, then applies them to the session's ledger.
 pub fn record_file_events(open: &mut OpenSession, events: &[FileEvent]) -> EngineResult<()> {
+    open.check_writable()?;
     if events.is_empty() {
         return Ok(());
     }
@@ -71,6 +83,7 @@ pub fn record_file_events(open: &mut OpenSession, events: &[FileEvent]) -> Engin
 
 /// Pins text to keep verbatim through every compaction (once).
 pub fn pin(open: &mut OpenSession, text: String) -> EngineResult<()> {
+    open.check_writable()?;
     if text.trim().is_empty() {
         return Err(EngineError::Invalid(
             "invalid params at `text`: nothing to pin".into(),
@@ -80,8 +93,7 @@ pub fn pin(open: &mut OpenSession, text: String) -> EngineResult<()> {
         return Ok(());
     }
     open.log
-        .append(&[LogEntry::Pin { text: text.clone() }], false)
-        .map_err(|e| EngineError::Failed(e.to_string()))?;
+        .append(&[LogEntry::Pin { text: text.clone() }], false)?;
     open.session.add_pin(text);
     Ok(())
 }
@@ -89,13 +101,12 @@ pub fn pin(open: &mut OpenSession, text: String) -> EngineResult<()> {
 /// Switches auto-compaction for the session; switching it on also resets
 /// the circuit breaker.
 pub fn set_auto_compact(open: &mut OpenSession, enabled: bool) -> EngineResult<()> {
+    open.check_writable()?;
     let settings = SessionSettings {
         auto_compact: Some(enabled),
         ..SessionSettings::default()
     };
-    open.log
-        .append(&[LogEntry::Settings(settings)], false)
-        .map_err(|e| EngineError::Failed(e.to_string()))?;
+    open.log.append(&[LogEntry::Settings(settings)], false)?;
     open.session.auto_compact_switch = Some(enabled);
     if enabled {
         open.session.breaker.reset();
@@ -104,8 +115,14 @@ pub fn set_auto_compact(open: &mut OpenSession, enabled: bool) -> EngineResult<(
 }
 
 /// Settings given when a session is reopened replace the stored ones:
-/// those that differ are logged, then applied.
+/// those that differ are logged, then applied. A read-only session keeps
+/// the settings its log gives it; a followed one is no session to open.
 pub fn change_settings(open: &mut OpenSession, requested: SessionSettings) -> EngineResult<()> {
+    match open.access() {
+        Access::ReadOnly => return Ok(()),
+        Access::Follows => return open.check_writable(),
+        Access::Write => {}
+    }
     let session = &open.session;
     let changed = SessionSettings {
         model: requested
@@ -117,14 +134,16 @@ pub fn change_settings(open: &mut OpenSession, requested: SessionSettings) -> En
         system_prompt: requested
             .system_prompt
             .filter(|p| Some(p) != session.system_prompt.as_ref()),
+        tool_definitions: requested
+            .tool_definitions
+            .filter(|t| Some(t) != session.tool_definitions.as_ref()),
         auto_compact: None,
     };
     if changed == SessionSettings::default() {
         return Ok(());
     }
     open.log
-        .append(&[LogEntry::Settings(changed.clone())], false)
-        .map_err(|e| EngineError::Failed(e.to_string()))?;
+        .append(&[LogEntry::Settings(changed.clone())], false)?;
     apply_settings(&mut open.session, changed);
     Ok(())
 }

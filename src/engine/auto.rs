@@ -7,6 +7,7 @@
 
 use super::compaction::plan_options;
 use super::window::{auto_compact_at, context_window, trigger_settings};
+use super::Access;
 use crate::compaction::trigger::{self, AttemptVerdict, TriggerKind};
 use crate::compaction::Strategy;
 use crate::config::Config;
@@ -24,13 +25,17 @@ pub fn triggers_fired(config: &Config, session: &Session) -> Vec<TriggerKind> {
     trigger::evaluate(&settings, session.trigger_input(window, at))
 }
 
-/// Automatic compaction is allowed for the session: the environment's kill
-/// switch is off, the session's own switch (else the config's
-/// `autoCompact`) is on, and the circuit breaker has not tripped.
-pub fn allowed(config: &Config, session: &Session) -> bool {
+/// Automatic compaction is allowed for the session: this process may
+/// write it (not opened read-only, not following an agent, which compacts
+/// by itself), the environment's kill switch is off,
+/// the session's own switch (else the config's `autoCompact`) is on, and
+/// the circuit breaker has not tripped.
+pub fn allowed(config: &Config, session: &Session, access: Access) -> bool {
     let env = std::env::var(DISABLE_ENV).ok();
     let switch = session.auto_compact_switch.unwrap_or(config.auto_compact);
-    trigger::auto_compact_enabled(switch, env.as_deref()) && session.breaker.stopped.is_none()
+    access == Access::Write
+        && trigger::auto_compact_enabled(switch, env.as_deref())
+        && session.breaker.stopped.is_none()
 }
 
 /// The compaction to start automatically.
@@ -51,9 +56,14 @@ pub struct AutoDecision {
 
 /// Decides whether to compact the session automatically; `compacting`
 /// says a compaction of it is already running.
-pub fn decide(config: &Config, session: &Session, compacting: bool) -> AutoDecision {
+pub fn decide(
+    config: &Config,
+    session: &Session,
+    access: Access,
+    compacting: bool,
+) -> AutoDecision {
     let fired = triggers_fired(config, session);
-    let start = (!fired.is_empty() && !compacting && allowed(config, session)).then(|| {
+    let start = (!fired.is_empty() && !compacting && allowed(config, session, access)).then(|| {
         AutoCompaction {
             strategy: strategy(config, session),
             // Each failed attempt keeps less: full, half, then none.
@@ -85,7 +95,8 @@ fn prune_suffices(config: &Config, session: &Session) -> bool {
     let Ok(job) = session.plan(&options, 0) else {
         return false;
     };
-    job.tokens_without_summary < auto_compact_at(config, context_window(config, session))
+    let after = job.correction.context(job.tokens_without_summary);
+    after < auto_compact_at(config, context_window(config, session))
 }
 
 /// Feeds an automatic compaction's outcome to the session's breaker:

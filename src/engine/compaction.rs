@@ -83,17 +83,26 @@ pub fn plan(
         })
 }
 
-/// The tail an overflow recovery keeps: as much as still leaves something
-/// to summarize (full, half, then nothing).
+/// The tail an overflow recovery keeps: the most (full, half, then
+/// nothing) that still leaves something to summarize and, with the
+/// overhead every request carries, room under the auto-compaction limit;
+/// when no tail leaves room, the least that can be planned.
 pub fn overflow_keep(config: &Config, session: &Session) -> u64 {
     let full = config.keep_recent_tokens;
-    [full, full / 2, 0]
+    let limit = window::auto_compact_at(config, window::context_window(config, session));
+    let planned: Vec<(u64, u64)> = [full, full / 2, 0]
         .into_iter()
-        .find(|&keep| {
+        .filter_map(|keep| {
             let options = plan_options(config, Strategy::Checkpoint, keep, None);
-            session.plan(&options, 0).is_ok()
+            let job = session.plan(&options, 0).ok()?;
+            Some((keep, job.correction.context(job.tokens_without_summary)))
         })
-        .unwrap_or(0)
+        .collect();
+    planned
+        .iter()
+        .find(|(_, after)| *after < limit)
+        .or(planned.last())
+        .map_or(0, |(keep, _)| *keep)
 }
 
 /// The configured summarizer, with its fallback ladder and limits: writes
@@ -176,6 +185,7 @@ pub fn conclude(
 
 /// Applies a compaction: logged and synced first, then applied.
 pub fn apply(open: &mut OpenSession, record: CompactionRecord) -> EngineResult<()> {
+    open.check_writable()?;
     open.log
         .append(&[LogEntry::Compaction(Box::new(record.clone()))], true)
         .map_err(|e| {
@@ -185,6 +195,13 @@ pub fn apply(open: &mut OpenSession, record: CompactionRecord) -> EngineResult<(
         })?;
     open.session.apply_compaction(record);
     Ok(())
+}
+
+/// The tokens a handoff's new session starts with, as the provider would
+/// count them: the source's calibration applies (the same agent sends the
+/// same system prompt and tools).
+pub fn handoff_tokens(source: &Session, fresh: &Session) -> u64 {
+    source.correction().context(fresh.estimated_tokens())
 }
 
 /// Why a handoff left its session as it was.
@@ -202,7 +219,8 @@ pub fn handoff_prompt(record: &CompactionRecord) -> String {
 
 /// A dry run: the plan, and the tokens after it with the summary's size
 /// estimated as a tenth of what it replaces (at most the reserve), plus
-/// the file sections.
+/// the file sections, as the provider would count them (overhead
+/// included, like the meter).
 #[derive(Debug, Clone)]
 pub struct Preview {
     pub job: CompactionJob,
@@ -229,7 +247,9 @@ pub fn preview(
             + Encoding::O200k.count(&job.files.render())
     };
     Ok(Preview {
-        estimated_tokens_after: job.tokens_without_summary + summary_estimate,
+        estimated_tokens_after: job
+            .correction
+            .context(job.tokens_without_summary + summary_estimate),
         job,
     })
 }

@@ -3,21 +3,26 @@
 //! session with `replay` (`store::replay`, which applies each entry with
 //! `store::apply_entry`), and every new one is written by `create` (its
 //! whole log first, then the state), so a session in memory is always one
-//! its log rebuilds.
+//! its log rebuilds. A session opened to write is held under its lock
+//! (`store::SessionLock`) for as long as it is open: one process writes a
+//! log; others may only read it (`open_read_only`).
 
 use super::{now_ms, EngineError, EngineResult, OpenSession, SessionEnv};
 use crate::compaction::{self, CompactionRecord};
 use crate::files::FileTools;
 use crate::import::Imported;
 use crate::session::Session;
-use crate::store::{self, LogEntry, SessionHeader, SessionSettings, SessionStore, LOG_VERSION};
+use crate::store::{
+    self, LogEntry, SessionHeader, SessionLog, SessionSettings, SessionStore, StoreError,
+    LOG_VERSION,
+};
+use crate::tokens::Encoding;
 
 /// The requested id, checked (ids are file names), or a new one.
 pub fn session_id(requested: Option<String>) -> EngineResult<String> {
     match requested {
         Some(id) => {
-            store::validate_session_id(&id)
-                .map_err(|e| EngineError::Invalid(format!("sessionId: {e}")))?;
+            store::validate_session_id(&id)?;
             Ok(id)
         }
         None => Ok(new_session_id()),
@@ -48,75 +53,118 @@ pub fn replay(id: &str, entries: Vec<LogEntry>, env: &SessionEnv) -> Session {
     session
 }
 
-/// Writes a new session's log (header first) and builds the session from
-/// it. A log that cannot be written is removed again: it was created just
-/// now and holds nothing worth keeping.
+/// Writes a new session's log (header first) under its lock, and builds
+/// the session from it. Refused when a log already exists under `id` or
+/// another process holds its lock.
 pub fn create(
     store: &SessionStore,
     id: &str,
     entries: Vec<LogEntry>,
     env: &SessionEnv,
 ) -> EngineResult<OpenSession> {
-    let mut log = store.open_log(id, false)?;
+    write_new(store.create_log(id)?, id, entries, env)
+}
+
+/// Writes the entries of a new session to its freshly opened `log`, with
+/// the token count of every message (so resuming it counts nothing), then
+/// builds the session. A log that cannot be written is removed again: it
+/// was created just now and holds nothing worth keeping.
+fn write_new(
+    mut log: SessionLog,
+    id: &str,
+    mut entries: Vec<LogEntry>,
+    env: &SessionEnv,
+) -> EngineResult<OpenSession> {
+    let model = entries.iter().find_map(|e| match e {
+        LogEntry::Header(header) => Some(header.settings.model.as_deref()),
+        _ => None,
+    });
+    let encoding = Encoding::for_model(model.flatten());
+    store::fill_token_counts(&mut entries, encoding);
     if let Err(e) = log.append(&entries, true) {
         let _ = std::fs::remove_file(log.path());
         return Err(EngineError::Failed(format!(
             "could not write the session log: {e}"
         )));
     }
-    Ok(OpenSession {
-        session: replay(id, entries, env),
-        log,
-    })
+    Ok(OpenSession::new(replay(id, entries, env), log))
 }
 
-/// A session resumed from its log, and what could not be read in it.
+/// A session opened from the store, and what could not be read in its log.
 #[derive(Debug)]
-pub struct Resumed {
+pub struct Opened {
     pub open: OpenSession,
+    /// It was resumed from an existing log (not created).
+    pub resumed: bool,
     pub warnings: Vec<String>,
 }
 
-/// Resumes a session from its log; `None` when it has none.
-pub fn resume(store: &SessionStore, id: &str, env: &SessionEnv) -> EngineResult<Option<Resumed>> {
-    let Some(loaded) = store.load(id)? else {
-        return Ok(None);
-    };
-    if let Some(LogEntry::Header(SessionHeader {
-        follows: Some(followed),
-        ..
-    })) = loaded.entries.first()
-    {
-        // Its conversation is the agent's transcript, not this log.
-        return Err(EngineError::Invalid(format!(
-            "sessionId: `{id}` follows {} ({}); open it with conversation/follow",
-            followed.path.display(),
-            followed.agent
-        )));
-    }
-    for warning in &loaded.warnings {
-        tracing::warn!("session {id}: {warning}");
-    }
-    let session = replay(id, loaded.entries, env);
-    let log = store.open_log(id, loaded.torn_tail)?;
-    Ok(Some(Resumed {
-        open: OpenSession { session, log },
-        warnings: loaded.warnings,
-    }))
-}
-
-/// A new, empty session with these settings.
-pub fn open_new(
+/// Opens the session `id` to write: under its lock, taken before the log
+/// is read so no other process appends in between; resumed from its log,
+/// or created with `settings` when it has none.
+pub fn open(
     store: &SessionStore,
     id: &str,
     settings: SessionSettings,
     env: &SessionEnv,
-) -> EngineResult<OpenSession> {
-    create(store, id, vec![header(id, now_ms(), settings)], env)
+) -> EngineResult<Opened> {
+    refuse_follow_log(store, id)?;
+    let lock = store.lock(id)?;
+    let Some(resumed) = store.resume(id, env.summary_prefix.clone())? else {
+        let log = store.open_log(id, lock, false)?;
+        let entries = vec![header(id, now_ms(), settings)];
+        return Ok(Opened {
+            open: write_new(log, id, entries, env)?,
+            resumed: false,
+            warnings: Vec::new(),
+        });
+    };
+    let log = store.open_log(id, lock, resumed.torn_tail)?;
+    Ok(opened(id, resumed, log, env))
+}
+
+/// Opens the session `id` to read only: a snapshot of its log as it is
+/// now, without its lock (another process may be writing it). Every change
+/// to it is refused.
+pub fn open_read_only(store: &SessionStore, id: &str, env: &SessionEnv) -> EngineResult<Opened> {
+    refuse_follow_log(store, id)?;
+    let Some(resumed) = store.resume(id, env.summary_prefix.clone())? else {
+        return Err(EngineError::Invalid(format!(
+            "sessionId: there is no session `{id}` to open read-only"
+        )));
+    };
+    let log = store.read_only_log(id)?;
+    Ok(opened(id, resumed, log, env))
+}
+
+/// A log whose header names an agent's transcript is compactd's log of a
+/// followed session (`engine::follow`): its conversation is the
+/// transcript, which only `conversation/follow` reads.
+fn refuse_follow_log(store: &SessionStore, id: &str) -> EngineResult<()> {
+    match store.follows(id)? {
+        Some(followed) => Err(EngineError::follows(id, &followed)),
+        None => Ok(()),
+    }
+}
+
+/// A session resumed from its log, in this environment.
+fn opened(id: &str, resumed: store::Resumed, log: SessionLog, env: &SessionEnv) -> Opened {
+    for warning in &resumed.warnings {
+        tracing::warn!("session {id}: {warning}");
+    }
+    let mut session = resumed.session;
+    env.configure(&mut session);
+    Opened {
+        open: OpenSession::new(session, log),
+        resumed: true,
+        warnings: resumed.warnings,
+    }
 }
 
 /// A new session holding an imported transcript, with the file events of
 /// its tool calls. `already_open`: the id names a session open in memory.
+/// The new log is taken (locked, and refused if one exists) before the
+/// transcript is turned into entries.
 pub fn import(
     store: &SessionStore,
     id: &str,
@@ -125,14 +173,21 @@ pub fn import(
     tools: &FileTools,
     env: &SessionEnv,
 ) -> EngineResult<OpenSession> {
-    if already_open || store.load(id)?.is_some() {
-        return Err(EngineError::Invalid(format!(
+    let exists = || {
+        EngineError::Invalid(format!(
             "sessionId: `{id}` already exists; an import always creates a new session"
-        )));
+        ))
+    };
+    if already_open {
+        return Err(exists());
     }
+    let log = store.create_log(id).map_err(|e| match e {
+        StoreError::Exists { .. } => exists(),
+        e => e.into(),
+    })?;
     imported.track_files(tools, &env.workspace);
     let entries = imported.log_entries(id, now_ms());
-    create(store, id, entries, env)
+    write_new(log, id, entries, env)
 }
 
 /// A new session whose log holds everything logged in `source_id` before
@@ -140,10 +195,12 @@ pub fn import(
 /// compaction undoes it.
 pub fn branch(
     store: &SessionStore,
-    source_id: &str,
+    source: &OpenSession,
     before_message_id: &str,
     env: &SessionEnv,
 ) -> EngineResult<OpenSession> {
+    source.check_logged()?;
+    let source_id = source.session.id.as_str();
     let loaded = store
         .load(source_id)?
         .ok_or_else(|| EngineError::Failed("the session log is missing".into()))?;
@@ -169,13 +226,12 @@ pub fn handoff_entries(
         model: source.model.clone(),
         context_window: source.context_window,
         system_prompt: source.system_prompt.clone(),
+        tool_definitions: source.tool_definitions.clone(),
         auto_compact: source.auto_compact_switch,
     };
     vec![
         header(id, created_at, settings),
-        LogEntry::Message {
-            message: compaction::handoff_message(&record.full_summary()),
-        },
+        LogEntry::message(compaction::handoff_message(&record.full_summary())),
     ]
 }
 

@@ -25,7 +25,7 @@ use crate::follow::{Agent, AgentHomes};
 use crate::import::{self, Emitter, Event, Line, Reader};
 use crate::session::Session;
 use crate::store::{self, FollowedTranscript, LogEntry, SessionHeader, SessionSettings};
-use crate::store::{SessionStore, LOG_VERSION};
+use crate::store::{SessionLock, SessionLog, SessionStore, StoreError, LOG_VERSION};
 use crate::tokens::{self, Meter};
 
 /// What following needs from where it runs.
@@ -238,7 +238,16 @@ pub fn follow(
         )));
     }
     let id = session_id(agent, path);
-    let (own, log) = own_log(store, &id, agent, path)?;
+    let followed = FollowedTranscript {
+        agent: agent.name().to_string(),
+        path: path.to_path_buf(),
+    };
+    let lock = match store.lock(&id) {
+        Ok(lock) => Some(lock),
+        Err(StoreError::Locked { .. }) => None,
+        Err(e) => return Err(e.into()),
+    };
+    let (own, log) = own_log(store, &id, &followed, lock)?;
     let mut mirror = Mirror {
         agent,
         path: path.to_path_buf(),
@@ -256,39 +265,77 @@ pub fn follow(
     };
     let mut session = mirror.fresh_session(&id, env);
     mirror.read_from_start(&mut session, env)?;
-    Ok((OpenSession { session, log }, mirror))
+    let open = OpenSession {
+        follows: Some(followed),
+        ..OpenSession::new(session, log)
+    };
+    Ok((open, mirror))
 }
 
 /// compactd's log of a followed transcript: its own compactions, and the
-/// log, created with its header when new.
+/// log, created with its header when new. The log is written under its
+/// lock like any other; when another compactd process (a second editor
+/// window on the workspace) follows the same transcript and holds it, this
+/// one follows too but reads the log only, until `take_log`.
 fn own_log(
     store: &SessionStore,
     id: &str,
-    agent: Agent,
-    path: &Path,
-) -> EngineResult<(Vec<CompactionRecord>, store::SessionLog)> {
-    let mut own = Vec::new();
-    let Some(loaded) = store.load(id)? else {
-        let mut log = store.open_log(id, false)?;
+    followed: &FollowedTranscript,
+    lock: Option<SessionLock>,
+) -> EngineResult<(Vec<CompactionRecord>, SessionLog)> {
+    let loaded = store.load(id)?;
+    let own = loaded
+        .as_ref()
+        .map_or_else(Vec::new, |l| own_compactions(&l.entries));
+    let Some(lock) = lock else {
+        return Ok((own, store.read_only_log(id)?));
+    };
+    let Some(loaded) = loaded.filter(|l| !l.entries.is_empty()) else {
+        let mut log = store.open_log(id, lock, false)?;
         let header = LogEntry::Header(SessionHeader {
             version: LOG_VERSION,
             session_id: id.to_string(),
             created_at: now_ms(),
             settings: SessionSettings::default(),
-            follows: Some(FollowedTranscript {
-                agent: agent.name().to_string(),
-                path: path.to_path_buf(),
-            }),
+            follows: Some(followed.clone()),
         });
         log.append(&[header], true)?;
         return Ok((own, log));
     };
-    for entry in loaded.entries {
-        if let LogEntry::Compaction(record) = entry {
-            own.push(*record);
-        }
+    Ok((own, store.open_log(id, lock, loaded.torn_tail)?))
+}
+
+fn own_compactions(entries: &[LogEntry]) -> Vec<CompactionRecord> {
+    entries
+        .iter()
+        .filter_map(|entry| match entry {
+            LogEntry::Compaction(record) => Some((**record).clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Makes compactd's own log of a followed session writable before a
+/// compaction is recorded in it: takes its lock if another process held
+/// it when following started (refused with `Locked` while it still does),
+/// and reads the compactions that process recorded meanwhile.
+pub fn take_log(
+    store: &SessionStore,
+    open: &mut OpenSession,
+    mirror: &mut Mirror,
+) -> EngineResult<()> {
+    if !open.log.is_read_only() {
+        return Ok(());
     }
-    Ok((own, store.open_log(id, loaded.torn_tail)?))
+    let followed = open
+        .follows
+        .clone()
+        .ok_or_else(|| EngineError::Failed("not a followed session".into()))?;
+    let lock = store.lock(&open.session.id)?;
+    let (own, log) = own_log(store, &open.session.id, &followed, Some(lock))?;
+    open.log = log;
+    mirror.own = own;
+    Ok(())
 }
 
 impl Mirror {
@@ -305,8 +352,6 @@ impl Mirror {
             ..env.session_env.clone()
         }
         .configure(&mut session);
-        // The agent compacts by itself; compactd never does on its own.
-        session.auto_compact_switch = Some(false);
         session
     }
 

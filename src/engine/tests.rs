@@ -234,7 +234,7 @@ mod invariants {
                         let mut batch = messages_of(&turns, &mut next);
                         session.assign_ids(&mut batch).unwrap();
                         appended += batch.len();
-                        log.extend(batch.iter().cloned().map(|message| LogEntry::Message { message }));
+                        log.extend(batch.iter().cloned().map(LogEntry::message));
                         session.push(batch);
                     }
                     Step::Compact(strategy, keep) => {
@@ -305,5 +305,302 @@ mod split_turn {
             "{prefix}"
         );
         assert!(crate::conversation::validate_history(&s.history(), true).is_ok());
+    }
+}
+
+/// The overhead the client never sends: learned from usage, carried into
+/// the meter after a compaction and into `tokensAfter`, never counted
+/// twice, and the same after the log is replayed.
+mod overhead {
+    use super::pipeline::{compact, options};
+    use super::*;
+    use crate::store::{self, LogEntry, SessionHeader, SessionSettings};
+
+    /// A provider that counts 6,000 tokens of system prompt and tools
+    /// compactd never sees, and 1.25 tokens per token of compactd's.
+    fn provider(estimate: u64) -> u64 {
+        6_000 + estimate * 5 / 4
+    }
+
+    /// Turns with usage as that provider reports it, pushed and logged.
+    fn converse(session: &mut Session, log: &mut Vec<LogEntry>, turns: usize) {
+        for n in 0..turns {
+            let user = Message::user(
+                format!("u{n}"),
+                format!("step {n}: {}", "words ".repeat(300)),
+            );
+            log.push(LogEntry::message(user.clone()));
+            session.push(vec![user]);
+            let mut reply = Message::assistant(format!("a{n}"), "ok ".repeat(100), vec![]);
+            reply.usage = Some(Usage {
+                input: provider(session.estimated_tokens()),
+                ..Usage::default()
+            });
+            log.push(LogEntry::message(reply.clone()));
+            session.push(vec![reply]);
+        }
+    }
+
+    fn header(settings: SessionSettings) -> LogEntry {
+        LogEntry::Header(SessionHeader {
+            version: 1,
+            session_id: "o".into(),
+            created_at: 0,
+            settings,
+            follows: None,
+        })
+    }
+
+    #[test]
+    fn tokens_after_and_the_meter_after_a_compaction_include_the_overhead() {
+        let mut s = Session::new("o".into(), None, None, None, "PREFIX".into());
+        let mut log = vec![header(SessionSettings::default())];
+        converse(&mut s, &mut log, 12);
+        let correction = s.correction();
+        assert!(correction.overhead.abs_diff(6_000) < 50, "{correction:?}");
+        assert!((correction.scale - 1.25).abs() < 0.02, "{correction:?}");
+        // With usage, the meter is the report plus the scaled newer
+        // messages: the overhead is in the report, not added again.
+        let meter = s.meter(200_000, 180_000);
+        assert_eq!(meter.source, tokens::MeterSource::Usage);
+        let last = s.all_messages().last().unwrap().usage.unwrap();
+        assert_eq!(meter.context_tokens, last.context_tokens());
+        assert_eq!(meter.overhead_tokens, correction.overhead);
+
+        let record = compact(&mut s, &options(Strategy::Checkpoint, 800)).unwrap();
+        let truth = provider(s.estimated_tokens());
+        assert_eq!(record.tokens_after, s.calibrated_tokens());
+        let off = record.tokens_after.abs_diff(truth) as f64 / truth as f64;
+        assert!(off < 0.01, "{} vs {truth}", record.tokens_after);
+        let meter = s.meter(200_000, 180_000);
+        assert_eq!(meter.source, tokens::MeterSource::Estimate);
+        assert_eq!(meter.context_tokens, record.tokens_after);
+
+        log.push(LogEntry::Compaction(Box::new(record)));
+        let resumed = store::replay("o", log, "PREFIX".into());
+        assert_eq!(resumed.meter(200_000, 180_000), meter);
+    }
+
+    #[test]
+    fn a_declared_system_prompt_and_tools_are_counted_before_any_usage() {
+        let tools = vec![serde_json::json!({
+            "name": "read_file",
+            "description": "Reads a file from the workspace.",
+            "input_schema": {"type": "object", "properties": {"path": {"type": "string"}}}
+        })];
+        let settings = SessionSettings {
+            system_prompt: Some("You are a careful coding agent.".into()),
+            tool_definitions: Some(tools.clone()),
+            ..SessionSettings::default()
+        };
+        let s = store::replay("o", vec![header(settings)], "PREFIX".into());
+        let declared = tokens::count_message(
+            s.encoding(),
+            &Message::system("system", "You are a careful coding agent."),
+        ) + tokens::count_tool_definitions(s.encoding(), &tools);
+        let meter = s.meter(200_000, 180_000);
+        assert_eq!(meter.overhead_tokens, declared);
+        assert_eq!(meter.context_tokens, declared);
+        // Declared tools are part of every plan's fixed tokens.
+        assert_eq!(s.plan_input().system_tokens, declared);
+    }
+}
+
+/// Overflow recovery and the prune-or-summarize choice look at the context
+/// as the provider counts it, overhead included.
+mod overhead_decisions {
+    use super::*;
+    use crate::config::Config;
+    use crate::engine::compaction::overflow_keep;
+
+    /// A 32k-window session of six turns, each reply reported by a provider
+    /// that counts `overhead` tokens beyond compactd's count; `turn(n)` is
+    /// the user message, the reply, and what follows the reply.
+    fn reported(
+        overhead: u64,
+        turn: impl Fn(usize) -> (Message, Message, Vec<Message>),
+    ) -> Session {
+        let mut s = Session::new(
+            "o".into(),
+            Some("gpt-4o".into()),
+            Some(32_000),
+            None,
+            "P".into(),
+        );
+        for n in 0..6 {
+            let (user, mut reply, after) = turn(n);
+            s.push(vec![user]);
+            reply.usage = Some(Usage {
+                input: overhead + s.estimated_tokens(),
+                ..Usage::default()
+            });
+            s.push(vec![reply]);
+            s.push(after);
+        }
+        s
+    }
+
+    /// Six long requests.
+    fn session_with_overhead(overhead: u64) -> Session {
+        reported(overhead, |n| {
+            (
+                Message::user(format!("u{n}"), "words ".repeat(3_000)),
+                Message::assistant(format!("a{n}"), "ok", vec![]),
+                Vec::new(),
+            )
+        })
+    }
+
+    #[test]
+    fn overflow_recovery_keeps_less_when_the_overhead_leaves_no_room() {
+        let config = Config {
+            keep_recent_tokens: 7_000,
+            reserve_tokens: 4_000,
+            ..Config::default()
+        };
+        // Without overhead the full tail fits under the limit (28,001).
+        assert_eq!(overflow_keep(&config, &session_with_overhead(0)), 7_000);
+        // With 20k of system prompt and tools, a 7k tail leaves no room
+        // for the summary; half of it does.
+        assert_eq!(
+            overflow_keep(&config, &session_with_overhead(20_000)),
+            3_500
+        );
+        // When nothing leaves room, the least that can be planned.
+        assert_eq!(overflow_keep(&config, &session_with_overhead(40_000)), 0);
+    }
+
+    /// Six turns, each reading a 4,000-token file.
+    fn reads_with_overhead(overhead: u64) -> Session {
+        reported(overhead, |n| {
+            let call = crate::conversation::ToolCall {
+                id: format!("c{n}"),
+                name: "read".into(),
+                arguments: serde_json::json!({"path": format!("f{n}.rs")}),
+            };
+            (
+                Message::user(format!("u{n}"), "next file"),
+                Message::assistant(format!("a{n}"), "", vec![call]),
+                vec![Message::tool_result(
+                    format!("t{n}"),
+                    format!("c{n}"),
+                    "code ".repeat(4_000),
+                    false,
+                )],
+            )
+        })
+    }
+
+    #[test]
+    fn auto_compaction_prunes_only_when_pruning_gets_under_the_limit_with_the_overhead() {
+        let config = Config {
+            reserve_tokens: 4_000,
+            prune_protect_tokens: 4_000,
+            prune_minimum_tokens: 1_000,
+            ..Config::default()
+        };
+        let strategy = |overhead| {
+            let decision = crate::engine::auto::decide(
+                &config,
+                &reads_with_overhead(overhead),
+                crate::engine::Access::Write,
+                false,
+            );
+            decision.start.map(|start| start.strategy)
+        };
+        assert_eq!(strategy(5_000), Some(Strategy::Prune));
+        // 25k of system prompt and tools stay after any pruning: only a
+        // summary gets under the limit.
+        assert_eq!(strategy(25_000), Some(Strategy::Checkpoint));
+    }
+}
+
+/// One writer per session, and a read-only session that nothing changes:
+/// the engine's side of what `tests/it/locking.rs` checks with two
+/// processes.
+mod access {
+    use super::super::create::{self, Opened};
+    use super::super::{append, auto, Access, EngineError, SessionEnv};
+    use crate::config::Config;
+    use crate::conversation::Message;
+    use crate::files::{disk, FileEvent, FileOp, FileTools, Origin};
+    use crate::store::{Durability, SessionSettings, SessionStore, StoreError};
+
+    fn env() -> SessionEnv {
+        SessionEnv::new(&Config::default(), disk::workspace(Vec::new()))
+    }
+
+    fn open(store: &SessionStore, id: &str) -> Result<Opened, EngineError> {
+        create::open(store, id, SessionSettings::default(), &env())
+    }
+
+    fn is_read_only_refusal(result: Result<(), EngineError>) -> bool {
+        matches!(
+            result,
+            Err(EngineError::Refused(StoreError::ReadOnly { .. }))
+        )
+    }
+
+    #[test]
+    fn the_lock_admits_one_writer_and_readers_change_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = SessionStore::new(dir.path(), Durability::Flush);
+        let mut writer = open(&store, "s").unwrap();
+        assert!(!writer.resumed);
+        let first = vec![Message::user("m1", "hello")];
+        append::append(&mut writer.open, first, &FileTools::default()).unwrap();
+        assert!(matches!(
+            open(&store, "s"),
+            Err(EngineError::Refused(StoreError::Locked {
+                pid: Some(_),
+                ..
+            }))
+        ));
+
+        let mut reader = create::open_read_only(&store, "s", &env()).unwrap();
+        assert_eq!(reader.open.access(), Access::ReadOnly);
+        assert_eq!(reader.open.session.message_count(), 1);
+        let more = vec![Message::user("m2", "no")];
+        let refused = append::append(&mut reader.open, more, &FileTools::default()).map(|_| ());
+        assert!(is_read_only_refusal(refused));
+        assert!(is_read_only_refusal(append::pin(
+            &mut reader.open,
+            "keep".into()
+        )));
+        assert!(is_read_only_refusal(append::set_auto_compact(
+            &mut reader.open,
+            true
+        )));
+        let event = FileEvent::new(dir.path().join("f"), FileOp::Read, Origin::Explicit);
+        assert!(is_read_only_refusal(append::record_file_events(
+            &mut reader.open,
+            &[event]
+        )));
+        let settings = SessionSettings {
+            model: Some("gpt-4".into()),
+            ..SessionSettings::default()
+        };
+        append::change_settings(&mut reader.open, settings).unwrap();
+        assert_eq!(reader.open.session.model, None, "settings are not applied");
+        let config = Config {
+            auto_compact: true,
+            ..Config::default()
+        };
+        assert!(!auto::allowed(
+            &config,
+            &reader.open.session,
+            Access::ReadOnly
+        ));
+        assert!(auto::allowed(&config, &writer.open.session, Access::Write));
+        assert_eq!(store.load("s").unwrap().unwrap().entries.len(), 2);
+
+        drop(writer);
+        let reopened = open(&store, "s").unwrap();
+        assert!(reopened.resumed);
+        assert_eq!(reopened.open.session.message_count(), 1);
+        assert!(matches!(
+            create::open_read_only(&store, "absent", &env()),
+            Err(EngineError::Invalid(_))
+        ));
     }
 }

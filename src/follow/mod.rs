@@ -59,6 +59,11 @@ impl Agent {
         }
     }
 
+    /// The agent named `name` on the wire.
+    pub fn from_name(name: &str) -> Option<Agent> {
+        Agent::ALL.into_iter().find(|a| a.name() == name)
+    }
+
     pub fn from_format(format: Format) -> Option<Agent> {
         Agent::ALL.into_iter().find(|a| a.format() == format)
     }

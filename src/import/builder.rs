@@ -49,7 +49,7 @@ pub(crate) fn collect(format: Format, events: Vec<Event>, mut skipped: Skips) ->
                     session.push(vec![message.clone()]);
                 }
                 message_lines.push(line);
-                entries.push(LogEntry::Message { message });
+                entries.push(LogEntry::message(message));
             }
             Item::Settings(change) => {
                 if let (Some(session), Some(_)) = (&mut session, &change.model) {
@@ -124,7 +124,8 @@ pub(crate) fn place(
     let mut record = record(session, foreign, foreign.first_kept.clone(), format, number)
         .map_err(|why| ("compactions that could not be placed", Some(why)))?;
     session.apply_compaction(record.clone());
-    record.tokens_after = session.estimated_tokens();
+    // As the meter shows it: with the overhead the usage so far shows.
+    record.tokens_after = session.calibrated_tokens();
     Ok(record)
 }
 

@@ -183,7 +183,7 @@ impl Imported {
 
     pub fn messages(&self) -> impl Iterator<Item = &Message> {
         self.entries.iter().filter_map(|e| match e {
-            LogEntry::Message { message } => Some(message),
+            LogEntry::Message { message, .. } => Some(message),
             _ => None,
         })
     }

@@ -1,10 +1,14 @@
 //! Every method of the protocol, named once: who sends it and whether it
 //! is answered. `server::routes` dispatches by these names, `initialize`
 //! advertises from this table, `schemas/methods.json` (from which the VS
-//! Code extension's method list is generated) is written from it, and a
+//! Code extension's method list and the clients' typed methods are
+//! generated) is written from it, and a
 //! test holds it, the routes and `docs/protocol.md` to each other.
 
+use lsp_server::ErrorCode;
 use serde::Serialize;
+
+use super::*;
 
 /// Who sends a method, and whether it is answered.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -44,11 +48,17 @@ pub struct Method {
     pub kind: Kind,
     /// Defined by LSP or JSON-RPC, not by compactd.
     pub lsp: bool,
+    /// The schema (under `schemas/`) of its params, for the generated
+    /// clients; `None` for LSP's own lifecycle types.
+    pub params: Option<&'static str>,
+    /// The schema of a request's result.
+    pub result: Option<&'static str>,
     pub doc: &'static str,
 }
 
 macro_rules! methods {
-    ($($(#[doc = $doc:literal])+ $constant:ident = $name:literal, $kind:ident $(, $lsp:ident)?;)+) => {
+    ($($(#[doc = $doc:literal])+ $constant:ident = $name:literal, $kind:ident
+        $(($params:ident $(=> $result:ident)?))? $(, $lsp:ident)?;)+) => {
         $(
             $(#[doc = $doc])+
             pub const $constant: &str = $name;
@@ -59,12 +69,23 @@ macro_rules! methods {
             name: $name,
             kind: Kind::$kind,
             lsp: methods!(@lsp $($lsp)?),
+            params: methods!(@type $($params)?),
+            result: methods!(@type $($($result)?)?),
             doc: concat!($($doc),+),
         },)+];
+        // The named types exist and are wire types.
+        const _: () = {$($(
+            wire_type::<$params>();
+            $(wire_type::<$result>();)?
+        )?)+};
     };
     (@lsp lsp) => { true };
     (@lsp) => { false };
+    (@type $ty:ident) => { Some(stringify!($ty)) };
+    (@type) => { None };
 }
+
+const fn wire_type<T: schemars::JsonSchema>() {}
 
 methods! {
     /// Starts a session with the server; `initializationOptions` is the configuration.
@@ -86,69 +107,69 @@ methods! {
     /// Server → client: creates a progress token (clients that advertised `window.workDoneProgress`).
     WORK_DONE_PROGRESS_CREATE = "window/workDoneProgress/create", ServerRequest, lsp;
     /// Opens a new session, or resumes one from its log.
-    OPEN = "conversation/open", Request;
+    OPEN = "conversation/open", Request(OpenParams => OpenResult);
     /// Appends messages to a session.
-    APPEND = "conversation/append", RequestOrNotification;
+    APPEND = "conversation/append", RequestOrNotification(AppendParams => AppendResult);
     /// The history as the model should see it.
-    HISTORY = "conversation/history", Request;
+    HISTORY = "conversation/history", Request(SessionParams => HistoryResult);
     /// Compacts a session.
-    COMPACT = "conversation/compact", Request;
+    COMPACT = "conversation/compact", Request(CompactParams => CompactResult);
     /// Whether a session should compact; starts auto-compaction when a trigger fires.
-    CHECK = "conversation/check", Request;
+    CHECK = "conversation/check", Request(SessionParams => CheckResult);
     /// Switches auto-compaction for one session.
-    SET_AUTO_COMPACT = "conversation/setAutoCompact", Request;
+    SET_AUTO_COMPACT = "conversation/setAutoCompact", Request(SetAutoCompactParams => SetAutoCompactResult);
     /// What a compaction would do, without a summarizer.
-    PREVIEW = "conversation/preview", Request;
+    PREVIEW = "conversation/preview", Request(PreviewParams => PreviewResult);
     /// Every compaction of a session.
-    COMPACTIONS = "conversation/compactions", Request;
+    COMPACTIONS = "conversation/compactions", Request(SessionParams => CompactionsResult);
     /// A new session holding everything logged before a message.
-    BRANCH = "conversation/branch", Request;
+    BRANCH = "conversation/branch", Request(BranchParams => BranchResult);
     /// Text kept verbatim through every compaction.
-    PIN = "conversation/pin", Request;
+    PIN = "conversation/pin", Request(PinParams => PinResult);
     /// A failed model request; a context overflow compacts.
-    REPORT_ERROR = "conversation/reportError", Request;
+    REPORT_ERROR = "conversation/reportError", Request(ReportErrorParams => ReportErrorResult);
     /// A transcript in another tool's format becomes a new session.
-    IMPORT = "conversation/import", Request;
+    IMPORT = "conversation/import", Request(ImportParams => ImportResult);
     /// Mirrors an agent's transcript (Claude Code, Codex, pi) as a read-only session that follows it as it grows.
-    FOLLOW = "conversation/follow", Request;
+    FOLLOW = "conversation/follow", Request(FollowParams => FollowResult);
     /// Stops following a transcript.
-    UNFOLLOW = "conversation/unfollow", Request;
+    UNFOLLOW = "conversation/unfollow", Request(SessionParams => UnfollowResult);
     /// The agents' recent sessions for a workspace.
-    LIST_AGENT_SESSIONS = "conversation/listAgentSessions", Request;
+    LIST_AGENT_SESSIONS = "conversation/listAgentSessions", Request(ListAgentSessionsParams => ListAgentSessionsResult);
     /// Server → client: a session's meter changed.
-    TOKENS = "conversation/tokens", ServerNotification;
+    TOKENS = "conversation/tokens", ServerNotification(TokensNotification);
     /// Server → client: a compaction was applied.
-    DID_COMPACT = "conversation/didCompact", ServerNotification;
+    DID_COMPACT = "conversation/didCompact", ServerNotification(DidCompactNotification);
     /// Server → client: the circuit breaker stopped auto-compaction of a session.
-    AUTO_COMPACT_STOPPED = "conversation/autoCompactStopped", ServerNotification;
+    AUTO_COMPACT_STOPPED = "conversation/autoCompactStopped", ServerNotification(AutoCompactStoppedNotification);
     /// Server → client: `follow: "auto"` started following an agent's session.
-    DID_FOLLOW = "conversation/didFollow", ServerNotification;
+    DID_FOLLOW = "conversation/didFollow", ServerNotification(DidFollowNotification);
     /// Server → client: progress of a long request.
     PROGRESS = "$/progress", ServerNotification, lsp;
     /// A session's file ledger.
-    FILES_LIST = "files/list", Request;
+    FILES_LIST = "files/list", Request(SessionParams => FilesListResult);
     /// Files whose content still hashes as at their last read.
-    FILES_UNCHANGED_SINCE_READ = "files/unchangedSinceRead", Request;
+    FILES_UNCHANGED_SINCE_READ = "files/unchangedSinceRead", Request(SessionParams => UnchangedSinceReadResult);
     /// An agent read a file.
-    FILES_DID_READ = "files/didRead", Notification;
+    FILES_DID_READ = "files/didRead", Notification(FileNotificationParams);
     /// An agent modified a file.
-    FILES_DID_MODIFY = "files/didModify", Notification;
+    FILES_DID_MODIFY = "files/didModify", Notification(FileNotificationParams);
     /// An agent created a file.
-    FILES_DID_CREATE = "files/didCreate", Notification;
+    FILES_DID_CREATE = "files/didCreate", Notification(FileNotificationParams);
     /// An agent deleted a file.
-    FILES_DID_DELETE = "files/didDelete", Notification;
+    FILES_DID_DELETE = "files/didDelete", Notification(FileNotificationParams);
     /// Server → client: a ledger file changed on disk by someone else.
-    FILES_DID_CHANGE = "files/didChange", ServerNotification;
+    FILES_DID_CHANGE = "files/didChange", ServerNotification(FileDidChangeNotification);
     /// An editor opened a file (a read).
-    DID_OPEN = "textDocument/didOpen", Notification, lsp;
+    DID_OPEN = "textDocument/didOpen", Notification(DidOpenTextDocumentParams), lsp;
     /// An editor changed a buffer (a modification).
-    DID_CHANGE = "textDocument/didChange", Notification, lsp;
+    DID_CHANGE = "textDocument/didChange", Notification(DidChangeTextDocumentParams), lsp;
     /// An editor saved a file (a modification).
-    DID_SAVE = "textDocument/didSave", Notification, lsp;
+    DID_SAVE = "textDocument/didSave", Notification(DidSaveTextDocumentParams), lsp;
     /// An editor closed a buffer.
-    DID_CLOSE = "textDocument/didClose", Notification, lsp;
+    DID_CLOSE = "textDocument/didClose", Notification(DidCloseTextDocumentParams), lsp;
     /// An editor's watcher saw files created, changed or deleted.
-    DID_CHANGE_WATCHED_FILES = "workspace/didChangeWatchedFiles", Notification, lsp;
+    DID_CHANGE_WATCHED_FILES = "workspace/didChangeWatchedFiles", Notification(DidChangeWatchedFilesParams), lsp;
 }
 
 /// The method called `name`.
@@ -173,17 +194,20 @@ pub fn advertised_notifications() -> Vec<String> {
     names(|m| m.kind == Kind::ServerNotification)
 }
 
-/// The JSON-RPC error codes compactd answers with.
-pub const ERROR_CODES: &[(&str, lsp_server::ErrorCode)] = &[
+/// The JSON-RPC error codes compactd answers with: JSON-RPC's and LSP's,
+/// then compactd's own (`super::error_codes`).
+pub const ERROR_CODES: &[(&str, i32)] = &[
     (
         "SERVER_NOT_INITIALIZED",
-        lsp_server::ErrorCode::ServerNotInitialized,
+        ErrorCode::ServerNotInitialized as i32,
     ),
-    ("INVALID_REQUEST", lsp_server::ErrorCode::InvalidRequest),
-    ("METHOD_NOT_FOUND", lsp_server::ErrorCode::MethodNotFound),
-    ("INVALID_PARAMS", lsp_server::ErrorCode::InvalidParams),
-    ("INTERNAL_ERROR", lsp_server::ErrorCode::InternalError),
-    ("REQUEST_CANCELLED", lsp_server::ErrorCode::RequestCanceled),
+    ("INVALID_REQUEST", ErrorCode::InvalidRequest as i32),
+    ("METHOD_NOT_FOUND", ErrorCode::MethodNotFound as i32),
+    ("INVALID_PARAMS", ErrorCode::InvalidParams as i32),
+    ("INTERNAL_ERROR", ErrorCode::InternalError as i32),
+    ("REQUEST_CANCELLED", ErrorCode::RequestCanceled as i32),
+    ("SESSION_LOCKED", super::error_codes::SESSION_LOCKED),
+    ("SESSION_READ_ONLY", super::error_codes::SESSION_READ_ONLY),
 ];
 
 /// `schemas/methods.json`: the table and the error codes.
@@ -196,13 +220,37 @@ pub fn table_json() -> serde_json::Value {
                 "name": m.name,
                 "kind": m.kind,
                 "lsp": m.lsp,
+                "params": m.params,
+                "result": m.result,
                 "doc": m.doc.trim(),
             })
         })
         .collect();
     let codes: serde_json::Map<String, serde_json::Value> = ERROR_CODES
         .iter()
-        .map(|(name, code)| (name.to_string(), serde_json::json!(*code as i32)))
+        .map(|(name, code)| (name.to_string(), serde_json::json!(*code)))
         .collect();
     serde_json::json!({ "methods": methods, "errorCodes": codes })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ALL;
+
+    #[test]
+    fn every_type_the_table_names_has_a_schema_of_that_title() {
+        let titles: Vec<String> = super::super::schemas()
+            .into_iter()
+            .filter_map(|(_, schema)| Some(schema.get("title")?.as_str()?.to_string()))
+            .collect();
+        for method in ALL {
+            for name in method.params.iter().chain(method.result.iter()) {
+                assert!(
+                    titles.iter().any(|t| t == name),
+                    "{}: no schema titled {name}",
+                    method.name
+                );
+            }
+        }
+    }
 }

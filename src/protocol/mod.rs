@@ -1,10 +1,10 @@
-//! Every wire type: params, results and notifications, and the method
-//! table (`methods`). Types the core defines and the wire carries
-//! (messages, strategies, triggers, the configuration, file operations,
-//! transcript formats) are re-exported here, so the front ends take every
-//! wire type from this module. Serde + schemars, no logic beyond building
-//! results from core values; `schemas/` is generated from these and
-//! committed.
+//! Every wire type: params, results and notifications, the method table
+//! (`methods`) and compactd's own error codes (`error_codes`). Types the
+//! core defines and the wire carries (messages, strategies, triggers, the
+//! configuration, file operations, transcript formats) are re-exported
+//! here, so the front ends take every wire type from this module. Serde +
+//! schemars, no logic beyond building results from core values;
+//! `schemas/` is generated from these and committed.
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -16,6 +16,7 @@ pub use crate::conversation::{Message, MessageBody, Role, ToolCall, Usage};
 pub use crate::files::watch::WatchMode;
 pub use crate::files::{FileToolRule, ToolOperation};
 pub use crate::import::Format;
+pub use crate::store::Durability;
 
 use crate::compaction::CompactionRecord;
 
@@ -26,6 +27,16 @@ pub mod methods;
 pub use files::*;
 pub use follow::*;
 pub use lsp::*;
+
+/// Error codes compactd defines (JSON-RPC's server-defined range).
+pub mod error_codes {
+    /// The session is open for writing in another process (or is being
+    /// written by this one under another open); the message names the
+    /// holder's pid. `conversation/open` with `readOnly: true` still reads it.
+    pub const SESSION_LOCKED: i32 = -32010;
+    /// The session was opened with `readOnly: true`: it cannot be changed.
+    pub const SESSION_READ_ONLY: i32 = -32011;
+}
 
 /// A `$/progress` token, as LSP defines it.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
@@ -47,8 +58,22 @@ pub struct OpenParams {
     pub model: Option<String>,
     #[serde(default)]
     pub context_window: Option<u64>,
+    /// The agent's system prompt, sent with every request: counted in the
+    /// meter's `overheadTokens`.
     #[serde(default)]
     pub system_prompt: Option<String>,
+    /// The tool definitions sent with every request, as the provider gets
+    /// them (e.g. Anthropic's `tools`, OpenAI's `tools`): each counted as
+    /// its JSON in `overheadTokens`. What a provider adds around them is
+    /// learned from its usage.
+    #[serde(default)]
+    pub tool_definitions: Option<Vec<serde_json::Value>>,
+    /// Open an existing session to read it only, without its lock (for
+    /// example while another compactd process writes it): a snapshot of
+    /// its log as of now; appends, compactions, pins and settings on it
+    /// fail with error -32011. Settings given here are not applied.
+    #[serde(default)]
+    pub read_only: bool,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
@@ -61,6 +86,9 @@ pub struct OpenResult {
     pub message_count: usize,
     /// Problems found while loading the log (skipped lines).
     pub warnings: Vec<String>,
+    /// The session is open read-only in this server.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub read_only: bool,
     pub meter: MeterInfo,
 }
 
@@ -288,8 +316,14 @@ pub struct PreviewResult {
     pub keep_message_ids: Vec<String>,
     pub prune_message_ids: Vec<String>,
     pub tokens_before: u64,
-    /// Our estimate after the compaction; the summary's size is estimated.
+    /// Our estimate after the compaction, as the provider would count it
+    /// (like the meter, with `overheadTokens`); the summary's size is
+    /// estimated.
     pub estimated_tokens_after: u64,
+    /// The part of both figures that is in every request but in no
+    /// message (the meter's `overheadTokens`): a compaction cannot remove
+    /// it.
+    pub overhead_tokens: u64,
     /// Items the retention check will look for.
     pub required: Vec<String>,
 }
@@ -408,6 +442,12 @@ pub struct MeterInfo {
     /// The token count at which auto-compaction fires.
     pub auto_compact_at: u64,
     pub source: MeterSource,
+    /// The part of contextTokens in every request but in no message: the
+    /// declared system prompt and tool definitions, and what the provider's
+    /// usage shows beyond compactd's count of the messages (an agent's
+    /// undeclared system prompt and tools, the provider's framing). Learned
+    /// from usage; 0 before any was reported and nothing was declared.
+    pub overhead_tokens: u64,
 }
 
 impl From<crate::tokens::Meter> for MeterInfo {
@@ -417,6 +457,7 @@ impl From<crate::tokens::Meter> for MeterInfo {
             context_window: meter.context_window,
             percent: meter.percent(),
             auto_compact_at: meter.auto_compact_at,
+            overhead_tokens: meter.overhead_tokens,
             source: match meter.source {
                 crate::tokens::MeterSource::Usage => MeterSource::Usage,
                 crate::tokens::MeterSource::Estimate => MeterSource::Estimate,

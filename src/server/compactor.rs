@@ -14,7 +14,7 @@ use crate::compaction::summary::JobSummaries;
 use crate::compaction::trigger::{AttemptVerdict, TriggerKind};
 use crate::compaction::{CompactionJob, CompactionRecord};
 use crate::engine::compaction::{Conclusion, JobSummarizer, NotPlanned};
-use crate::engine::{self, now_ms};
+use crate::engine::{self, now_ms, Access};
 use crate::protocol::{
     methods, AutoCompactStoppedNotification, CompactResult, DidCompactNotification, ProgressToken,
     ReportErrorResult, Strategy, Trigger,
@@ -75,11 +75,14 @@ pub(crate) fn start(server: &mut Server, session_id: &str, request: CompactionRe
         job.waiters.extend(request.waiter);
         return;
     }
-    let Some(open) = server.sessions.get(session_id) else {
-        if let Some(waiter) = request.waiter {
-            server.respond(waiter.id().clone(), Err(super::no_session(session_id)));
+    let open = match server.compactable_session(session_id) {
+        Ok(open) => open,
+        Err(error) => {
+            if let Some(waiter) = request.waiter {
+                server.respond(waiter.id().clone(), Err(error));
+            }
+            return;
         }
-        return;
     };
     let planned = engine::compaction::plan(
         &server.config,
@@ -216,10 +219,8 @@ pub(crate) fn finish(server: &mut Server, finished: Finished) {
 /// What the engine concludes from the summaries, carried out: applied,
 /// left out, or handed off to a new session.
 fn apply(server: &mut Server, finished: &Finished) -> Result<CompactResult, RpcError> {
-    let followed = server.is_followed(&finished.session_id);
-    let Some(open) = server.sessions.get_mut(&finished.session_id) else {
-        return Err(super::no_session(&finished.session_id));
-    };
+    let open = server.session_mut(&finished.session_id)?;
+    let followed = open.access() == Access::Follows;
     let conclusion = engine::compaction::conclude(
         &open.session,
         &finished.job,
@@ -253,7 +254,8 @@ fn handoff(
     let source = &server.session(source_id)?.session;
     let opened = engine::create::handoff(&server.store, source, record, &server.session_env())?;
     let new_id = opened.session.id.clone();
-    let mut result = CompactResult::handed_off(record, opened.session.estimated_tokens());
+    let tokens = engine::compaction::handoff_tokens(source, &opened.session);
+    let mut result = CompactResult::handed_off(record, tokens);
     result.reason = Some(engine::compaction::handoff_reason(&new_id));
     result.handoff_prompt = Some(engine::compaction::handoff_prompt(record));
     result.handoff_session_id = Some(new_id);
@@ -309,7 +311,7 @@ pub(crate) fn maybe_auto_compact(server: &mut Server, session_id: &str) -> Vec<T
         return Vec::new();
     };
     let compacting = server.running.contains_key(session_id);
-    let decision = engine::auto::decide(&server.config, &open.session, compacting);
+    let decision = engine::auto::decide(&server.config, &open.session, open.access(), compacting);
     let Some(start_now) = decision.start else {
         return decision.fired;
     };

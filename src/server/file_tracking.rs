@@ -12,7 +12,7 @@ use tokio::sync::mpsc::UnboundedSender;
 
 use super::{JobResult, RpcResult, Server};
 use crate::config::Config;
-use crate::engine;
+use crate::engine::{self, Access};
 use crate::files::watch::{DiskChange, FileWatcher, WatchMode};
 use crate::files::{disk, path_from_uri, FileEvent, FileTools, SessionFileLedger, Workspace};
 use crate::protocol::{methods, FileDidChangeNotification};
@@ -99,23 +99,18 @@ impl FileTracking {
 }
 
 impl Server {
-    /// The sessions an event without a session id applies to: every open
+    /// The sessions an event applies to: the one named, else every open
     /// one (they all share this server's workspace), in a stable order.
+    /// Sessions open read-only are left out: their ledgers stay what their
+    /// logs say, and no `files/didChange` is sent for them.
     pub fn file_targets(&self, session_id: Option<&str>) -> RpcResult<Vec<String>> {
-        match session_id {
-            Some(id) => self.session(id).map(|_| vec![id.to_string()]),
-            // Followed sessions see only what their agent's transcript says.
-            None => {
-                let mut ids: Vec<String> = self
-                    .sessions
-                    .keys()
-                    .filter(|id| !self.is_followed(id))
-                    .cloned()
-                    .collect();
-                ids.sort();
-                Ok(ids)
-            }
-        }
+        let mut ids: Vec<String> = match session_id {
+            Some(id) => self.session(id).map(|_| vec![id.to_string()])?,
+            None => self.sessions.keys().cloned().collect(),
+        };
+        ids.retain(|id| self.sessions[id].access() == Access::Write);
+        ids.sort();
+        Ok(ids)
     }
 
     /// Logs file events, then applies them to the session's ledger.
@@ -171,9 +166,7 @@ impl Server {
                 DiskChange::Renamed { from, .. } if own_save => DiskChange::Removed(from),
                 change => change,
             };
-            let mut ids = self.file_targets(None).unwrap_or_default();
-            ids.sort();
-            for id in ids {
+            for id in self.file_targets(None).unwrap_or_default() {
                 let session = &self.sessions[&id].session;
                 let Some((mut events, kind)) = session.file_ledger.disk_events(
                     &change,
@@ -220,9 +213,8 @@ impl Server {
         }
         let paths: std::collections::BTreeSet<PathBuf> = self
             .sessions
-            .iter()
-            .filter(|(id, _)| !self.is_followed(id))
-            .map(|(_, open)| open)
+            .values()
+            .filter(|open| open.access() == Access::Write)
             .flat_map(|open| open.session.file_ledger.ledger.records())
             .map(|record| record.path.clone())
             .collect();
@@ -244,12 +236,11 @@ impl Server {
         self.file_tracking
             .reconfigure(&self.config, &self.job_results_tx);
         let env = self.session_env();
-        let followed = &self.following.mirrors;
         // A followed session keeps its agent's workspace.
-        for (_, open) in self
+        for open in self
             .sessions
-            .iter_mut()
-            .filter(|(id, _)| !followed.contains_key(*id))
+            .values_mut()
+            .filter(|open| open.access() != Access::Follows)
         {
             env.configure(&mut open.session);
         }
@@ -257,18 +248,18 @@ impl Server {
     }
 
     /// Points the watcher at the folders of followed transcripts, then the
-    /// directories of every other open session's ledger files, most
-    /// recently touched first (sessions taking turns), then the workspace
-    /// roots; the watcher keeps the cap.
+    /// directories of the ledger files of every session disk changes reach
+    /// (`file_targets`), most recently touched first (sessions taking
+    /// turns), then the workspace roots; the watcher keeps the cap.
     pub fn sync_watches(&mut self) {
         if self.file_tracking.watcher.is_none() {
             return;
         }
         let per_session: Vec<Vec<PathBuf>> = self
             .sessions
-            .iter()
-            .filter(|(id, _)| !self.following.mirrors.contains_key(*id))
-            .map(|(_, open)| {
+            .values()
+            .filter(|open| open.access() == Access::Write)
+            .map(|open| {
                 open.session
                     .file_ledger
                     .ledger

@@ -207,17 +207,19 @@ impl Server {
         self.following.mirrors.contains_key(id)
     }
 
-    /// Refuses to change a followed session: the agent's transcript is its
-    /// history.
-    pub fn refuse_followed(&self, id: &str) -> RpcResult<()> {
-        match self.following.mirrors.get(id) {
-            Some(followed) => Err(RpcError::invalid_params(format!(
-                "sessionId: `{id}` follows {}'s transcript {} and is read-only (conversation/compact records a summary of it; strategy `handoff` starts a new session)",
-                followed.mirror.agent.display_name(),
-                followed.mirror.path.display()
-            ))),
-            None => Ok(()),
-        }
+    /// Readies a session for a client's compaction: refused when it is
+    /// open read-only; a followed session's own log is taken (its lock)
+    /// when another process held it, since the compaction is recorded
+    /// there.
+    pub fn ready_to_compact(&mut self, id: &str) -> RpcResult<()> {
+        self.compactable_session(id)?;
+        let (Some(followed), Some(open)) = (
+            self.following.mirrors.get_mut(id),
+            self.sessions.get_mut(id),
+        ) else {
+            return Ok(());
+        };
+        Ok(follow::take_log(&self.store, open, &mut followed.mirror)?)
     }
 
     /// The agents' recent sessions of a workspace.

@@ -20,11 +20,11 @@ use tokio::sync::mpsc;
 
 use crate::config::Config;
 use crate::engine::{self, EngineError, OpenSession, SessionEnv};
-use crate::protocol::{methods, MeterInfo, ProgressToken, TokensNotification};
+use crate::protocol::{error_codes, methods, MeterInfo, ProgressToken, TokensNotification};
 use crate::session::Session;
-use crate::store::SessionStore;
+use crate::store::{SessionStore, StoreError};
 use crate::tokens;
-use crate::transport::{self, Frame, Outbox};
+use crate::transport::{self, Incoming, Outbox};
 use file_tracking::FileTracking;
 
 /// How the server was started (CLI flags, not client configuration).
@@ -58,11 +58,28 @@ impl RpcError {
     }
 }
 
+/// The one place engine (and store) errors get their codes.
 impl From<EngineError> for RpcError {
     fn from(e: EngineError) -> RpcError {
         match e {
             EngineError::Invalid(message) => RpcError::invalid_params(message),
             EngineError::Failed(message) => RpcError::internal(message),
+            EngineError::Refused(
+                e @ (StoreError::InvalidId { .. } | StoreError::Exists { .. }),
+            ) => RpcError::invalid_params(format!("sessionId: {e}")),
+            EngineError::Refused(e @ StoreError::Locked { .. }) => RpcError {
+                code: error_codes::SESSION_LOCKED,
+                message: e.to_string(),
+            },
+            EngineError::Refused(e @ StoreError::ReadOnly { .. }) => RpcError {
+                code: error_codes::SESSION_READ_ONLY,
+                message: e.to_string(),
+            },
+            e @ EngineError::Follows { .. } => RpcError {
+                code: error_codes::SESSION_READ_ONLY,
+                message: e.to_string(),
+            },
+            EngineError::Refused(e @ StoreError::Io { .. }) => RpcError::internal(e.to_string()),
         }
     }
 }
@@ -144,7 +161,7 @@ where
     let mut server = Server {
         out,
         phase: Phase::Uninitialized,
-        store: SessionStore::new(config.sessions_dir()),
+        store: SessionStore::new(config.sessions_dir(), config.durability),
         config,
         config_dirs: ConfigDirs::default(),
         sessions: HashMap::new(),
@@ -157,38 +174,25 @@ where
         file_tracking: FileTracking::default(),
         following: follow::Following::default(),
     };
-    let mut exit_code = 1;
-    // The frame being read survives the other branch winning: `read_frame`
-    // is not cancel-safe, and a job or watcher event arriving mid-frame
-    // must not lose the bytes already read.
-    let reading = next_frame(input);
+    // The reader (with any partial frame it holds) lives in the pinned read
+    // future and comes back with its result, so a job or watcher event
+    // arriving mid-frame never costs the bytes already read.
+    let reading = next_frame(transport::Reader::new(input));
     tokio::pin!(reading);
-    loop {
+    let exit_code = loop {
         tokio::select! {
-            (input, frame) = &mut reading => {
+            (mut input, incoming) = &mut reading => {
+                let stop = server.handle_input(incoming);
+                // The cap may have changed (initialize, configuration).
+                input.set_max_frame_bytes(server.config.max_frame_bytes);
                 reading.set(next_frame(input));
-                match frame {
-                Ok(Some(Frame::Message(message))) => {
-                    if let Some(code) = server.handle_message(message) {
-                        exit_code = code;
-                        break;
-                    }
-                }
-                Ok(Some(Frame::Malformed(why))) => tracing::error!("skipped bad input: {why}"),
-                Ok(None) => {
-                    tracing::info!("input closed without exit");
-                    exit_code = if server.phase == Phase::ShuttingDown { 0 } else { 1 };
-                    break;
-                }
-                Err(e) => {
-                    tracing::error!("reading input failed: {e}");
-                    break;
-                }
+                if let Some(code) = stop {
+                    break code;
                 }
             },
             Some(result) = job_results.recv() => server.finish_job(result),
         }
-    }
+    };
     for (_, job) in server.running.drain() {
         job.abort.abort();
     }
@@ -201,13 +205,44 @@ where
     exit_code
 }
 
-/// Reads one frame, handing the reader back with it.
-async fn next_frame<R: AsyncBufRead + Unpin>(mut input: R) -> (R, std::io::Result<Option<Frame>>) {
-    let frame = transport::read_frame(&mut input).await;
-    (input, frame)
+/// Reads one message, handing the reader back with it.
+async fn next_frame<R: AsyncBufRead + Unpin>(
+    mut input: transport::Reader<R>,
+) -> (transport::Reader<R>, std::io::Result<Option<Incoming>>) {
+    let incoming = input.next().await;
+    (input, incoming)
 }
 
 impl Server {
+    /// Handles what the reader produced; `Some(code)` when the server must
+    /// exit. Refused input is answered here, so no request goes unanswered.
+    fn handle_input(&mut self, incoming: std::io::Result<Option<Incoming>>) -> Option<i32> {
+        match incoming {
+            Ok(Some(Incoming::Message(message))) => self.handle_message(message),
+            Ok(Some(Incoming::Refused { response, why })) => {
+                tracing::error!("refused bad input: {why}");
+                self.out.send_json(response);
+                None
+            }
+            Ok(Some(Incoming::Skipped(why))) => {
+                tracing::error!("skipped bad input: {why}");
+                None
+            }
+            Ok(None) => {
+                tracing::info!("input closed without exit");
+                Some(if self.phase == Phase::ShuttingDown {
+                    0
+                } else {
+                    1
+                })
+            }
+            Err(e) => {
+                tracing::error!("reading input failed: {e}");
+                Some(1)
+            }
+        }
+    }
+
     /// Handles one message; `Some(code)` when the server must exit.
     fn handle_message(&mut self, message: Message) -> Option<i32> {
         match message {
@@ -284,14 +319,29 @@ impl Server {
         &self.options
     }
 
-    /// A session to change: refused when it follows an agent's transcript.
     pub fn session_mut(&mut self, id: &str) -> RpcResult<&mut OpenSession> {
-        self.refuse_followed(id)?;
         self.sessions.get_mut(id).ok_or_else(|| no_session(id))
     }
 
     pub fn session(&self, id: &str) -> RpcResult<&OpenSession> {
         self.sessions.get(id).ok_or_else(|| no_session(id))
+    }
+
+    /// A session to change (an overflow's recovery compacts it): refused
+    /// up front when it is open read-only or follows an agent, before a
+    /// progress token or a plan exists for it.
+    pub fn writable_session(&self, id: &str) -> RpcResult<&OpenSession> {
+        let open = self.session(id)?;
+        open.check_writable()?;
+        Ok(open)
+    }
+
+    /// A session a client may compact: refused when it is open read-only.
+    /// A followed one is compacted into compactd's own log of it.
+    pub fn compactable_session(&self, id: &str) -> RpcResult<&OpenSession> {
+        let open = self.session(id)?;
+        open.check_compactable()?;
+        Ok(open)
     }
 
     pub fn meter_info(&self, session: &Session) -> MeterInfo {
@@ -354,7 +404,8 @@ impl Server {
 
 pub(crate) fn no_session(id: &str) -> RpcError {
     RpcError::invalid_params(format!(
-        "sessionId: no open session `{id}` (call conversation/open first)"
+        "sessionId: no open session `{}` (call conversation/open first)",
+        crate::store::shown_id(id)
     ))
 }
 

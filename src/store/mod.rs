@@ -1,10 +1,16 @@
 //! The append-only JSONL session log: one file per session, one entry per
 //! line. Nothing is ever rewritten in place; compaction appends an entry.
 //! Loading skips a torn last line (a crash mid-write) and any corrupt line,
-//! with a warning, and keeps everything else.
+//! with a warning, and keeps everything else. A process writes a log only
+//! while it holds the session's lock (`lock.rs`); others may read it.
 
-use std::fs::{File, OpenOptions};
-use std::io::{self, Write};
+mod ids;
+mod load;
+mod lock;
+mod log;
+
+use std::fs::OpenOptions;
+use std::io::{self, BufRead, BufReader};
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -13,6 +19,14 @@ use crate::compaction::CompactionRecord;
 use crate::conversation::Message;
 use crate::files::{FileEvent, FileTools, SessionFileLedger, Workspace};
 use crate::session::Session;
+use crate::tokens::Encoding;
+
+pub use ids::{shown_id, validate_session_id};
+pub use load::{
+    apply_entry, apply_settings, fill_token_counts, read_entries, replay, ReadReport, Replay,
+};
+pub use lock::{LockError, SessionLock};
+pub use log::{Durability, SessionLog};
 
 pub const LOG_VERSION: u32 = 1;
 
@@ -24,6 +38,11 @@ pub enum LogEntry {
     Settings(SessionSettings),
     Message {
         message: Message,
+        /// The message's token count when it was appended, so resuming a
+        /// session does not tokenize it again. Absent in older logs and
+        /// imports; a count for another encoding is ignored.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        tokens: Option<TokenCount>,
     },
     Compaction(Box<CompactionRecord>),
     /// Text the user pinned: kept verbatim through every compaction.
@@ -32,6 +51,39 @@ pub enum LogEntry {
     },
     /// A change to the file ledger.
     File(FileEvent),
+}
+
+impl LogEntry {
+    /// A message entry without a count (it is counted when read back).
+    pub fn message(message: Message) -> LogEntry {
+        LogEntry::Message {
+            message,
+            tokens: None,
+        }
+    }
+}
+
+/// A message's tokens as `tokens::count_message` counted them.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TokenCount {
+    /// `Encoding::name()`: a count is used only by a session counting with
+    /// the same vocabulary (a string, so an unknown one is just ignored).
+    pub encoding: String,
+    pub count: u64,
+}
+
+impl TokenCount {
+    pub fn new(encoding: Encoding, count: u64) -> TokenCount {
+        TokenCount {
+            encoding: encoding.name().to_string(),
+            count,
+        }
+    }
+
+    pub fn is_for(&self, encoding: Encoding) -> bool {
+        self.encoding == encoding.name()
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -67,6 +119,10 @@ pub struct SessionSettings {
     pub context_window: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub system_prompt: Option<String>,
+    /// The tool definitions sent with every request, as the provider gets
+    /// them (counted in the meter's overhead).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_definitions: Option<Vec<serde_json::Value>>,
     /// Auto-compaction switched on or off for this session.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub auto_compact: Option<bool>,
@@ -74,8 +130,16 @@ pub struct SessionSettings {
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
-    #[error("invalid sessionId `{0}`: use 1-128 letters, digits, '.', '_' or '-', starting with a letter or digit")]
-    InvalidId(String),
+    #[error("invalid sessionId `{shown}`: {why}; use 1-128 letters, digits, '.', '_' or '-', starting with a letter or digit, not ending with '.', and no Windows device name (con, prn, aux, nul, com0-com9, lpt0-lpt9)")]
+    InvalidId { shown: String, why: &'static str },
+    /// Another process (or an earlier open in this one) writes this session.
+    #[error("session `{id}` is open in another compactd process ({}); open it with `readOnly: true` to read it, or close it there first", holder(*.pid))]
+    Locked { id: String, pid: Option<u32> },
+    #[error("session `{id}` already exists")]
+    Exists { id: String },
+    /// The session was opened to read only (`readOnly`): nothing writes it.
+    #[error("session `{id}` is open read-only: it cannot be appended to, compacted, pinned or reconfigured (open it without `readOnly` once no other process writes it)")]
+    ReadOnly { id: String },
     #[error("session log {path}: {source}")]
     Io {
         path: String,
@@ -84,45 +148,61 @@ pub enum StoreError {
     },
 }
 
-/// Session ids become file names, so only a conservative alphabet is
-/// accepted: no separators, no `..`, nothing hidden.
-pub fn validate_session_id(id: &str) -> Result<(), StoreError> {
-    let ok = !id.is_empty()
-        && id.len() <= 128
-        && id.chars().next().is_some_and(|c| c.is_ascii_alphanumeric())
-        && id
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
-        && !id.contains("..");
-    if ok {
-        Ok(())
-    } else {
-        Err(StoreError::InvalidId(id.to_string()))
+fn holder(pid: Option<u32>) -> String {
+    match pid {
+        Some(pid) => format!("pid {pid}"),
+        None => "pid not recorded".to_string(),
     }
 }
 
+fn io_error(path: &Path) -> impl FnOnce(io::Error) -> StoreError + '_ {
+    move |source| StoreError::Io {
+        path: path.display().to_string(),
+        source,
+    }
+}
+
+/// Where session logs live, and how they are written.
 #[derive(Debug, Clone)]
 pub struct SessionStore {
     dir: PathBuf,
+    durability: log::SharedDurability,
 }
 
-/// A session read back from its log.
+/// A session read back from its log, entries kept (for branching).
 #[derive(Debug)]
 pub struct Loaded {
     pub entries: Vec<LogEntry>,
     pub warnings: Vec<String>,
-    /// The file does not end with a newline (a torn write); appends must
-    /// start on a fresh line.
+    /// The file does not end with a newline (a torn write).
+    pub torn_tail: bool,
+}
+
+/// A session replayed from its log.
+#[derive(Debug)]
+pub struct Resumed {
+    pub session: Session,
+    pub warnings: Vec<String>,
     pub torn_tail: bool,
 }
 
 impl SessionStore {
-    pub fn new(dir: impl Into<PathBuf>) -> SessionStore {
-        SessionStore { dir: dir.into() }
+    pub fn new(dir: impl Into<PathBuf>, durability: Durability) -> SessionStore {
+        let store = SessionStore {
+            dir: dir.into(),
+            durability: Default::default(),
+        };
+        store.set_durability(durability);
+        store
     }
 
     pub fn dir(&self) -> &Path {
         &self.dir
+    }
+
+    /// Applies to every log this store opened, immediately.
+    pub fn set_durability(&self, durability: Durability) {
+        self.durability.set(durability);
     }
 
     pub fn path_for(&self, id: &str) -> Result<PathBuf, StoreError> {
@@ -130,104 +210,132 @@ impl SessionStore {
         Ok(self.dir.join(format!("{id}.jsonl")))
     }
 
-    fn io_error(path: &Path) -> impl FnOnce(io::Error) -> StoreError + '_ {
-        move |source| StoreError::Io {
-            path: path.display().to_string(),
-            source,
-        }
+    /// The sidecar whose lock says which process writes the session.
+    pub fn lock_path_for(&self, id: &str) -> Result<PathBuf, StoreError> {
+        validate_session_id(id)?;
+        Ok(self.dir.join(format!("{id}.lock")))
     }
 
-    /// Reads a session's log; `None` when it does not exist.
+    /// Takes the session's lock, so this process alone writes its log.
+    pub fn lock(&self, id: &str) -> Result<SessionLock, StoreError> {
+        let path = self.lock_path_for(id)?;
+        std::fs::create_dir_all(&self.dir).map_err(io_error(&self.dir))?;
+        SessionLock::acquire(&path).map_err(|e| match e {
+            LockError::Held { pid } => StoreError::Locked {
+                id: id.to_string(),
+                pid,
+            },
+            LockError::Io(source) => io_error(&path)(source),
+        })
+    }
+
+    /// Reads a session's log with every entry; `None` when it does not exist.
     pub fn load(&self, id: &str) -> Result<Option<Loaded>, StoreError> {
-        let path = self.path_for(id)?;
-        let bytes = match std::fs::read(&path) {
-            Ok(bytes) => bytes,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
-            Err(e) => return Err(Self::io_error(&path)(e)),
-        };
-        Ok(Some(parse_log(&bytes)))
+        let mut entries = Vec::new();
+        let report = self.read(id, |entry| entries.push(entry))?;
+        Ok(report.map(|report| Loaded {
+            entries,
+            warnings: report.warnings,
+            torn_tail: report.torn_tail,
+        }))
     }
 
-    /// Opens a log for appending, creating the directory and file.
-    pub fn open_log(&self, id: &str, torn_tail: bool) -> Result<SessionLog, StoreError> {
+    /// Replays a session from its log as it is read; `None` when there is
+    /// no log. Takes no lock: call `lock` first to write afterwards.
+    pub fn resume(&self, id: &str, summary_prefix: String) -> Result<Option<Resumed>, StoreError> {
+        let mut replay = Replay::new(id, summary_prefix);
+        let report = self.read(id, |entry| replay.add(entry))?;
+        Ok(report.map(|report| Resumed {
+            session: replay.finish(),
+            warnings: report.warnings,
+            torn_tail: report.torn_tail,
+        }))
+    }
+
+    /// The agent transcript a log follows, from its header (the first
+    /// line only); `None` for a session of its own or no log.
+    pub fn follows(&self, id: &str) -> Result<Option<FollowedTranscript>, StoreError> {
         let path = self.path_for(id)?;
-        std::fs::create_dir_all(&self.dir).map_err(Self::io_error(&self.dir))?;
+        let file = match std::fs::File::open(&path) {
+            Ok(file) => file,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(io_error(&path)(e)),
+        };
+        let mut first = String::new();
+        // Headers are small; a first line past this is no follow header.
+        io::Read::take(BufReader::new(file), 64 << 10)
+            .read_line(&mut first)
+            .map_err(io_error(&path))?;
+        Ok(match serde_json::from_str::<LogEntry>(&first) {
+            Ok(LogEntry::Header(header)) => header.follows,
+            _ => None,
+        })
+    }
+
+    fn read(&self, id: &str, each: impl FnMut(LogEntry)) -> Result<Option<ReadReport>, StoreError> {
+        let path = self.path_for(id)?;
+        let file = match std::fs::File::open(&path) {
+            Ok(file) => file,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(io_error(&path)(e)),
+        };
+        let reader = BufReader::with_capacity(1 << 20, file);
+        read_entries(reader, each)
+            .map(Some)
+            .map_err(io_error(&path))
+    }
+
+    /// Opens a log for appending under a lock this process holds, creating
+    /// the directory and file. After a torn tail, the fragment is ended
+    /// first so it stays a line of its own.
+    pub fn open_log(
+        &self,
+        id: &str,
+        lock: SessionLock,
+        torn_tail: bool,
+    ) -> Result<SessionLog, StoreError> {
+        let path = self.path_for(id)?;
+        std::fs::create_dir_all(&self.dir).map_err(io_error(&self.dir))?;
         let file = OpenOptions::new()
             .create(true)
             .append(true)
             .open(&path)
-            .map_err(Self::io_error(&path))?;
-        let mut log = SessionLog { file, path };
+            .map_err(io_error(&path))?;
+        let mut log = SessionLog::writable(id, path, file, lock, self.durability.clone());
         if torn_tail {
-            // End the torn fragment so it stays a line of its own.
             log.write_raw(b"\n")?;
         }
         Ok(log)
+    }
+
+    /// Locks and opens the log of a new session: refused when a log with
+    /// content already exists under that id.
+    pub fn create_log(&self, id: &str) -> Result<SessionLog, StoreError> {
+        let lock = self.lock(id)?;
+        let path = self.path_for(id)?;
+        match std::fs::metadata(&path) {
+            Ok(meta) if meta.len() > 0 => return Err(StoreError::Exists { id: id.to_string() }),
+            Ok(_) => {}
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+            Err(e) => return Err(io_error(&path)(e)),
+        }
+        self.open_log(id, lock, false)
+    }
+
+    /// A session opened for reading only: no lock, no writes.
+    pub fn read_only_log(&self, id: &str) -> Result<SessionLog, StoreError> {
+        Ok(SessionLog::read_only(id, self.path_for(id)?))
     }
 }
 
 /// Parses log bytes, skipping lines that do not parse.
 pub fn parse_log(bytes: &[u8]) -> Loaded {
-    let torn_tail = !bytes.is_empty() && !bytes.ends_with(b"\n");
     let mut entries = Vec::new();
-    let mut warnings = Vec::new();
-    let lines: Vec<&[u8]> = bytes.split(|b| *b == b'\n').collect();
-    let last_index = lines.len().saturating_sub(1);
-    for (index, line) in lines.iter().enumerate() {
-        if line.iter().all(u8::is_ascii_whitespace) {
-            continue;
-        }
-        match serde_json::from_slice::<LogEntry>(line) {
-            Ok(entry) => entries.push(entry),
-            Err(e) if index == last_index && torn_tail => {
-                warnings.push(format!("line {}: torn last line skipped ({e})", index + 1));
-            }
-            Err(e) => warnings.push(format!(
-                "line {}: unreadable entry skipped ({e})",
-                index + 1
-            )),
-        }
-    }
+    let report = read_entries(bytes, |entry| entries.push(entry)).expect("reading memory");
     Loaded {
         entries,
-        warnings,
-        torn_tail,
-    }
-}
-
-/// An open session log.
-#[derive(Debug)]
-pub struct SessionLog {
-    file: File,
-    path: PathBuf,
-}
-
-impl SessionLog {
-    pub fn path(&self) -> &Path {
-        &self.path
-    }
-
-    /// Appends entries with one write, so a crash tears at most the end.
-    /// `durable` also syncs to disk (used for compactions).
-    pub fn append(&mut self, entries: &[LogEntry], durable: bool) -> Result<(), StoreError> {
-        let mut buf = Vec::with_capacity(256 * entries.len());
-        for entry in entries {
-            serde_json::to_writer(&mut buf, entry).expect("log entries serialize");
-            buf.push(b'\n');
-        }
-        self.write_raw(&buf)?;
-        if durable {
-            self.file
-                .sync_data()
-                .map_err(SessionStore::io_error(&self.path))?;
-        }
-        Ok(())
-    }
-
-    fn write_raw(&mut self, bytes: &[u8]) -> Result<(), StoreError> {
-        self.file
-            .write_all(bytes)
-            .map_err(SessionStore::io_error(&self.path))
+        warnings: report.warnings,
+        torn_tail: report.torn_tail,
     }
 }
 
@@ -246,7 +354,7 @@ pub fn with_tool_file_events(
     let mut out = Vec::with_capacity(entries.len());
     for entry in entries {
         let mut events = Vec::new();
-        if let LogEntry::Message { message } = &entry {
+        if let LogEntry::Message { message, .. } = &entry {
             events = files.tool_events(std::slice::from_ref(message), tools);
             files.observe(message);
         }
@@ -254,54 +362,6 @@ pub fn with_tool_file_events(
         out.extend(events.into_iter().map(|(_, event)| LogEntry::File(event)));
     }
     out
-}
-
-/// Rebuilds a session from its entries. Only the latest compaction decides
-/// the view; earlier ones are history.
-pub fn replay(id: &str, entries: Vec<LogEntry>, summary_prefix: String) -> Session {
-    let mut session = Session::new(id.to_string(), None, None, None, summary_prefix);
-    for entry in entries {
-        apply_entry(&mut session, entry);
-    }
-    session
-}
-
-/// Applies one log entry to a session: the one way a logged change becomes
-/// state, whether a log is replayed or a transcript walked.
-pub fn apply_entry(session: &mut Session, entry: LogEntry) {
-    match entry {
-        LogEntry::Header(header) => apply_settings(session, header.settings),
-        LogEntry::Settings(settings) => apply_settings(session, settings),
-        LogEntry::Message { message } => {
-            let mut batch = vec![message];
-            // A duplicate id can only come from a hand-edited log; keep
-            // the message under a fresh id rather than lose it.
-            if session.assign_ids(&mut batch).is_err() {
-                batch[0].id.clear();
-                let _ = session.assign_ids(&mut batch);
-            }
-            session.push(batch);
-        }
-        LogEntry::Compaction(record) => session.apply_compaction(*record),
-        LogEntry::Pin { text } => session.add_pin(text),
-        LogEntry::File(event) => session.apply_file_event(&event),
-    }
-}
-
-/// Applies the settings an entry sets; absent ones stay.
-pub fn apply_settings(session: &mut Session, settings: SessionSettings) {
-    if settings.model.is_some() {
-        session.set_model(settings.model);
-    }
-    if settings.context_window.is_some() {
-        session.context_window = settings.context_window;
-    }
-    if settings.system_prompt.is_some() {
-        session.set_system_prompt(settings.system_prompt);
-    }
-    if settings.auto_compact.is_some() {
-        session.auto_compact_switch = settings.auto_compact;
-    }
 }
 
 /// The entries of a new session branched from `entries` before the message
@@ -314,7 +374,7 @@ pub fn branch_entries(
     before_message_id: &str,
 ) -> Option<Vec<LogEntry>> {
     let position = entries.iter().position(
-        |e| matches!(e, LogEntry::Message { message } if message.id == before_message_id),
+        |e| matches!(e, LogEntry::Message { message, .. } if message.id == before_message_id),
     )?;
     let mut out = Vec::with_capacity(position + 1);
     for entry in &entries[..position] {
@@ -334,39 +394,17 @@ pub fn branch_entries(
 mod tests {
     use super::*;
 
-    #[test]
-    fn session_ids_cannot_escape_the_directory() {
-        for bad in [
-            "",
-            "../x",
-            "a/b",
-            "a\\b",
-            ".hidden",
-            "a..b",
-            "-x",
-            &"x".repeat(129),
-            "a b",
-        ] {
-            assert!(validate_session_id(bad).is_err(), "{bad:?} accepted");
-        }
-        for good in ["abc", "0f9e-11", "my_session.2", &"x".repeat(128)] {
-            assert!(validate_session_id(good).is_ok(), "{good:?} rejected");
-        }
+    fn message_line(id: &str) -> String {
+        serde_json::to_string(&LogEntry::message(Message::user(id, "hi"))).unwrap()
     }
 
     #[test]
     fn torn_and_corrupt_lines_are_skipped() {
-        let good = |id: &str| {
-            serde_json::to_string(&LogEntry::Message {
-                message: Message::user(id, "hi"),
-            })
-            .unwrap()
-        };
         let text = format!(
             "{}\n{{not json\n{}\n{}",
-            good("a"),
-            good("b"),
-            &good("c")[..20]
+            message_line("a"),
+            message_line("b"),
+            &message_line("c")[..20]
         );
         let loaded = parse_log(text.as_bytes());
         assert_eq!(loaded.entries.len(), 2);
@@ -374,24 +412,97 @@ mod tests {
         assert_eq!(loaded.warnings.len(), 2);
         assert!(loaded.warnings[0].contains("line 2: unreadable"));
         assert!(loaded.warnings[1].contains("line 4: torn last line"));
+        let whole = parse_log(format!("{}\n\n", message_line("a")).as_bytes());
+        assert_eq!((whole.entries.len(), whole.torn_tail), (1, false));
     }
 
     #[test]
     fn appends_after_a_torn_tail_start_on_a_new_line() {
         let dir = tempfile::tempdir().unwrap();
-        let store = SessionStore::new(dir.path());
+        let store = SessionStore::new(dir.path(), Durability::Flush);
         std::fs::write(dir.path().join("s.jsonl"), "{\"type\":\"message\",\"mess").unwrap();
-        let loaded = store.load("s").unwrap().unwrap();
-        let mut log = store.open_log("s", loaded.torn_tail).unwrap();
-        log.append(
-            &[LogEntry::Message {
-                message: Message::user("x", "y"),
-            }],
-            false,
-        )
-        .unwrap();
+        let resumed = store.resume("s", String::new()).unwrap().unwrap();
+        let mut log = store
+            .open_log("s", store.lock("s").unwrap(), resumed.torn_tail)
+            .unwrap();
+        log.append(&[LogEntry::message(Message::user("x", "y"))], false)
+            .unwrap();
         let reloaded = store.load("s").unwrap().unwrap();
         assert_eq!(reloaded.entries.len(), 1);
         assert!(!reloaded.torn_tail);
+    }
+
+    #[test]
+    fn one_writer_per_session_and_readers_write_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = SessionStore::new(dir.path(), Durability::Fsync);
+        let mut log = store.create_log("s").unwrap();
+        log.append(&[LogEntry::message(Message::user("a", "hi"))], false)
+            .unwrap();
+        match store.lock("s") {
+            Err(e @ StoreError::Locked { pid: Some(pid), .. }) => {
+                assert_eq!(pid, std::process::id());
+                assert!(e.to_string().contains(&format!("pid {pid}")), "{e}");
+            }
+            other => panic!("second lock: {other:?}"),
+        }
+        let mut reader = store.read_only_log("s").unwrap();
+        assert!(reader.is_read_only());
+        let refused = reader.append(&[LogEntry::message(Message::user("b", "no"))], false);
+        assert!(matches!(refused, Err(StoreError::ReadOnly { .. })));
+        drop(log);
+        assert!(matches!(
+            store.create_log("s"),
+            Err(StoreError::Exists { .. })
+        ));
+        assert_eq!(store.load("s").unwrap().unwrap().entries.len(), 1);
+        assert!(store.create_log("t").is_ok());
+    }
+
+    /// Counts stored with the session's encoding are taken as they are;
+    /// others are counted again.
+    #[test]
+    fn stored_counts_are_used_only_for_their_encoding() {
+        let counted = |encoding: &str, count: u64| LogEntry::Message {
+            message: Message::user(format!("m{count}"), "hello world"),
+            tokens: Some(TokenCount {
+                encoding: encoding.into(),
+                count,
+            }),
+        };
+        let entries = vec![
+            counted("o200k_base", 1000),
+            counted("cl100k_base", 2000),
+            counted("o200k_base/2", 3000),
+            LogEntry::message(Message::user("plain", "hello world")),
+        ];
+        let session = replay("s", entries, String::new());
+        let fresh =
+            crate::tokens::count_message(Encoding::O200k, &Message::user("x", "hello world"));
+        assert_eq!(session.estimated_tokens(), 1000 + 3 * fresh);
+    }
+
+    #[test]
+    fn parallel_counts_equal_counting_one_by_one() {
+        let text = include_str!("mod.rs");
+        let mut entries: Vec<LogEntry> = (0..400)
+            .map(|i| {
+                let start = (i * 997) % (text.len() - 3000);
+                let slice =
+                    &text[text.floor_char_boundary(start)..text.floor_char_boundary(start + 3000)];
+                LogEntry::message(Message::user(format!("m{i}"), slice))
+            })
+            .collect();
+        fill_token_counts(&mut entries, Encoding::O200k);
+        for entry in &entries {
+            let LogEntry::Message { message, tokens } = entry else {
+                unreachable!()
+            };
+            let expected = crate::tokens::count_message(Encoding::O200k, message);
+            assert_eq!(
+                tokens.as_ref(),
+                Some(&TokenCount::new(Encoding::O200k, expected))
+            );
+        }
     }
 }

@@ -1,8 +1,10 @@
 //! Token counting and the context meter. Pure apart from the lazily loaded,
 //! process-wide vocabularies.
 
+mod calibration;
 mod windows;
 
+pub use calibration::{model_key, Calibration, Correction};
 pub use windows::context_window_for;
 
 use crate::conversation::{Message, MessageBody};
@@ -109,6 +111,18 @@ pub fn count_message(encoding: Encoding, message: &Message) -> u64 {
     total
 }
 
+/// The estimated tokens of tool definitions as the provider gets them:
+/// each one's JSON, compact. Providers render them their own way (OpenAI
+/// as a TypeScript-like namespace, a little shorter than the JSON;
+/// Anthropic inside a tool-use system prompt of a few hundred tokens); the
+/// calibration learns that difference from the first usage.
+pub fn count_tool_definitions(encoding: Encoding, tools: &[serde_json::Value]) -> u64 {
+    tools
+        .iter()
+        .map(|tool| encoding.count(&tool.to_string()))
+        .sum()
+}
+
 fn count_json(encoding: Encoding, value: &serde_json::Value) -> u64 {
     match value {
         serde_json::Value::Null => 0,
@@ -133,6 +147,10 @@ pub struct Meter {
     pub context_window: u64,
     pub auto_compact_at: u64,
     pub source: MeterSource,
+    /// The part of `context_tokens` that is in every request but no
+    /// message: the declared system prompt and tool definitions and the
+    /// calibrated overhead, in the provider's tokens.
+    pub overhead_tokens: u64,
 }
 
 impl Meter {

@@ -315,7 +315,47 @@ fn stats_scores_the_meter_against_provider_usage() {
         );
         assert!(report["accuracy"]["estimate"]["turns"].as_u64().unwrap() > 0);
         assert!(report["peakReportedContext"].as_u64().unwrap() > 50_000);
+        // Without the overhead the count is far off; calibrated from the
+        // turns before, it is close to the provider's.
+        let accuracy = &report["accuracy"];
+        let (alone, calibrated) = (
+            accuracy["estimate"]["meanAbsPercent"].as_f64().unwrap(),
+            accuracy["calibrated"]["meanAbsPercent"].as_f64().unwrap(),
+        );
+        assert!(
+            alone > 10.0 && calibrated < 2.5,
+            "{}: {accuracy}",
+            report["file"]
+        );
+        if report["format"] == "claude-code" {
+            // Claude Code's system prompt and tools: 15k–24k tokens.
+            let overhead = accuracy["overheadTokens"].as_u64().unwrap();
+            assert!((12_000..30_000).contains(&overhead), "{overhead}");
+        }
+        // Right after each compaction pi recorded, the meter has only the
+        // calibrated count, and it is within 5% of the next request.
+        for after in accuracy["afterCompactions"].as_array().unwrap() {
+            let provider = after["provider"].as_f64().unwrap();
+            let off = |field: &str| (after[field].as_f64().unwrap() - provider).abs() / provider;
+            assert!(off("meter") < 0.05 && off("estimate") > 0.2, "{after}");
+        }
     }
+    let compacted = reports
+        .iter()
+        .find(|r| {
+            r["file"]
+                .as_str()
+                .unwrap()
+                .ends_with("before-compaction.jsonl")
+        })
+        .unwrap();
+    assert_eq!(
+        compacted["accuracy"]["afterCompactions"]
+            .as_array()
+            .unwrap()
+            .len(),
+        2
+    );
     let text = compactd().arg("stats").args(&files).output().unwrap();
     let text = String::from_utf8_lossy(&text.stdout);
     assert_eq!(
@@ -324,6 +364,11 @@ fn stats_scores_the_meter_against_provider_usage() {
         files.len()
     );
     assert!(text.contains("mean error"), "{text}");
+    assert_eq!(
+        text.matches("count calibrated (overhead ").count(),
+        files.len(),
+        "{text}"
+    );
 }
 
 #[test]

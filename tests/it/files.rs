@@ -178,11 +178,8 @@ fn editor_notifications_feed_the_ledger() {
         l["modifiedFiles"],
         json!(["old.rs", "src/b.rs", "src/a.rs"])
     );
-    assert!(
-        server.stderr().contains("changes[3].type: 9"),
-        "{}",
-        server.stderr()
-    );
+    let stderr = server.stderr_after_containing(0, "changes[3].type: 9");
+    assert!(stderr.contains("changes[3].type: 9"), "{stderr}");
 }
 
 #[test]
@@ -241,7 +238,8 @@ fn explicit_notifications_reach_one_session_or_all() {
         entry(&l2, "m.rs").get("lastMessageId").is_none(),
         "s2 has no messages"
     );
-    let stderr = server.stderr();
+    server.stderr_after_containing(0, "no open session `nope`");
+    let stderr = server.stderr_after_containing(0, "missing field `path`");
     assert!(stderr.contains("no open session `nope`"), "{stderr}");
     assert!(stderr.contains("missing field `path`"), "{stderr}");
 }

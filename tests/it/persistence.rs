@@ -40,7 +40,9 @@ fn killed_server_loses_nothing_but_a_torn_line() {
         warnings[0].as_str().unwrap().contains("torn last line"),
         "{warnings:?}"
     );
-    assert!(server.stderr().contains("torn last line"));
+    assert!(server
+        .stderr_after_containing(0, "torn last line")
+        .contains("torn last line"));
 
     let history = server
         .request("conversation/history", json!({"sessionId": "crash-test"}))

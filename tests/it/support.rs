@@ -4,7 +4,7 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
 use serde_json::{json, Value};
@@ -20,7 +20,9 @@ pub struct Server {
     child: Child,
     stdin: Option<ChildStdin>,
     incoming: Receiver<Value>,
-    stderr: Arc<Mutex<String>>,
+    /// What the server wrote to stderr so far, and a signal for each new
+    /// piece of it.
+    stderr: Arc<(Mutex<String>, Condvar)>,
     stderr_reader: Option<std::thread::JoinHandle<()>>,
     next_id: i64,
     /// Every message received, in arrival order.
@@ -69,7 +71,7 @@ impl Server {
                 }
             }
         });
-        let stderr = Arc::new(Mutex::new(String::new()));
+        let stderr = Arc::new((Mutex::new(String::new()), Condvar::new()));
         let sink = stderr.clone();
         let mut child_stderr = child.stderr.take().unwrap();
         let stderr_reader = std::thread::spawn(move || {
@@ -78,9 +80,11 @@ impl Server {
                 if n == 0 {
                     break;
                 }
-                sink.lock()
+                let (text, grew) = &*sink;
+                text.lock()
                     .unwrap()
                     .push_str(&String::from_utf8_lossy(&buf[..n]));
+                grew.notify_all();
             }
         });
         Server {
@@ -145,6 +149,11 @@ impl Server {
         let mut server = Server::spawn(data_dir);
         server.initialize_params(options, json!({"rootUri": file_uri(root)}));
         server
+    }
+
+    /// The server process's id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
     }
 
     /// The HOME the server runs with.
@@ -229,7 +238,19 @@ impl Server {
     }
 
     pub fn stderr(&self) -> String {
-        self.stderr.lock().unwrap().clone()
+        self.stderr.0.lock().unwrap().clone()
+    }
+
+    /// What the server wrote to stderr after its first `from` bytes, once
+    /// that holds `needle` (or `patience` ran out): the server logs on its
+    /// own stream, so a log line may arrive after the answer it goes with.
+    pub fn stderr_after_containing(&self, from: usize, needle: &str) -> String {
+        let (text, grew) = &*self.stderr;
+        let guard = text.lock().unwrap();
+        let (guard, _) = grew
+            .wait_timeout_while(guard, self.patience, |text| !text[from..].contains(needle))
+            .unwrap();
+        guard[from..].to_string()
     }
 
     /// `conversation/append` as a request; panics on an error answer.

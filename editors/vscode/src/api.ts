@@ -11,10 +11,10 @@ import type {
   OpenParams,
   OpenResult,
   TokensNotification,
-} from './protocol/types';
+} from 'compactd-client';
 
 export type { CompactRequest } from './core/requests';
-export type * from './protocol/types';
+export type * from 'compactd-client';
 
 export interface CompactdApi {
   /** Bumped on incompatible changes. */

@@ -1,17 +1,15 @@
 // The commands. Texts and labels come from the vscode-free modules in core/.
 
+import { errorCode, methods as m, type CompactdMethods, type DidCompactNotification } from 'compactd-client';
 import * as vscode from 'vscode';
 import type { ServerConnection } from './connection';
 import { branchItems, fileItems, sessionItems } from './core/pickers';
-import type { CompactdRequests } from './core/requests';
 import type { SessionState, SessionTracker } from './core/sessions';
 import { compactedMessage, previewDocument, summaryDocument } from './core/summary';
-import { METHOD_NOT_FOUND, REQUEST_CANCELLED } from './protocol/methods.generated';
-import type { DidCompactNotification } from './protocol/types';
 
 interface Deps {
   connection: ServerConnection;
-  requests: CompactdRequests;
+  requests: CompactdMethods;
   tracker: SessionTracker;
   /** Re-renders the meter after the tracker changed. */
   refresh: () => void;
@@ -21,12 +19,8 @@ interface Deps {
 
 let nextProgressToken = 0;
 
-function errorCode(error: unknown): number | undefined {
-  return typeof error === 'object' && error !== null && 'code' in error ? Number((error as { code: unknown }).code) : undefined;
-}
-
 function describe(error: unknown, method?: string): string {
-  if (errorCode(error) === METHOD_NOT_FOUND && method) {
+  if (errorCode(error) === m.METHOD_NOT_FOUND && method) {
     return `this compactd server does not support ${method}; update compactd.`;
   }
   return error instanceof Error ? error.message : String(error);
@@ -94,14 +88,14 @@ async function compact(deps: Deps): Promise<void> {
       try {
         const result = await deps.requests.compact(
           { sessionId: session.sessionId, instructions: instructions.trim() || undefined, workDoneToken },
-          token,
+          { token },
         );
         // A compaction that happened is announced by conversation/didCompact.
         if (!result.compacted) {
           void vscode.window.showInformationMessage(`compactd: nothing to compact. ${result.reason ?? ''}`.trim());
         }
       } catch (error) {
-        if (token.isCancellationRequested || errorCode(error) === REQUEST_CANCELLED) {
+        if (token.isCancellationRequested || errorCode(error) === m.REQUEST_CANCELLED) {
           void vscode.window.showInformationMessage('Compaction cancelled; the conversation is unchanged.');
         } else {
           void vscode.window.showErrorMessage(`compactd: compaction failed: ${describe(error)}`);
@@ -117,9 +111,9 @@ async function preview(deps: Deps): Promise<void> {
   const session = activeSession(deps);
   if (!session) return;
   try {
-    await openMarkdown(`${session.sessionId} preview`, previewDocument(session.sessionId, await deps.requests.preview(session.sessionId)));
+    await openMarkdown(`${session.sessionId} preview`, previewDocument(session.sessionId, await deps.requests.preview({ sessionId: session.sessionId })));
   } catch (error) {
-    void vscode.window.showErrorMessage(`compactd: preview failed: ${describe(error, 'conversation/preview')}`);
+    void vscode.window.showErrorMessage(`compactd: preview failed: ${describe(error, m.PREVIEW)}`);
   }
 }
 
@@ -127,13 +121,13 @@ async function toggleAutoCompact(deps: Deps): Promise<void> {
   const session = activeSession(deps);
   if (!session) return;
   try {
-    const current = session.autoCompact ?? (await deps.requests.check(session.sessionId)).autoCompact;
-    const result = await deps.requests.setAutoCompact(session.sessionId, !current);
+    const current = session.autoCompact ?? (await deps.requests.check({ sessionId: session.sessionId })).autoCompact;
+    const result = await deps.requests.setAutoCompact({ sessionId: session.sessionId, enabled: !current });
     deps.tracker.setAutoCompact(session.sessionId, result.enabled);
     deps.refresh();
     void vscode.window.showInformationMessage(`compactd: auto-compact is ${result.enabled ? 'on' : 'off'} for ${session.sessionId}.`);
   } catch (error) {
-    void vscode.window.showErrorMessage(`compactd: could not toggle auto-compact: ${describe(error, 'conversation/setAutoCompact')}`);
+    void vscode.window.showErrorMessage(`compactd: could not toggle auto-compact: ${describe(error, m.SET_AUTO_COMPACT)}`);
   }
 }
 
@@ -146,7 +140,7 @@ async function showLastSummary(deps: Deps): Promise<void> {
     return;
   }
   try {
-    const { compactions } = await deps.requests.compactions(session.sessionId);
+    const { compactions } = await deps.requests.compactions({ sessionId: session.sessionId });
     const last = compactions[compactions.length - 1];
     if (!last) {
       void vscode.window.showInformationMessage(`compactd: ${session.sessionId} has not been compacted yet.`);
@@ -154,7 +148,7 @@ async function showLastSummary(deps: Deps): Promise<void> {
     }
     await openMarkdown(`${session.sessionId} summary`, summaryDocument(session.sessionId, last));
   } catch (error) {
-    void vscode.window.showErrorMessage(`compactd: could not read the summary: ${describe(error, 'conversation/compactions')}`);
+    void vscode.window.showErrorMessage(`compactd: could not read the summary: ${describe(error, m.COMPACTIONS)}`);
   }
 }
 
@@ -162,7 +156,7 @@ async function showTrackedFiles(deps: Deps): Promise<void> {
   const session = activeSession(deps);
   if (!session) return;
   try {
-    const { files } = await deps.requests.files(session.sessionId);
+    const { files } = await deps.requests.filesList({ sessionId: session.sessionId });
     if (files.length === 0) {
       void vscode.window.showInformationMessage(`compactd: no files tracked in ${session.sessionId} yet.`);
       return;
@@ -172,7 +166,7 @@ async function showTrackedFiles(deps: Deps): Promise<void> {
       await vscode.window.showTextDocument(vscode.Uri.file(picked.value.path));
     }
   } catch (error) {
-    void vscode.window.showErrorMessage(`compactd: could not list files: ${describe(error, 'files/list')}`);
+    void vscode.window.showErrorMessage(`compactd: could not list files: ${describe(error, m.FILES_LIST)}`);
   }
 }
 
@@ -180,20 +174,20 @@ async function branch(deps: Deps): Promise<void> {
   const session = activeSession(deps);
   if (!session) return;
   try {
-    const { messages } = await deps.requests.history(session.sessionId);
+    const { messages } = await deps.requests.history({ sessionId: session.sessionId });
     const picked = await vscode.window.showQuickPick(branchItems(messages), {
       title: `Branch ${session.sessionId} before…`,
       placeHolder: 'The new session keeps every message before the one you pick',
       matchOnDescription: true,
     });
     if (!picked) return;
-    const result = await deps.requests.branch(session.sessionId, picked.value);
+    const result = await deps.requests.branch({ sessionId: session.sessionId, beforeMessageId: picked.value });
     deps.tracker.onTokens({ sessionId: result.sessionId, ...result.meter });
     deps.tracker.select(result.sessionId);
     deps.refresh();
     void vscode.window.showInformationMessage(`compactd: branched into ${result.sessionId} (${result.messageCount} messages).`);
   } catch (error) {
-    void vscode.window.showErrorMessage(`compactd: branch failed: ${describe(error, 'conversation/branch')}`);
+    void vscode.window.showErrorMessage(`compactd: branch failed: ${describe(error, m.BRANCH)}`);
   }
 }
 

@@ -2,24 +2,24 @@
 // binary, starting, restarting, configuration updates, and the server's
 // notifications fanned out to the rest of the extension.
 
-import * as vscode from 'vscode';
 import {
-  LanguageClient,
-  type LanguageClientOptions,
-  type ServerOptions,
-  State,
-  WorkDoneProgress,
-  type WorkDoneProgressBegin,
-  type WorkDoneProgressEnd,
-  type WorkDoneProgressReport,
-} from 'vscode-languageclient/node';
-import { checkServerVersion, findServer, type ServerCandidate } from './core/locate';
-import type { Requester } from './core/requests';
+  checkServerVersion,
+  CompactdMethods,
+  findServer,
+  methods as m,
+  type AutoCompactStoppedNotification,
+  type DidCompactNotification,
+  type Disposable,
+  type ServerCandidate,
+  type TokensNotification,
+  type WorkDoneProgressValue,
+} from 'compactd-client';
+import { join } from 'node:path';
+import * as vscode from 'vscode';
+import { LanguageClient, type LanguageClientOptions, type ServerOptions, State } from 'vscode-languageclient/node';
 import { serverConfiguration } from './core/settings';
-import * as m from './protocol/methods.generated';
-import type { AutoCompactStoppedNotification, DidCompactNotification, TokensNotification } from './protocol/types';
 
-export type ProgressValue = WorkDoneProgressBegin | WorkDoneProgressReport | WorkDoneProgressEnd;
+export type ProgressValue = WorkDoneProgressValue;
 
 /** Settings the user set explicitly, so compactd.toml can fill in the rest. */
 export function currentServerConfiguration(): Record<string, unknown> {
@@ -32,11 +32,18 @@ export function currentServerConfiguration(): Record<string, unknown> {
 
 export class ServerConnection implements vscode.Disposable {
   private client: LanguageClient | undefined;
+  /** The running client's notifications reaching `methods`, until it stops. */
+  private listening: Disposable | undefined;
   private starting: Promise<LanguageClient> | undefined;
   private readonly tokensEmitter = new vscode.EventEmitter<TokensNotification>();
   private readonly didCompactEmitter = new vscode.EventEmitter<DidCompactNotification>();
   private readonly autoCompactStoppedEmitter = new vscode.EventEmitter<AutoCompactStoppedNotification>();
   private readonly stateEmitter = new vscode.EventEmitter<{ running: boolean; error?: string; server?: ServerCandidate }>();
+  /**
+   * compactd's typed methods (compactd-client) over the LanguageClient,
+   * starting it on the first request and following restarts.
+   */
+  readonly methods = new CompactdMethods(() => this.start());
   readonly onTokens = this.tokensEmitter.event;
   readonly onDidCompact = this.didCompactEmitter.event;
   readonly onAutoCompactStopped = this.autoCompactStoppedEmitter.event;
@@ -48,11 +55,10 @@ export class ServerConnection implements vscode.Disposable {
   constructor(
     private readonly extensionPath: string,
     readonly output: vscode.OutputChannel,
-  ) {}
-
-  /** The running client, starting it first if needed. */
-  requester(): Promise<Requester> {
-    return this.start();
+  ) {
+    this.methods.onTokens((n) => this.tokensEmitter.fire(n));
+    this.methods.onDidCompact((n) => this.didCompactEmitter.fire(n));
+    this.methods.onAutoCompactStopped((n) => this.autoCompactStoppedEmitter.fire(n));
   }
 
   start(): Promise<LanguageClient> {
@@ -66,9 +72,9 @@ export class ServerConnection implements vscode.Disposable {
   private async launch(): Promise<LanguageClient> {
     try {
       const server = findServer({
-        configuredPath: vscode.workspace.getConfiguration('compactd').get<string>('server.path') ?? '',
-        pathEnv: process.env.PATH ?? '',
-        extensionPath: this.extensionPath,
+        path: vscode.workspace.getConfiguration('compactd').get<string>('server.path') ?? '',
+        pathName: 'compactd.server.path',
+        bundledDirs: [join(this.extensionPath, 'bin')],
       });
       this.version = await checkServerVersion(server);
       this.server = server;
@@ -96,9 +102,8 @@ export class ServerConnection implements vscode.Disposable {
       initializationFailedHandler: () => false,
     };
     const client = new LanguageClient('compactd', 'compactd', serverOptions, clientOptions);
-    client.onNotification(m.TOKENS, (n: TokensNotification) => this.tokensEmitter.fire(n));
-    client.onNotification(m.DID_COMPACT, (n: DidCompactNotification) => this.didCompactEmitter.fire(n));
-    client.onNotification(m.AUTO_COMPACT_STOPPED, (n: AutoCompactStoppedNotification) => this.autoCompactStoppedEmitter.fire(n));
+    this.listening?.dispose();
+    this.listening = this.methods.listen(client);
     // Also after the client restarted a crashed server by itself.
     client.onDidChangeState((e) => {
       if (e.newState === State.Running) this.stateEmitter.fire({ running: true, server });
@@ -108,15 +113,15 @@ export class ServerConnection implements vscode.Disposable {
   }
 
   /** Reports `$/progress` under `token` until the returned disposable is disposed. */
-  async onProgress(token: string, handler: (value: ProgressValue) => void): Promise<vscode.Disposable> {
-    const client = await this.start();
-    return client.onProgress(WorkDoneProgress.type, token, handler);
+  async onProgress(token: string, handler: (value: ProgressValue) => void): Promise<Disposable> {
+    await this.start();
+    return this.methods.onProgress(token, handler);
   }
 
   /** Sends the server settings to the running server. */
   async configurationChanged(): Promise<void> {
     if (this.client?.state !== State.Running) return;
-    await this.client.sendNotification('workspace/didChangeConfiguration', {
+    await this.client.sendNotification(m.DID_CHANGE_CONFIGURATION, {
       settings: currentServerConfiguration(),
     });
   }
@@ -129,6 +134,8 @@ export class ServerConnection implements vscode.Disposable {
   async stop(): Promise<void> {
     const client = this.client;
     this.client = undefined;
+    this.listening?.dispose();
+    this.listening = undefined;
     if (client && client.state !== State.Stopped) {
       await client.stop().catch((e) => this.output.appendLine(`[compactd] stop: ${e}`));
     }

@@ -5,7 +5,7 @@ import * as vscode from 'vscode';
 import type { CompactdApi } from './api';
 import { announceCompaction, registerCommands } from './commands';
 import { ServerConnection } from './connection';
-import { CompactdRequests, resumeSessions } from './core/requests';
+import { resumeSessions } from './core/requests';
 import { SessionTracker } from './core/sessions';
 import { StatusBarMeter } from './statusBar';
 
@@ -15,7 +15,7 @@ export function activate(context: vscode.ExtensionContext): CompactdApi {
   const output = vscode.window.createOutputChannel('compactd');
   connection = new ServerConnection(context.extensionPath, output);
   const server = connection;
-  const requests = new CompactdRequests(() => server.requester());
+  const requests = server.methods;
   const tracker = new SessionTracker();
   const meter = new StatusBarMeter();
   const refresh = () => meter.show(tracker.active);
@@ -86,14 +86,14 @@ export function activate(context: vscode.ExtensionContext): CompactdApi {
       refresh();
       return result;
     },
-    append: (sessionId, messages) => requests.append(sessionId, messages),
-    history: (sessionId) => requests.history(sessionId),
-    compact: (params, token) => requests.compact(params, token),
+    append: (sessionId, messages) => requests.append({ sessionId, messages }),
+    history: (sessionId) => requests.history({ sessionId }),
+    compact: (params, token) => requests.compact(params, { token }),
     showSession: (sessionId) => {
       tracker.select(sessionId);
       refresh();
     },
-    sendRequest: (method, params, token) => requests.request(method, params, token),
+    sendRequest: (method, params, token) => requests.request(method, params, { token }),
     onDidChangeMeter: server.onTokens,
     onDidCompact: server.onDidCompact,
   };

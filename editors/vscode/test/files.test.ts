@@ -16,7 +16,7 @@ describe('file tracking against the real server', () => {
   test('files/list (Show Tracked Files) lists files the session read', async () => {
     await server.requests.open({ sessionId: 'files' });
     await server.connection.sendNotification('files/didRead', { sessionId: 'files', path: '/work/project/src/lib.rs' });
-    const { files, readFiles } = await server.requests.files('files');
+    const { files, readFiles } = await server.requests.filesList({ sessionId: 'files' });
     const file = files.find((f) => f.path.endsWith('src/lib.rs'));
     assert.ok(file, JSON.stringify(files));
     assert.equal(file.status, 'read');

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { formatTokens, meterLevel, meterText, meterTooltip, timeAgo } from '../src/core/meter';
-import type { MeterInfo } from '../src/protocol/types';
+import type { MeterInfo } from 'compactd-client';
 
 test('formatTokens: one decimal at most, none when zero, k and M', () => {
   const cases: [number, string][] = [
@@ -40,7 +40,9 @@ test('meterLevel: warning from 75%, error from 90%, thresholds configurable', ()
   assert.equal(meterLevel(60, custom), 'error');
 });
 
-const meter: MeterInfo = { contextTokens: 90_400, contextWindow: 200_000, percent: 45.2, autoCompactAt: 180_000, source: 'usage' };
+const meter: MeterInfo = {
+  contextTokens: 90_400, contextWindow: 200_000, percent: 45.2, autoCompactAt: 180_000, source: 'usage', overheadTokens: 17_900,
+};
 
 test('the tooltip breaks the meter down', () => {
   const now = Date.UTC(2026, 0, 1, 12);
@@ -51,10 +53,12 @@ test('the tooltip breaks the meter down', () => {
   assert.match(tip, /session `demo`/);
   assert.match(tip, /90,400 \/ 200,000 tokens \(45\.2%\)/);
   assert.match(tip, /provider's reported usage/);
+  assert.match(tip, /Sent with every request: 17,900 tokens \(system prompt, tool definitions/);
   assert.match(tip, /Auto-compact at: 180,000 tokens/);
   assert.match(tip, /Last compaction: 120,000 → 9,000 tokens, 40 messages summarized \(manual, 5 min ago\)/);
 
-  const estimate = meterTooltip('demo', { ...meter, source: 'estimate' }, { now, autoCompact: false });
+  const estimate = meterTooltip('demo', { ...meter, source: 'estimate', overheadTokens: 0 }, { now, autoCompact: false });
+  assert.doesNotMatch(estimate, /Sent with every request/, 'nothing declared and no usage yet');
   assert.match(estimate, /an estimate/);
   assert.match(estimate, /Auto-compact: off/);
   assert.match(estimate, /Last compaction: none/);

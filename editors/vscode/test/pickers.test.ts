@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { branchItems, fileItems, sessionItems } from '../src/core/pickers';
-import type { FileInfo, Message } from '../src/protocol/types';
+import type { FileInfo, Message } from 'compactd-client';
 
 test('branchItems: newest first, no system prompt or summary, tool names shown', () => {
   const messages: Message[] = [
@@ -30,7 +30,7 @@ test('fileItems: changed files first, then by path', () => {
 });
 
 test('sessionItems marks the shown session', () => {
-  const meter = { contextTokens: 90_400, contextWindow: 200_000, percent: 45.2, autoCompactAt: 1, source: 'usage' as const };
+  const meter = { contextTokens: 90_400, contextWindow: 200_000, percent: 45.2, autoCompactAt: 1, source: 'usage' as const, overheadTokens: 0 };
   const items = sessionItems([{ sessionId: 'a', meter, updatedAt: 2 }, { sessionId: 'b', meter, updatedAt: 1 }], 'b');
   assert.equal(items[0].description, '90.4k/200k (45%)');
   assert.equal(items[1].description, '90.4k/200k (45%) · shown');

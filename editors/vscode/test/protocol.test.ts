@@ -7,14 +7,13 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
+import { methods, type CompactdCapabilities, type DidCompactNotification, type TokensNotification } from 'compactd-client';
 import { CancellationTokenSource, ResponseError } from 'vscode-jsonrpc/node';
 import { meterText } from '../src/core/meter';
 import { SessionTracker } from '../src/core/sessions';
 import { resumeSessions } from '../src/core/requests';
 import { serverConfiguration } from '../src/core/settings';
 import { compactedMessage } from '../src/core/summary';
-import { METHOD_NOT_FOUND, REQUEST_CANCELLED } from '../src/protocol/methods.generated';
-import type { CompactdCapabilities, DidCompactNotification, TokensNotification } from '../src/protocol/types';
 import { conversation, shutdown, spawnServer, startServer, type Event, type TestServer } from './support/server';
 
 const isTokens = (sessionId: string) => (e: Event) =>
@@ -53,7 +52,7 @@ describe('against the real server', () => {
     assert.equal(tracker.active?.sessionId, 'meter-a');
     assert.deepEqual(tracker.active?.meter, opened.meter);
 
-    const appended = await server.requests.append('meter-a', conversation(3));
+    const appended = await server.requests.append({ sessionId: 'meter-a', messages: conversation(3) });
     assert.equal(appended.ids.length, 12);
     const last = await server.waitFor('tokens after append', (e) => isTokens('meter-a')(e) && (e as any).params.contextTokens === appended.meter.contextTokens);
     assert.ok(appended.meter.contextTokens > opened.meter.contextTokens);
@@ -66,16 +65,16 @@ describe('against the real server', () => {
     await server.waitFor('tokens for meter-b', isTokens('meter-b'));
     assert.equal(tracker.active?.sessionId, 'meter-b', 'the session that changed last is shown');
     tracker.select('meter-a');
-    await server.requests.append('meter-b', [{ role: 'user', content: 'hello' }]);
+    await server.requests.append({ sessionId: 'meter-b', messages: [{ role: 'user', content: 'hello' }] });
     assert.equal(tracker.active?.sessionId, 'meter-a', 'a picked session stays shown');
   });
 
   test('provider usage feeds the meter', async () => {
     await server.requests.open({ sessionId: 'usage', model: 'gpt-4o' });
-    const result = await server.requests.append('usage', [
+    const result = await server.requests.append({ sessionId: 'usage', messages: [
       { role: 'user', content: 'Summarize the repo.' },
       { role: 'assistant', content: 'It is a sidecar.', usage: { input: 5000, output: 40 } },
-    ]);
+    ] });
     assert.equal(result.meter.source, 'usage');
     assert.ok(result.meter.contextTokens >= 5040, `${result.meter.contextTokens}`);
   });
@@ -83,7 +82,7 @@ describe('against the real server', () => {
   test('compact reports progress, then didCompact, then the lower meter, then the answer', async () => {
     const tracker = trackerFor(server);
     await server.requests.open({ sessionId: 'compact-me', model: 'gpt-4o' });
-    const before = await server.requests.append('compact-me', conversation(8));
+    const before = await server.requests.append({ sessionId: 'compact-me', messages: conversation(8) });
     const start = server.events.length;
     const result = await server.track(
       'compact',
@@ -120,20 +119,20 @@ describe('against the real server', () => {
     assert.equal(tracker.get('compact-me')?.lastCompaction?.tokensBefore, result.tokensBefore);
     assert.equal(tracker.get('compact-me')?.lastCompaction?.notification.summary, result.summary);
 
-    const history = await server.requests.history('compact-me');
+    const history = await server.requests.history({ sessionId: 'compact-me' });
     assert.match(history.messages[0].content ?? '', /<summary>/);
   });
 
   test('nothing to compact answers compacted: false with a reason', async () => {
     await server.requests.open({ sessionId: 'tiny' });
-    await server.requests.append('tiny', [{ role: 'user', content: 'hi' }]);
+    await server.requests.append({ sessionId: 'tiny', messages: [{ role: 'user', content: 'hi' }] });
     const result = await server.requests.compact({ sessionId: 'tiny' });
     assert.equal(result.compacted, false);
     assert.match(result.reason ?? '', /nothing to compact/);
   });
 
   test('an unknown session is a clear invalid-params error', async () => {
-    await assert.rejects(server.requests.history('nope'), (e: ResponseError<unknown>) => {
+    await assert.rejects(server.requests.history({ sessionId: 'nope' }), (e: ResponseError<unknown>) => {
       assert.equal(e.code, -32602);
       assert.match(e.message, /no open session `nope`/);
       return true;
@@ -141,7 +140,7 @@ describe('against the real server', () => {
   });
 
   test('an unknown method is method-not-found, which the commands turn into "update compactd"', async () => {
-    await assert.rejects(server.connection.sendRequest('conversation/noSuchThing', {}), (e: ResponseError<unknown>) => e.code === METHOD_NOT_FOUND);
+    await assert.rejects(server.connection.sendRequest('conversation/noSuchThing', {}), (e: ResponseError<unknown>) => e.code === methods.METHOD_NOT_FOUND);
   });
 });
 
@@ -159,7 +158,7 @@ describe('auto-compaction', () => {
     const tracker = trackerFor(server);
     try {
       await server.requests.open({ sessionId: 'auto', model: 'gpt-4o' });
-      const appended = await server.requests.append('auto', conversation(8));
+      const appended = await server.requests.append({ sessionId: 'auto', messages: conversation(8) });
       assert.equal(appended.shouldCompact, true);
       const did = await server.waitFor('threshold didCompact', (e) => e.kind === 'notification' && e.method === 'conversation/didCompact');
       const n = (did as any).params as DidCompactNotification;
@@ -187,20 +186,20 @@ describe('cancellation', () => {
 
   test('cancelling the token sends $/cancelRequest: -32800, progress ends, history untouched', async () => {
     await server.requests.open({ sessionId: 'slow', model: 'gpt-4o' });
-    await server.requests.append('slow', conversation(6));
-    const historyBefore = await server.requests.history('slow');
+    await server.requests.append({ sessionId: 'slow', messages: conversation(6) });
+    const historyBefore = await server.requests.history({ sessionId: 'slow' });
     const source = new CancellationTokenSource();
-    const compacting = server.requests.compact({ sessionId: 'slow', workDoneToken: 'slow-1' }, source.token);
+    const compacting = server.requests.compact({ sessionId: 'slow', workDoneToken: 'slow-1' }, { token: source.token });
     await server.waitFor('progress begin', (e) => e.kind === 'progress' && e.token === 'slow-1' && e.value.kind === 'begin');
     source.cancel();
     await assert.rejects(compacting, (e: ResponseError<unknown>) => {
-      assert.equal(e.code, REQUEST_CANCELLED);
+      assert.equal(e.code, methods.REQUEST_CANCELLED);
       return true;
     });
     const end = await server.waitFor('progress end', (e) => e.kind === 'progress' && e.token === 'slow-1' && e.value.kind === 'end');
     assert.match((end as any).value.message, /cancel/);
     assert.ok(!server.events.some((e) => e.kind === 'notification' && e.method === 'conversation/didCompact'));
-    assert.deepEqual(await server.requests.history('slow'), historyBefore);
+    assert.deepEqual(await server.requests.history({ sessionId: 'slow' }), historyBefore);
   });
 });
 
@@ -250,19 +249,19 @@ describe('restart', () => {
     let historyBefore;
     try {
       await first.requests.open({ sessionId: 'kept', model: 'gpt-4o', systemPrompt: 'You are a coding agent.' });
-      await first.requests.append('kept', conversation(2));
-      historyBefore = await first.requests.history('kept');
+      await first.requests.append({ sessionId: 'kept', messages: conversation(2) });
+      historyBefore = await first.requests.history({ sessionId: 'kept' });
     } finally {
       await first.close();
     }
     const second = await startServer(options);
     const tracker = trackerFor(second);
     try {
-      await assert.rejects(second.requests.history('kept'), /no open session/);
+      await assert.rejects(second.requests.history({ sessionId: 'kept' }), /no open session/);
       const failed = await resumeSessions(second.requests, ['kept', 'never-existed/..']);
       assert.deepEqual(failed.map((f) => f.sessionId), ['never-existed/..']);
       assert.match(failed[0].error, /sessionId/);
-      assert.deepEqual(await second.requests.history('kept'), historyBefore);
+      assert.deepEqual(await second.requests.history({ sessionId: 'kept' }), historyBefore);
       assert.equal(tracker.get('kept')?.meter.contextTokens, historyBefore.meter.contextTokens);
     } finally {
       await second.close();

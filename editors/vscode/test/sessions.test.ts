@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { SessionTracker } from '../src/core/sessions';
-import type { DidCompactNotification, TokensNotification } from '../src/protocol/types';
+import type { DidCompactNotification, TokensNotification } from 'compactd-client';
 
 const tokens = (sessionId: string, contextTokens: number): TokensNotification => ({
-  sessionId, contextTokens, contextWindow: 128_000, percent: Math.round((contextTokens / 1280) * 10) / 10, autoCompactAt: 111_617, source: 'estimate',
+  sessionId, contextTokens, contextWindow: 128_000, percent: Math.round((contextTokens / 1280) * 10) / 10, autoCompactAt: 111_617, source: 'estimate', overheadTokens: 0,
 });
 
 const didCompact = (sessionId: string, compacted = true): DidCompactNotification => ({

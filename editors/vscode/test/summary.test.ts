@@ -34,10 +34,11 @@ test('previewDocument lists what would be summarized, kept and pruned', () => {
     pruneMessageIds: [],
     tokensBefore: 5182,
     estimatedTokensAfter: 1100,
+    overheadTokens: 600,
     required: ['modified file src/lib.rs', 'the latest request'],
   });
   assert.match(doc, /- Strategy: checkpoint/);
-  assert.match(doc, /- Tokens: 5182 → about 1100/);
+  assert.match(doc, /- Tokens: 5182 → about 1100 \(600 of them system prompt and tool definitions/);
   assert.match(doc, /- Summarize: 25 messages \(`m1`, .*`m20`, … 5 more\)/);
   assert.match(doc, /- Keep verbatim: 2 messages \(`m30`, `m31`\)/);
   assert.match(doc, /- Prune tool output: 0 messages\n/);
@@ -46,7 +47,7 @@ test('previewDocument lists what would be summarized, kept and pruned', () => {
   assert.doesNotMatch(doc, /Would not compact/);
   const nothing = previewDocument('demo', {
     strategy: 'checkpoint', compacted: false, firstKeptMessageId: null, summarizeMessageIds: [], keepMessageIds: ['m1'],
-    pruneMessageIds: [], tokensBefore: 10, estimatedTokensAfter: 10, reason: 'fits in keepRecentTokens', required: [],
+    pruneMessageIds: [], tokensBefore: 10, estimatedTokensAfter: 10, overheadTokens: 0, reason: 'fits in keepRecentTokens', required: [],
   });
   assert.match(nothing, /- Would not compact: fits in keepRecentTokens/);
 });

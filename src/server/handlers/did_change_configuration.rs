@@ -30,6 +30,7 @@ pub fn handle(server: &mut Server, params: DidChangeConfigurationParams) {
             }
             config.data_dir = server.config.data_dir.clone();
             server.config = config;
+            server.store.set_durability(server.config.durability);
             server.apply_file_config();
             server.apply_follow_mode();
             tracing::info!("configuration updated");

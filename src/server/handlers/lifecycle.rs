@@ -38,7 +38,7 @@ pub fn initialize(server: &mut Server, params: InitializeParams) -> RpcResult<se
         user_dir.as_deref(),
     )
     .map_err(|e| RpcError::invalid_params(format!("initializationOptions: {e}")))?;
-    server.store = SessionStore::new(config.sessions_dir());
+    server.store = SessionStore::new(config.sessions_dir(), config.durability);
     tracing::info!("sessions in {}", server.store.dir().display());
     server.file_tracking = FileTracking::start(&config, roots, &server.job_results_tx);
     server.config = config;

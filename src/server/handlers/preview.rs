@@ -10,6 +10,7 @@ pub fn handle(server: &mut Server, params: PreviewParams) -> RpcResult<PreviewRe
         .keep_recent_tokens
         .unwrap_or(server.config.keep_recent_tokens);
     let session = &server.session(&params.session_id)?.session;
+    let overhead_tokens = server.meter_info(session).overhead_tokens;
     let preview = match engine::compaction::preview(&server.config, session, strategy, keep) {
         Ok(preview) => preview,
         Err(NotPlanned {
@@ -26,6 +27,7 @@ pub fn handle(server: &mut Server, params: PreviewParams) -> RpcResult<PreviewRe
                 prune_message_ids: Vec::new(),
                 tokens_before,
                 estimated_tokens_after: tokens_before,
+                overhead_tokens,
                 required: Vec::new(),
             })
         }
@@ -47,6 +49,7 @@ pub fn handle(server: &mut Server, params: PreviewParams) -> RpcResult<PreviewRe
         prune_message_ids: job.pruned_ids,
         tokens_before: job.tokens_before,
         estimated_tokens_after: preview.estimated_tokens_after,
+        overhead_tokens,
         required: job
             .required
             .iter()

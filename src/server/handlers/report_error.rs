@@ -11,9 +11,6 @@ use crate::server::compactor::{self, CompactionRequest, Waiter};
 use crate::server::{Reply, Server};
 
 pub fn start(server: &mut Server, id: RequestId, params: ReportErrorParams) -> Reply {
-    if let Err(e) = server.refuse_followed(&params.session_id) {
-        return Reply::Now(Err(e));
-    }
     let session = match server.session(&params.session_id) {
         Ok(open) => &open.session,
         Err(e) => return Reply::Now(Err(e)),
@@ -36,6 +33,11 @@ pub fn start(server: &mut Server, id: RequestId, params: ReportErrorParams) -> R
             retry: false,
             compaction: None,
         }));
+    }
+    // Recovering compacts: refused for a session open read-only, or one
+    // following an agent (whose overflows only the agent recovers from).
+    if let Err(e) = server.writable_session(&params.session_id) {
+        return Reply::Now(Err(e));
     }
     let keep = engine::compaction::overflow_keep(&server.config, session);
     let progress = server.progress_token(params.work_done_token);

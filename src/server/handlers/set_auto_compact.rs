@@ -9,9 +9,9 @@ pub fn handle(
     params: SetAutoCompactParams,
 ) -> RpcResult<SetAutoCompactResult> {
     engine::append::set_auto_compact(server.session_mut(&params.session_id)?, params.enabled)?;
-    let session = &server.sessions[&params.session_id].session;
+    let open = &server.sessions[&params.session_id];
     Ok(SetAutoCompactResult {
-        enabled: engine::auto::allowed(&server.config, session),
+        enabled: engine::auto::allowed(&server.config, &open.session, open.access()),
         session_id: params.session_id,
     })
 }

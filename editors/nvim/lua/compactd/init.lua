@@ -120,7 +120,7 @@ local function store_meter(params, result)
 end
 
 --- Opens (or resumes) a session and makes it current.
---- params: {sessionId?, model?, contextWindow?, systemPrompt?}
+--- params: {sessionId?, model?, contextWindow?, systemPrompt?, toolDefinitions?}
 M.open = api('conversation/open', {
   session = false,
   after = function(_, result)

@@ -92,7 +92,13 @@ function M.preview_lines(session_id, preview, history)
     ('# compactd preview: session %s'):format(session_id),
     '',
     ('- strategy: %s'):format(preview.strategy or '?'),
-    ('- tokens: %d → ~%d'):format(preview.tokensBefore or 0, preview.estimatedTokensAfter or 0),
+    ('- tokens: %d → ~%d%s'):format(
+      preview.tokensBefore or 0,
+      preview.estimatedTokensAfter or 0,
+      (preview.overheadTokens or 0) > 0
+          and (' (%d of them sent with every request: system prompt, tool definitions)'):format(preview.overheadTokens)
+        or ''
+    ),
     ('- first kept message: %s'):format(preview.firstKeptMessageId or 'none'),
   }
   if preview.reason then

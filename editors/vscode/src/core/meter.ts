@@ -1,7 +1,7 @@
 // The status-bar meter's text, colour level and tooltip. No `vscode` here, so
 // it is unit-tested in plain Node.
 
-import type { MeterInfo } from '../protocol/types';
+import type { MeterInfo } from 'compactd-client';
 
 export type MeterLevel = 'normal' | 'warning' | 'error';
 
@@ -72,6 +72,9 @@ export function meterTooltip(
     '',
     `Counted from: ${source}`,
     '',
+    ...(meter.overheadTokens > 0
+      ? [`Sent with every request: ${grouped(meter.overheadTokens)} tokens (system prompt, tool definitions; no compaction removes them)`, '']
+      : []),
     options.autoCompact === false
       ? `Auto-compact: off (limit ${grouped(meter.autoCompactAt)} tokens)`
       : `Auto-compact at: ${grouped(meter.autoCompactAt)} tokens`,

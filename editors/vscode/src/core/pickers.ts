@@ -1,6 +1,6 @@
 // Labels for the quick picks. No `vscode` here.
 
-import type { FileInfo, FileStatus, Message } from '../protocol/types';
+import type { FileInfo, FileStatus, Message } from 'compactd-client';
 import { meterText } from './meter';
 import type { SessionState } from './sessions';
 

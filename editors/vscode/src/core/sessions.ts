@@ -1,7 +1,7 @@
 // What the extension knows about the server's sessions, fed by its
 // notifications. No `vscode` here.
 
-import type { DidCompactNotification, MeterInfo, TokensNotification } from '../protocol/types';
+import type { DidCompactNotification, MeterInfo, TokensNotification } from 'compactd-client';
 import type { CompactionSummary } from './meter';
 
 export interface SessionState {

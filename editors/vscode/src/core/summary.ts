@@ -1,6 +1,6 @@
 // Texts shown after and about compactions. No `vscode` here.
 
-import type { CompactResult, DidCompactNotification, PreviewResult } from '../protocol/types';
+import type { CompactResult, DidCompactNotification, PreviewResult } from 'compactd-client';
 
 type Compaction = Pick<CompactResult, 'messagesSummarized' | 'tokensBefore' | 'tokensAfter'>;
 
@@ -35,7 +35,8 @@ export function previewDocument(sessionId: string, p: PreviewResult): string {
   const lines = [`# Compaction preview`, '', `- Session: \`${sessionId}\``, `- Strategy: ${p.strategy}`];
   if (p.reason) lines.push(`- Would not compact: ${p.reason}`);
   lines.push(
-    `- Tokens: ${p.tokensBefore} → about ${p.estimatedTokensAfter}`,
+    `- Tokens: ${p.tokensBefore} → about ${p.estimatedTokensAfter}` +
+      (p.overheadTokens > 0 ? ` (${p.overheadTokens} of them system prompt and tool definitions, sent with every request)` : ''),
     `- Summarize: ${p.summarizeMessageIds.length} messages${list(p.summarizeMessageIds)}`,
     `- Keep verbatim: ${p.keepMessageIds.length} messages${list(p.keepMessageIds)}`,
     `- Prune tool output: ${p.pruneMessageIds.length} messages${list(p.pruneMessageIds)}`,

@@ -14,7 +14,7 @@ import {
   StreamMessageWriter,
   type MessageConnection,
 } from 'vscode-jsonrpc/node';
-import { CompactdRequests } from '../../src/core/requests';
+import { CompactdMethods } from 'compactd-client';
 
 /** editors/vscode, from out/test/support. */
 export const PACKAGE_ROOT = resolve(__dirname, '../../..');
@@ -38,7 +38,8 @@ export type Event =
 
 export interface TestServer {
   connection: MessageConnection;
-  requests: CompactdRequests;
+  /** The extension's typed methods (compactd-client) over this connection; the events above record what arrives. */
+  requests: CompactdMethods;
   events: Event[];
   initializeResult: any;
   /** Resolves with the first event (already received or future) that matches. */
@@ -80,7 +81,9 @@ export async function startServer(options: { initializationOptions?: object; cap
 
   const test: TestServer = {
     connection,
-    requests: new CompactdRequests(async () => connection),
+    // A getter, not the connection: CompactdMethods would claim the
+    // notifications that `record` catches with its catch-all handler.
+    requests: new CompactdMethods(async () => connection),
     events,
     initializeResult,
     onNotification(listener) {

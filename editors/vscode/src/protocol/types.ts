@@ -1,2 +1,0 @@
-// The protocol's types, generated from schemas/.
-export * from './types.generated';

@@ -1,0 +1,44 @@
+//! The JSON-RPC decoder over arbitrary JSON: every value is a request with
+//! an id LSP allows, a notification, a response, or refused with a
+//! well-formed error (never dropped); `leading_id` never panics on any
+//! prefix.
+#![no_main]
+
+use compactd::transport::decode::{answers, decode, leading_id, Incoming};
+use libfuzzer_sys::fuzz_target;
+use lsp_server::Message;
+use serde_json::Value;
+
+fuzz_target!(|data: &[u8]| {
+    for cut in [data.len(), data.len() / 2, data.len() / 3] {
+        if let Some(Value::Number(_) | Value::String(_)) | None = leading_id(&data[..cut]) {
+        } else {
+            panic!("leading_id returned an id that is not a number or a string");
+        }
+    }
+    let Ok(value) = serde_json::from_slice::<Value>(data) else {
+        return;
+    };
+    let id = value.get("id").cloned();
+    let has_method = value.get("method").is_some();
+    match decode(value) {
+        Incoming::Message(Message::Request(request)) => {
+            let id = id.expect("a request has an id");
+            assert!(id.is_string() || id.as_i64().is_some_and(|i| i32::try_from(i).is_ok()));
+            assert_eq!(request.id.to_string(), id.to_string());
+        }
+        Incoming::Message(Message::Notification(_)) => assert!(id.is_none()),
+        Incoming::Message(Message::Response(_)) => assert!(!has_method),
+        Incoming::Refused { response, .. } => {
+            for answer in answers(&response) {
+                assert_eq!(answer["jsonrpc"], "2.0");
+                assert_eq!(answer["error"]["code"], -32600);
+                assert!(matches!(
+                    answer["id"],
+                    Value::Null | Value::Number(_) | Value::String(_)
+                ));
+            }
+        }
+        Incoming::Skipped(_) => assert!(!has_method),
+    }
+});

@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# fuzz.sh — run the cargo-fuzz targets in fuzz/ for a bounded time each:
+#   frame_reader     LSP framing over arbitrary bytes in arbitrary chunks
+#   request_decoder  JSON-RPC classification of arbitrary JSON
+#
+# Usage: scripts/fuzz.sh [SECONDS_PER_TARGET] [TARGET...]   (default 60, all)
+#
+# Needs cargo-fuzz (installed on first use into the cache, ~3.5 min) and
+# sanitizer flags that stable Rust accepts only with RUSTC_BOOTSTRAP=1,
+# which this script sets for its own builds. The fuzz build and the corpus
+# are cached under $COMPACTD_CACHE_DIR (default ~/.cache/compactd), so only
+# the first run compiles every dependency (minutes); later ones rebuild
+# compactd alone. A crash leaves its input in fuzz/artifacts/TARGET/ and
+# fails the script; replay it with
+#   RUSTC_BOOTSTRAP=1 cargo fuzz run TARGET fuzz/artifacts/TARGET/crash-…
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+SECONDS_PER_TARGET="${1:-60}"
+shift || true
+TARGETS=("$@")
+((${#TARGETS[@]})) || TARGETS=(frame_reader request_decoder)
+
+CACHE="${COMPACTD_CACHE_DIR:-${HOME:?HOME is not set}/.cache/compactd}"
+export PATH="$CACHE/cargo-fuzz/bin:$PATH"
+export RUSTC_BOOTSTRAP=1
+export CARGO_TARGET_DIR="$CACHE/fuzz-target"
+
+if ! command -v cargo-fuzz >/dev/null; then
+  echo "fuzz.sh: installing cargo-fuzz into $CACHE/cargo-fuzz" >&2
+  cargo install --quiet --locked cargo-fuzz@0.13.2 --root "$CACHE/cargo-fuzz"
+fi
+
+# Seeds: well-formed frames, a few broken ones, and JSON-RPC values.
+seed() { # seed TARGET NAME CONTENT
+  local dir="$CACHE/fuzz-corpus/$1"
+  mkdir -p "$dir"
+  printf '%b' "$3" >"$dir/seed-$2"
+}
+frame() { printf 'Content-Length: %d\r\n\r\n%s' "${#1}" "$1"; }
+request='{"jsonrpc":"2.0","id":1,"method":"conversation/append","params":{"sessionId":"s","messages":[{"role":"user","content":"hi"}]}}'
+seed frame_reader one "\x01\x00$(frame "$request")"
+seed frame_reader two "\x07\x01$(frame '{"jsonrpc":"2.0","method":"initialized","params":{}}')$(frame "$request")"
+seed frame_reader long "\x03\x00Content-Length: 200\r\n\r\n$request$(frame "$request")"
+seed frame_reader type "\x05\x01Content-Type: x\r\n\r\n$request$(frame "$request")"
+seed request_decoder request "$request"
+seed request_decoder batch '[{"jsonrpc":"2.0","id":1.5,"method":"m"},{"id":"a"}]'
+seed request_decoder response '{"jsonrpc":"2.0","id":"compactd-progress-1","result":null}'
+
+status=0
+for target in "${TARGETS[@]}"; do
+  echo "== cargo fuzz build $target" >&2
+  cargo fuzz build -O "$target" 2>&1 | tail -n 1 >&2
+  echo "== fuzz $target for ${SECONDS_PER_TARGET}s" >&2
+  log="$CACHE/fuzz-$target.log"
+  # -timeout makes an input that takes over 10 s (a hang) a failure too.
+  if cargo fuzz run -O "$target" "$CACHE/fuzz-corpus/$target" -- \
+    -max_total_time="$SECONDS_PER_TARGET" -dict=fuzz/dict/frames.dict \
+    -max_len=4096 -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 >"$log" 2>&1; then
+    grep -E '^(Done|stat::number_of_executed_units|stat::peak_rss_mb)' "$log" >&2 || true
+  else
+    tail -n 40 "$log" >&2
+    echo "fuzz.sh: $target failed; inputs in fuzz/artifacts/$target/, log in $log" >&2
+    status=1
+  fi
+done
+exit "$status"

@@ -1,0 +1,249 @@
+//! Reading a session log back: line by line, without holding the file or
+//! every entry at once, and replaying entries into a `Session` as they
+//! arrive. Message entries carry their token counts (written at append
+//! time), so a resume tokenizes nothing; entries without one (logs written
+//! before counts were stored, imports) are counted in batches on every core.
+
+use std::io::{self, BufRead};
+
+use crate::conversation::{Message, MessageBody};
+use crate::session::Session;
+use crate::tokens::{self, Encoding};
+
+use super::{LogEntry, SessionSettings, TokenCount};
+
+/// Entries without a count are held back until this much of their text is
+/// waiting, then counted in parallel: large enough to keep every core busy,
+/// small enough not to hold a copy of the log.
+const COUNT_BATCH_BYTES: usize = 8 << 20;
+/// Below this, counting on other threads costs more than it saves.
+const PARALLEL_MIN_BYTES: usize = 256 << 10;
+
+/// What reading a log found besides its entries.
+#[derive(Debug, Default)]
+pub struct ReadReport {
+    pub warnings: Vec<String>,
+    /// The file does not end with a newline (a torn write); appends must
+    /// start on a fresh line.
+    pub torn_tail: bool,
+}
+
+/// Reads entries one line at a time, handing each to `each`. Lines that do
+/// not parse are skipped with a warning (a torn last line is one).
+pub fn read_entries(
+    mut reader: impl BufRead,
+    mut each: impl FnMut(LogEntry),
+) -> io::Result<ReadReport> {
+    let mut report = ReadReport::default();
+    let mut line = Vec::new();
+    let mut number = 0usize;
+    loop {
+        line.clear();
+        if reader.read_until(b'\n', &mut line)? == 0 {
+            break;
+        }
+        number += 1;
+        let last = !line.ends_with(b"\n");
+        report.torn_tail = last;
+        if line.iter().all(u8::is_ascii_whitespace) {
+            continue;
+        }
+        match serde_json::from_slice::<LogEntry>(&line) {
+            Ok(entry) => each(entry),
+            Err(e) if last => report
+                .warnings
+                .push(format!("line {number}: torn last line skipped ({e})")),
+            Err(e) => report
+                .warnings
+                .push(format!("line {number}: unreadable entry skipped ({e})")),
+        }
+    }
+    Ok(report)
+}
+
+/// Rebuilds a session from entries given in log order. Only the latest
+/// compaction decides the view; earlier ones are history.
+pub struct Replay {
+    session: Session,
+    /// Entries waiting for the token counts of their messages, in order.
+    pending: Vec<LogEntry>,
+    pending_bytes: usize,
+}
+
+impl Replay {
+    pub fn new(id: &str, summary_prefix: String) -> Replay {
+        Replay {
+            session: Session::new(id.to_string(), None, None, None, summary_prefix),
+            pending: Vec::new(),
+            pending_bytes: 0,
+        }
+    }
+
+    pub fn add(&mut self, entry: LogEntry) {
+        match &entry {
+            LogEntry::Message { message, tokens } => {
+                let counted = tokens
+                    .as_ref()
+                    .is_some_and(|t| t.is_for(self.session.encoding()));
+                if counted && self.pending.is_empty() {
+                    return self.apply(entry);
+                }
+                if !counted {
+                    self.pending_bytes += text_bytes(message);
+                }
+                self.pending.push(entry);
+                if self.pending_bytes >= COUNT_BATCH_BYTES {
+                    self.flush();
+                }
+            }
+            // Settings may change the model, and with it the encoding the
+            // waiting messages are counted with.
+            LogEntry::Header(_) | LogEntry::Settings(_) => {
+                self.flush();
+                self.apply(entry);
+            }
+            _ if self.pending.is_empty() => self.apply(entry),
+            _ => self.pending.push(entry),
+        }
+    }
+
+    pub fn finish(mut self) -> Session {
+        self.flush();
+        self.session
+    }
+
+    fn flush(&mut self) {
+        fill_token_counts(&mut self.pending, self.session.encoding());
+        for entry in std::mem::take(&mut self.pending) {
+            self.apply(entry);
+        }
+        self.pending_bytes = 0;
+    }
+
+    fn apply(&mut self, entry: LogEntry) {
+        apply_entry(&mut self.session, entry);
+    }
+}
+
+/// Rebuilds a session from its entries. Only the latest compaction decides
+/// the view; earlier ones are history.
+pub fn replay(id: &str, entries: Vec<LogEntry>, summary_prefix: String) -> Session {
+    let mut replay = Replay::new(id, summary_prefix);
+    for entry in entries {
+        replay.add(entry);
+    }
+    replay.finish()
+}
+
+/// Applies one log entry to a session: the one way a logged change becomes
+/// state, whether a log is replayed or a transcript walked. A message's
+/// stored count is used when it was made with the session's encoding;
+/// otherwise the message is counted here.
+pub fn apply_entry(session: &mut Session, entry: LogEntry) {
+    match entry {
+        LogEntry::Header(header) => apply_settings(session, header.settings),
+        LogEntry::Settings(settings) => apply_settings(session, settings),
+        LogEntry::Message { message, tokens } => {
+            let count = tokens
+                .filter(|t| t.is_for(session.encoding()))
+                .map(|t| t.count);
+            let mut batch = vec![message];
+            // A duplicate id can only come from a hand-edited log; keep
+            // the message under a fresh id rather than lose it.
+            if session.assign_ids(&mut batch).is_err() {
+                batch[0].id.clear();
+                let _ = session.assign_ids(&mut batch);
+            }
+            session.push_counted(batch.into_iter().map(|m| (m, count)));
+        }
+        LogEntry::Compaction(record) => session.apply_compaction(*record),
+        LogEntry::Pin { text } => session.add_pin(text),
+        LogEntry::File(event) => session.apply_file_event(&event),
+    }
+}
+
+/// Applies the settings an entry sets; absent ones stay.
+pub fn apply_settings(session: &mut Session, settings: SessionSettings) {
+    if settings.model.is_some() {
+        session.set_model(settings.model);
+    }
+    if settings.context_window.is_some() {
+        session.context_window = settings.context_window;
+    }
+    if settings.system_prompt.is_some() {
+        session.set_system_prompt(settings.system_prompt);
+    }
+    if settings.tool_definitions.is_some() {
+        session.set_tool_definitions(settings.tool_definitions);
+    }
+    if settings.auto_compact.is_some() {
+        session.auto_compact_switch = settings.auto_compact;
+    }
+}
+
+/// Roughly the bytes a message's count has to tokenize.
+fn text_bytes(message: &Message) -> usize {
+    match &message.body {
+        MessageBody::Assistant {
+            content,
+            thinking,
+            tool_calls,
+            ..
+        } => content.len() + thinking.as_ref().map_or(0, String::len) + tool_calls.len() * 64,
+        _ => message.text().len(),
+    }
+}
+
+/// Gives every message entry without a count for `encoding` its count,
+/// splitting the work across the machine's cores when there is enough.
+pub fn fill_token_counts(entries: &mut [LogEntry], encoding: Encoding) {
+    let mut missing: Vec<&mut LogEntry> = entries
+        .iter_mut()
+        .filter(|e| {
+            matches!(e, LogEntry::Message { tokens, .. }
+                if !tokens.as_ref().is_some_and(|t| t.is_for(encoding)))
+        })
+        .collect();
+    let sizes: Vec<usize> = missing
+        .iter()
+        .map(|e| match e {
+            LogEntry::Message { message, .. } => text_bytes(message),
+            _ => 0,
+        })
+        .collect();
+    let total: usize = sizes.iter().sum();
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get().min(8));
+    if threads < 2 || total < PARALLEL_MIN_BYTES {
+        missing.iter_mut().for_each(|e| count_entry(e, encoding));
+        return;
+    }
+    // Contiguous runs of about equal text, one per thread.
+    let share = total.div_ceil(threads);
+    let mut runs: Vec<&mut [&mut LogEntry]> = Vec::with_capacity(threads);
+    let mut rest: &mut [&mut LogEntry] = &mut missing;
+    let (mut start, mut acc) = (0, 0);
+    for (i, size) in sizes.iter().enumerate() {
+        acc += size;
+        if acc >= share && runs.len() + 1 < threads {
+            let (run, tail) = std::mem::take(&mut rest).split_at_mut(i + 1 - start);
+            runs.push(run);
+            rest = tail;
+            (start, acc) = (i + 1, 0);
+        }
+    }
+    runs.push(rest);
+    std::thread::scope(|scope| {
+        for run in runs {
+            scope.spawn(move || run.iter_mut().for_each(|e| count_entry(e, encoding)));
+        }
+    });
+}
+
+fn count_entry(entry: &mut LogEntry, encoding: Encoding) {
+    if let LogEntry::Message { message, tokens } = entry {
+        *tokens = Some(TokenCount::new(
+            encoding,
+            tokens::count_message(encoding, message),
+        ));
+    }
+}

@@ -1,0 +1,293 @@
+//! What the provider counts that compactd does not, learned from usage.
+//!
+//! Every request carries parts no client sends to compactd (the agent's
+//! system prompt and tool definitions, the provider's own framing), and the
+//! provider's tokenizer is not compactd's: on the shared Claude sessions
+//! Claude counts 20–40% more than o200k for the same messages. Each
+//! assistant turn with usage is a sample: the prompt the provider reported,
+//! `r`, against compactd's count of what it held for that request, `e`.
+//! compactd fits `r ≈ overhead + scale · e` per model:
+//!
+//! - `overhead` is each sample's `r − scale · e`, averaged with weights
+//!   `1 / (e + 1000)²`. A sample's error grows with `e` (the tokenizer
+//!   mismatch and the content mix scale with the messages), so the turns
+//!   where compactd held little (the first of a session, the first after a
+//!   compaction) decide it and one odd turn late in a long session barely
+//!   moves it. Running sums keep it O(1) per sample and let it follow the
+//!   current `scale`. Clamped at ≥ 0.
+//! - `scale` is an exponential moving average (α = 0.2) of each sample's
+//!   slope from the weighted centroid of the samples before it (where the
+//!   overhead is measured): `(r − r̄) / (e − ē)`, when `e` is far enough
+//!   from `ē` to measure it (by 1,000 tokens and by `ē`). The slope does
+//!   not depend on the current estimates, so exact data give the exact
+//!   scale; the average follows the content mix (code, JSON and prose
+//!   tokenize differently) within a few turns, while one odd turn moves it
+//!   by a fifth of its deviation. It applies once it has three samples
+//!   (before, 1): the first slopes span a few small turns, and one large
+//!   tool output of unusual content would swing them.
+//! - Once the scale has three samples, a sample more than 50% away from
+//!   what the fit predicts is ignored: a whole request cannot change like
+//!   that in one turn, so it was not what compactd held (one sent before a
+//!   compaction finished, say). Three such samples in a row mean the
+//!   requests did change (the agent added tools, say): the fit starts over
+//!   from the third.
+//!
+//! Why not one number, `r − e` smoothed: that number grows with the session
+//! (16k → 55k over one Claude Code session) because it absorbs the
+//! tokenizer difference of every message, so right after a compaction it
+//! overstates the context by about as much as the compaction saved. At the
+//! first request after each of the two real compactions in the shared pi
+//! session `before-compaction`, the median of the last eight `r − e` would
+//! have been +114% and +99% off; this fit is −0.1% and −4.5% off
+//! (`compactd stats`).
+//!
+//! Everything here is derived from samples taken in log order, so a
+//! resumed session (its log replayed) gets the same calibration.
+
+use std::collections::HashMap;
+
+/// Samples with less than this many estimated tokens weigh the same in the
+/// overhead; a scale is measured across at least this many.
+const SMALL_ESTIMATE: f64 = 1000.0;
+/// The weight of a new sample in the scale's moving average.
+const SCALE_ALPHA: f64 = 0.2;
+/// Scales outside this range are not a tokenizer difference.
+const SCALE_RANGE: (f64, f64) = (0.5, 3.0);
+/// The scale applies, and a sample this far from the fit's prediction is
+/// an outlier, once the scale has `SETTLED` samples; `OUTLIERS_TRUSTED`
+/// outliers in a row are not.
+const OUTLIER: f64 = 0.5;
+const SETTLED: u32 = 3;
+const OUTLIERS_TRUSTED: u32 = 3;
+
+/// Provider tokens ≈ `overhead` + `scale` × compactd's count.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Correction {
+    /// Tokens in every request that compactd holds no message for.
+    pub overhead: u64,
+    /// Provider tokens per compactd token of the messages.
+    pub scale: f64,
+}
+
+impl Correction {
+    /// No usage seen: compactd's own count.
+    pub const NONE: Correction = Correction {
+        overhead: 0,
+        scale: 1.0,
+    };
+
+    /// `tokens` of compactd's count in the provider's tokens.
+    pub fn scaled(&self, tokens: u64) -> u64 {
+        (tokens as f64 * self.scale).round() as u64
+    }
+
+    /// A request holding `tokens` of compactd's count, as the provider
+    /// would count it: the overhead plus the scaled count.
+    pub fn context(&self, tokens: u64) -> u64 {
+        self.overhead + self.scaled(tokens)
+    }
+}
+
+/// The calibration of one session, per model.
+#[derive(Debug, Clone, Default)]
+pub struct Calibration {
+    models: HashMap<String, ModelFit>,
+}
+
+impl Calibration {
+    /// Adds a sample: the provider reported `reported` prompt tokens for a
+    /// request that held `estimate` tokens of compactd's count.
+    pub fn observe(&mut self, model: Option<&str>, estimate: u64, reported: u64) {
+        if reported == 0 {
+            return;
+        }
+        self.models
+            .entry(model_key(model))
+            .or_default()
+            .observe(estimate as f64, reported as f64);
+    }
+
+    /// The correction for a model (`Correction::NONE` before its first
+    /// sample).
+    pub fn correction(&self, model: Option<&str>) -> Correction {
+        self.models
+            .get(&model_key(model))
+            .map_or(Correction::NONE, ModelFit::correction)
+    }
+}
+
+/// Models compare without a provider prefix, case-insensitively.
+pub fn model_key(model: Option<&str>) -> String {
+    let model = model.unwrap_or_default();
+    model
+        .rsplit('/')
+        .next()
+        .unwrap_or(model)
+        .to_ascii_lowercase()
+}
+
+#[derive(Debug, Clone)]
+struct ModelFit {
+    /// Σw, Σw·r, Σw·e over the samples, w = 1 / (e + SMALL_ESTIMATE)².
+    weight: f64,
+    weighted_reported: f64,
+    weighted_estimate: f64,
+    scale: f64,
+    scale_samples: u32,
+    outliers_in_a_row: u32,
+}
+
+impl Default for ModelFit {
+    fn default() -> ModelFit {
+        ModelFit {
+            weight: 0.0,
+            weighted_reported: 0.0,
+            weighted_estimate: 0.0,
+            scale: 1.0,
+            scale_samples: 0,
+            outliers_in_a_row: 0,
+        }
+    }
+}
+
+impl ModelFit {
+    fn settled(&self) -> bool {
+        self.scale_samples >= SETTLED
+    }
+
+    /// The scale in use: 1 until it is settled.
+    fn applied_scale(&self) -> f64 {
+        if self.settled() {
+            self.scale
+        } else {
+            1.0
+        }
+    }
+
+    fn overhead(&self) -> f64 {
+        if self.weight == 0.0 {
+            return 0.0;
+        }
+        let scale = self.applied_scale();
+        ((self.weighted_reported - scale * self.weighted_estimate) / self.weight).max(0.0)
+    }
+
+    fn is_outlier(&self, e: f64, r: f64) -> bool {
+        let predicted = self.overhead() + self.scale * e;
+        self.settled() && (r - predicted).abs() > OUTLIER * predicted
+    }
+
+    fn observe(&mut self, e: f64, r: f64) {
+        if self.is_outlier(e, r) {
+            self.outliers_in_a_row += 1;
+            if self.outliers_in_a_row < OUTLIERS_TRUSTED {
+                return;
+            }
+            *self = ModelFit::default();
+        }
+        self.outliers_in_a_row = 0;
+        if self.weight > 0.0 {
+            let (e0, r0) = (
+                self.weighted_estimate / self.weight,
+                self.weighted_reported / self.weight,
+            );
+            if e - e0 >= SMALL_ESTIMATE.max(e0) {
+                self.add_scale(((r - r0) / (e - e0)).clamp(SCALE_RANGE.0, SCALE_RANGE.1));
+            }
+        }
+        let w = 1.0 / (e + SMALL_ESTIMATE).powi(2);
+        self.weight += w;
+        self.weighted_reported += w * r;
+        self.weighted_estimate += w * e;
+    }
+
+    fn add_scale(&mut self, sample: f64) {
+        self.scale = if self.scale_samples == 0 {
+            sample
+        } else {
+            self.scale + SCALE_ALPHA * (sample - self.scale)
+        };
+        self.scale_samples += 1;
+    }
+
+    fn correction(&self) -> Correction {
+        Correction {
+            overhead: self.overhead().round() as u64,
+            scale: self.applied_scale(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Samples from a provider that counts `overhead + scale · e`.
+    fn calibrated(overhead: u64, scale: f64, estimates: &[u64]) -> Correction {
+        let mut calibration = Calibration::default();
+        for &e in estimates {
+            let r = overhead + (e as f64 * scale).round() as u64;
+            calibration.observe(Some("m"), e, r);
+        }
+        calibration.correction(Some("m"))
+    }
+
+    #[test]
+    fn a_provider_that_counts_overhead_plus_scale_is_learned() {
+        let c = calibrated(17_900, 1.35, &[120, 2_400, 9_000, 30_000, 61_000, 90_000]);
+        assert!((c.scale - 1.35).abs() < 0.001, "{c:?}");
+        assert!(c.overhead.abs_diff(17_900) < 10, "{c:?}");
+        // A compacted view of 20k tokens is predicted within 1%.
+        let truth = 17_900.0 + 1.35 * 20_000.0;
+        assert!((c.context(20_000) as f64 - truth).abs() / truth < 0.01);
+    }
+
+    #[test]
+    fn one_sample_gives_the_overhead_and_no_scale() {
+        let c = calibrated(2_600, 1.2, &[160]);
+        assert_eq!(c.scale, 1.0);
+        assert_eq!(c.overhead, 2_600 + 192 - 160);
+        assert_eq!(Calibration::default().correction(None), Correction::NONE);
+    }
+
+    #[test]
+    fn overhead_is_never_negative() {
+        let mut calibration = Calibration::default();
+        calibration.observe(None, 5_000, 4_000);
+        assert_eq!(calibration.correction(None).overhead, 0);
+    }
+
+    #[test]
+    fn models_are_calibrated_apart_and_prefixes_ignored() {
+        let mut calibration = Calibration::default();
+        calibration.observe(Some("anthropic/Claude-Sonnet-4-5"), 100, 16_100);
+        calibration.observe(Some("gpt-4o"), 100, 1_100);
+        assert_eq!(
+            calibration.correction(Some("claude-sonnet-4-5")).overhead,
+            16_000
+        );
+        assert_eq!(calibration.correction(Some("gpt-4o")).overhead, 1_000);
+        assert_eq!(calibration.correction(None), Correction::NONE);
+    }
+
+    #[test]
+    fn one_request_compactd_did_not_hold_is_ignored_three_are_not() {
+        let mut calibration = Calibration::default();
+        for e in [100u64, 10_000, 20_000, 30_000, 40_000] {
+            calibration.observe(None, e, 1_000 + e * 13 / 10);
+        }
+        let settled = calibration.correction(None);
+        // Sent before a compaction finished: the provider counted the old,
+        // long history against compactd's short new view.
+        calibration.observe(None, 8_000, 150_000);
+        assert_eq!(calibration.correction(None), settled);
+        calibration.observe(None, 9_000, 1_000 + 9_000 * 13 / 10);
+        // The agent now sends 40k more tokens of tools with every request:
+        // the third such request starts the fit over.
+        for e in [10_000u64, 11_000, 12_000] {
+            calibration.observe(None, e, 41_000 + e * 13 / 10);
+        }
+        let changed = calibration.correction(None);
+        assert_eq!(changed.context(12_000), 41_000 + 15_600, "{changed:?}");
+    }
+}

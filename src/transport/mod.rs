@@ -1,0 +1,132 @@
+//! LSP base framing (`Content-Length` headers) over any async byte stream,
+//! and JSON-RPC 2.0 classification of what arrives. Reading never gives up
+//! on bad input: a bad frame is answered or logged, and the reader
+//! resynchronises on the next `Content-Length` header (see `framing` for
+//! how, and `decode` for which error answers what).
+
+pub mod decode;
+pub mod framing;
+mod leading_id;
+
+use std::io;
+
+use lsp_server::Message;
+use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::sync::mpsc;
+
+pub use decode::Incoming;
+pub use framing::{FrameDecoder, DEFAULT_MAX_FRAME_BYTES};
+
+/// Reads what the client sends, one classified message at a time.
+#[derive(Debug)]
+pub struct Reader<R> {
+    input: R,
+    decoder: FrameDecoder,
+}
+
+impl<R: AsyncBufRead + Unpin> Reader<R> {
+    pub fn new(input: R) -> Reader<R> {
+        Reader {
+            input,
+            decoder: FrameDecoder::default(),
+        }
+    }
+
+    /// The cap on frames whose header is not complete yet.
+    pub fn set_max_frame_bytes(&mut self, max_frame_bytes: u64) {
+        self.decoder.set_max_frame_bytes(max_frame_bytes);
+    }
+
+    /// The next piece of input; `Ok(None)` at end of input. Cancel-safe:
+    /// bytes taken from the input are in the decoder before the next await.
+    pub async fn next(&mut self) -> io::Result<Option<Incoming>> {
+        loop {
+            if let Some(event) = self.decoder.next_event() {
+                return Ok(Some(decode::classify(event)));
+            }
+            if self.decoder.is_done() {
+                return Ok(None);
+            }
+            let chunk = self.input.fill_buf().await?;
+            if chunk.is_empty() {
+                self.decoder.finish();
+                continue;
+            }
+            let n = chunk.len();
+            self.decoder.feed(chunk);
+            self.input.consume(n);
+        }
+    }
+}
+
+/// Encodes one message with its header.
+pub fn encode(message: &Message) -> Vec<u8> {
+    let mut buf = Vec::new();
+    message
+        .write(&mut buf)
+        .expect("writing to a Vec cannot fail");
+    buf
+}
+
+/// Encodes any JSON value with its header (answers `lsp-server`'s types
+/// cannot express, such as an error for `id: null`).
+pub fn encode_json(value: &serde_json::Value) -> Vec<u8> {
+    let body = serde_json::to_string(value).expect("JSON values serialize");
+    format!("Content-Length: {}\r\n\r\n{body}", body.len()).into_bytes()
+}
+
+#[derive(Debug)]
+enum Outgoing {
+    Message(Message),
+    Json(serde_json::Value),
+}
+
+/// The one ordered sender: everything the server writes goes through it,
+/// so output leaves in the order it was sent.
+#[derive(Debug, Clone)]
+pub struct Outbox {
+    tx: mpsc::UnboundedSender<Outgoing>,
+}
+
+impl Outbox {
+    pub fn send(&self, message: impl Into<Message>) {
+        // The writer only stops when the output is gone; nothing to do then.
+        let _ = self.tx.send(Outgoing::Message(message.into()));
+    }
+
+    /// Sends a message built as JSON (see `encode_json`).
+    pub fn send_json(&self, value: serde_json::Value) {
+        let _ = self.tx.send(Outgoing::Json(value));
+    }
+
+    pub fn notify(&self, method: &str, params: impl serde::Serialize) {
+        self.send(lsp_server::Notification::new(method.to_string(), params));
+    }
+}
+
+/// Starts the writer task; it ends when every `Outbox` is dropped.
+pub fn spawn_writer<W: AsyncWrite + Unpin + Send + 'static>(
+    mut output: W,
+) -> (Outbox, tokio::task::JoinHandle<io::Result<()>>) {
+    let (tx, mut rx) = mpsc::unbounded_channel::<Outgoing>();
+    let handle = tokio::spawn(async move {
+        while let Some(outgoing) = rx.recv().await {
+            let bytes = match &outgoing {
+                Outgoing::Message(message) => encode(message),
+                Outgoing::Json(value) => encode_json(value),
+            };
+            output.write_all(&bytes).await?;
+            if rx.is_empty() {
+                output.flush().await?;
+            }
+        }
+        output.flush().await
+    });
+    (Outbox { tx }, handle)
+}
+
+#[cfg(test)]
+mod tests;
+
+#[cfg(test)]
+mod proptests;
