@@ -448,6 +448,12 @@ pub struct MeterInfo {
     /// undeclared system prompt and tools, the provider's framing). Learned
     /// from usage; 0 before any was reported and nothing was declared.
     pub overhead_tokens: u64,
+    /// A session following an agent (`conversation/follow`): where the
+    /// agent compacts by itself and how that is known, as of this reading
+    /// (`autoCompactAt` is its `at`, else the window). It changes when the
+    /// agent's model or stated window does. Absent for other sessions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_auto_compact: Option<AutoCompactPoint>,
 }
 
 impl From<crate::tokens::Meter> for MeterInfo {
@@ -458,6 +464,7 @@ impl From<crate::tokens::Meter> for MeterInfo {
             percent: meter.percent(),
             auto_compact_at: meter.auto_compact_at,
             overhead_tokens: meter.overhead_tokens,
+            agent_auto_compact: None,
             source: match meter.source {
                 crate::tokens::MeterSource::Usage => MeterSource::Usage,
                 crate::tokens::MeterSource::Estimate => MeterSource::Estimate,

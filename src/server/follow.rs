@@ -279,7 +279,11 @@ impl Server {
     /// A followed session's meter (`None`: not followed).
     pub fn follow_meter(&self, session: &crate::session::Session) -> Option<MeterInfo> {
         let followed = self.following.mirrors.get(&session.id)?;
-        Some(follow::meter(&self.config, session, &followed.mirror).into())
+        let meter = follow::meter(&self.config, session, &followed.mirror);
+        Some(MeterInfo {
+            agent_auto_compact: Some(followed.mirror.auto_compact.clone()),
+            ..meter.into()
+        })
     }
 
     /// Sends a followed session's meter unless it is the one sent last.

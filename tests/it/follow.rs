@@ -141,6 +141,19 @@ fn a_claude_code_transcript_written_line_by_line_meters_its_usage_exactly() {
         (meter["contextTokens"].as_u64(), meter["source"].as_str()),
         (Some(total(FIRST)), Some("usage"))
     );
+    // The model is known now: its window, and Claude Code's point in it,
+    // travel with the meter (a status bar's tooltip shows its rule).
+    assert_eq!(followed["meter"]["agentAutoCompact"]["at"], 105_000);
+    let point = &meter["agentAutoCompact"];
+    assert_eq!(
+        (point["at"].as_u64(), point["basis"].as_str()),
+        (meter["autoCompactAt"].as_u64(), Some("estimate"))
+    );
+    assert_eq!(point["at"], 177_000);
+    assert!(
+        point["rule"].as_str().unwrap().contains("window 200000"),
+        "{point}"
+    );
     // Its second line (same message.id, a later read) and a torn half of
     // the tool result, in one write: the call joins the response, the
     // half line waits.

@@ -160,8 +160,19 @@ class AppendParams(TypedDict):
     messages: List[Message]
 
 
-#: The token meter of a session.
-class MeterInfo(TypedDict):
+class _AutoCompactPointRequired(TypedDict):
+    basis: Basis
+    #: The rule and where its figures came from, for people.
+    rule: str
+
+
+#: An agent's auto-compaction point.
+class AutoCompactPoint(_AutoCompactPointRequired, total=False):
+    #: The context size at which the agent compacts; `null` when it will not.
+    at: Optional[int]
+
+
+class _MeterInfoRequired(TypedDict):
     contextTokens: int
     contextWindow: int
     #: contextTokens as a percentage of contextWindow, one decimal.
@@ -177,6 +188,15 @@ class MeterInfo(TypedDict):
     overheadTokens: int
 
 
+#: The token meter of a session.
+class MeterInfo(_MeterInfoRequired, total=False):
+    #: A session following an agent (`conversation/follow`): where the
+    #: agent compacts by itself and how that is known, as of this reading
+    #: (`autoCompactAt` is its `at`, else the window). It changes when the
+    #: agent's model or stated window does. Absent for other sessions.
+    agentAutoCompact: Optional[AutoCompactPoint]
+
+
 class AppendResult(TypedDict):
     #: The ids of the appended messages, assigned where the client gave none.
     ids: List[str]
@@ -186,18 +206,6 @@ class AppendResult(TypedDict):
     #: A compaction of this session is running (auto-compaction starts
     #: one when a trigger fires and it is allowed).
     compacting: bool
-
-
-class _AutoCompactPointRequired(TypedDict):
-    basis: Basis
-    #: The rule and where its figures came from, for people.
-    rule: str
-
-
-#: An agent's auto-compaction point.
-class AutoCompactPoint(_AutoCompactPointRequired, total=False):
-    #: The context size at which the agent compacts; `null` when it will not.
-    at: Optional[int]
 
 
 #: `conversation/autoCompactStopped`: the circuit breaker stopped
@@ -880,8 +888,7 @@ class SetAutoCompactResult(TypedDict):
     enabled: bool
 
 
-#: `conversation/tokens`: the meter of a session changed.
-class TokensNotification(TypedDict):
+class _TokensNotificationRequired(TypedDict):
     sessionId: str
     contextTokens: int
     contextWindow: int
@@ -896,6 +903,15 @@ class TokensNotification(TypedDict):
     #: undeclared system prompt and tools, the provider's framing). Learned
     #: from usage; 0 before any was reported and nothing was declared.
     overheadTokens: int
+
+
+#: `conversation/tokens`: the meter of a session changed.
+class TokensNotification(_TokensNotificationRequired, total=False):
+    #: A session following an agent (`conversation/follow`): where the
+    #: agent compacts by itself and how that is known, as of this reading
+    #: (`autoCompactAt` is its `at`, else the window). It changes when the
+    #: agent's model or stated window does. Absent for other sessions.
+    agentAutoCompact: Optional[AutoCompactPoint]
 
 
 class UnchangedSinceReadResult(TypedDict):

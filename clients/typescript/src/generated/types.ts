@@ -32,6 +32,10 @@ export type Message1 =
       toolCallId: string;
       toolName?: string | null;
     };
+/**
+ * How far an agent's auto-compaction point can be trusted.
+ */
+export type Basis = 'exact' | 'estimate' | 'off';
 export type MeterSource = 'usage' | 'estimate';
 /**
  * Which limit fired.
@@ -53,10 +57,6 @@ export type Trigger = 'manual' | 'threshold' | 'overflow';
  * A coding agent whose transcripts compactd can follow.
  */
 export type Agent = 'claude-code' | 'codex' | 'pi';
-/**
- * How far an agent's auto-compaction point can be trusted.
- */
-export type Basis = 'exact' | 'estimate' | 'off';
 /**
  * How a ledger file changed on disk, as reported to the client.
  */
@@ -206,6 +206,13 @@ export interface AppendResult {
  */
 export interface MeterInfo {
   /**
+   * A session following an agent (`conversation/follow`): where the
+   * agent compacts by itself and how that is known, as of this reading
+   * (`autoCompactAt` is its `at`, else the window). It changes when the
+   * agent's model or stated window does. Absent for other sessions.
+   */
+  agentAutoCompact?: AutoCompactPoint | null;
+  /**
    * The token count at which auto-compaction fires.
    */
   autoCompactAt: number;
@@ -224,6 +231,20 @@ export interface MeterInfo {
    */
   percent: number;
   source: MeterSource;
+}
+/**
+ * An agent's auto-compaction point.
+ */
+export interface AutoCompactPoint {
+  /**
+   * The context size at which the agent compacts; `null` when it will not.
+   */
+  at?: number | null;
+  basis: Basis;
+  /**
+   * The rule and where its figures came from, for people.
+   */
+  rule: string;
 }
 /**
  * `conversation/autoCompactStopped`: the circuit breaker stopped
@@ -500,7 +521,7 @@ export interface DidFollowNotification {
    * for a status bar.
    */
   agentName: string;
-  autoCompact: AutoCompactPoint;
+  autoCompact: AutoCompactPoint1;
   meter: MeterInfo;
   /**
    * The transcript.
@@ -522,9 +543,9 @@ export interface DidFollowNotification {
   workspace: string;
 }
 /**
- * Where the agent compacts by itself, and how that is known.
+ * An agent's auto-compaction point.
  */
-export interface AutoCompactPoint {
+export interface AutoCompactPoint1 {
   /**
    * The context size at which the agent compacts; `null` when it will not.
    */
@@ -668,7 +689,7 @@ export interface FollowResult {
    * for a status bar.
    */
   agentName: string;
-  autoCompact: AutoCompactPoint1;
+  autoCompact: AutoCompactPoint2;
   meter: MeterInfo;
   /**
    * The transcript.
@@ -685,9 +706,9 @@ export interface FollowResult {
   workspace: string;
 }
 /**
- * Where the agent compacts by itself, and how that is known.
+ * An agent's auto-compaction point.
  */
-export interface AutoCompactPoint1 {
+export interface AutoCompactPoint2 {
   /**
    * The context size at which the agent compacts; `null` when it will not.
    */
@@ -949,6 +970,13 @@ export interface SetAutoCompactResult {
  * `conversation/tokens`: the meter of a session changed.
  */
 export interface TokensNotification {
+  /**
+   * A session following an agent (`conversation/follow`): where the
+   * agent compacts by itself and how that is known, as of this reading
+   * (`autoCompactAt` is its `at`, else the window). It changes when the
+   * agent's model or stated window does. Absent for other sessions.
+   */
+  agentAutoCompact?: AutoCompactPoint | null;
   /**
    * The token count at which auto-compaction fires.
    */
