@@ -13,6 +13,8 @@
 
 mod meter;
 
+mod amend;
+
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 

@@ -2,7 +2,8 @@
 //! first and applied only once written, so a change the client saw
 //! acknowledged is always in the log, and a failed write changes nothing.
 //! A session opened read-only refuses them all, except that settings given
-//! when it is reopened are left out instead.
+//! when it is reopened are left out instead; so does a session following
+//! an agent's transcript, whose conversation only the agent changes.
 
 use super::{Access, EngineError, EngineResult, OpenSession};
 use crate::conversation::Message;
@@ -140,10 +141,12 @@ pub fn set_auto_compact(open: &mut OpenSession, enabled: bool) -> EngineResult<(
 
 /// Settings given when a session is reopened replace the stored ones:
 /// those that differ are logged, then applied. A read-only session keeps
-/// the settings its log gives it.
+/// the settings its log gives it; a followed one is no session to open.
 pub fn change_settings(open: &mut OpenSession, requested: SessionSettings) -> EngineResult<()> {
-    if open.access() == Access::ReadOnly {
-        return Ok(());
+    match open.access() {
+        Access::ReadOnly => return Ok(()),
+        Access::Follows => return open.check_writable(),
+        Access::Write => {}
     }
     let session = &open.session;
     let changed = SessionSettings {

@@ -26,7 +26,8 @@ pub fn triggers_fired(config: &Config, session: &Session) -> Vec<TriggerKind> {
 }
 
 /// Automatic compaction is allowed for the session: this process may
-/// write it (not opened read-only), the environment's kill switch is off,
+/// write it (not opened read-only, not following an agent, which compacts
+/// by itself), the environment's kill switch is off,
 /// the session's own switch (else the config's `autoCompact`) is on, and
 /// the circuit breaker has not tripped.
 pub fn allowed(config: &Config, session: &Session, access: Access) -> bool {

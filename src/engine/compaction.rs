@@ -268,6 +268,14 @@ pub fn handoff_reason(new_session_id: &str) -> String {
     format!("handoff written to the new session {new_session_id}; this session is unchanged")
 }
 
+/// The first message of the session a handoff starts, as a prompt to
+/// start a fresh agent session with.
+pub fn handoff_prompt(record: &CompactionRecord) -> String {
+    compaction::handoff_message(&record.full_summary())
+        .text()
+        .to_string()
+}
+
 /// A dry run: the plan, and the tokens after it with the summary's size
 /// estimated as a tenth of what it replaces (at most the reserve), plus
 /// the file sections, as the provider would count them (overhead

@@ -352,6 +352,7 @@ mod invariants {
                 session_id: "p".into(),
                 created_at: 0,
                 settings: store::SessionSettings { system_prompt: Some("sys".into()), ..Default::default() },
+                follows: None,
             })];
             let mut next = 0;
             let mut appended = 0;
@@ -530,6 +531,7 @@ mod overhead {
             session_id: "o".into(),
             created_at: 0,
             settings,
+            follows: None,
         })
     }
 

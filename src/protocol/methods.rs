@@ -132,12 +132,20 @@ methods! {
     REPORT_ERROR = "conversation/reportError", Request(ReportErrorParams => ReportErrorResult);
     /// A transcript in another tool's format becomes a new session.
     IMPORT = "conversation/import", Request(ImportParams => ImportResult);
+    /// Mirrors an agent's transcript (Claude Code, Codex, pi) as a read-only session that follows it as it grows.
+    FOLLOW = "conversation/follow", Request(FollowParams => FollowResult);
+    /// Stops following a transcript.
+    UNFOLLOW = "conversation/unfollow", Request(SessionParams => UnfollowResult);
+    /// The agents' recent sessions for a workspace.
+    LIST_AGENT_SESSIONS = "conversation/listAgentSessions", Request(ListAgentSessionsParams => ListAgentSessionsResult);
     /// Server → client: a session's meter changed.
     TOKENS = "conversation/tokens", ServerNotification(TokensNotification);
     /// Server → client: a compaction was applied.
     DID_COMPACT = "conversation/didCompact", ServerNotification(DidCompactNotification);
     /// Server → client: the circuit breaker stopped auto-compaction of a session.
     AUTO_COMPACT_STOPPED = "conversation/autoCompactStopped", ServerNotification(AutoCompactStoppedNotification);
+    /// Server → client: `follow: "auto"` started following an agent's session.
+    DID_FOLLOW = "conversation/didFollow", ServerNotification(DidFollowNotification);
     /// Server → client: progress of a long request.
     PROGRESS = "$/progress", ServerNotification, lsp;
     /// A session's file ledger.

@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 
 pub use crate::compaction::trigger::TriggerKind;
 pub use crate::compaction::{Strategy, Trigger};
-pub use crate::config::{Config, SummarizerConfig, SummarizerProvider};
+pub use crate::config::{Config, FollowMode, SummarizerConfig, SummarizerProvider};
 pub use crate::conversation::{Message, MessageBody, Role, ToolCall, Usage};
 pub use crate::files::watch::WatchMode;
 pub use crate::files::{FileToolRule, ToolOperation};
@@ -21,9 +21,11 @@ pub use crate::store::Durability;
 use crate::compaction::CompactionRecord;
 
 mod files;
+mod follow;
 mod lsp;
 pub mod methods;
 pub use files::*;
+pub use follow::*;
 pub use lsp::*;
 
 /// Error codes compactd defines (JSON-RPC's server-defined range).
@@ -197,6 +199,10 @@ pub struct CompactResult {
     /// `handoff`: the new session that starts with the handoff message.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub handoff_session_id: Option<String>,
+    /// `handoff`: that message's text, a prompt to start a fresh agent
+    /// session with (a followed agent's, say).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub handoff_prompt: Option<String>,
     /// What the summarizer's provider reported for its calls.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub usage: Option<Usage>,
@@ -227,6 +233,7 @@ impl CompactResult {
             recall: record.recall,
             pruned_message_ids: record.pruned_message_ids.clone(),
             handoff_session_id: None,
+            handoff_prompt: None,
             usage: record.usage,
             duration_ms: record.duration_ms,
         }
@@ -456,6 +463,12 @@ pub struct MeterInfo {
     /// undeclared system prompt and tools, the provider's framing). Learned
     /// from usage; 0 before any was reported and nothing was declared.
     pub overhead_tokens: u64,
+    /// A session following an agent (`conversation/follow`): where the
+    /// agent compacts by itself and how that is known, as of this reading
+    /// (`autoCompactAt` is its `at`, else the window). It changes when the
+    /// agent's model or stated window does. Absent for other sessions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_auto_compact: Option<AutoCompactPoint>,
 }
 
 impl From<crate::tokens::Meter> for MeterInfo {
@@ -466,6 +479,7 @@ impl From<crate::tokens::Meter> for MeterInfo {
             percent: meter.percent(),
             auto_compact_at: meter.auto_compact_at,
             overhead_tokens: meter.overhead_tokens,
+            agent_auto_compact: None,
             source: match meter.source {
                 crate::tokens::MeterSource::Usage => MeterSource::Usage,
                 crate::tokens::MeterSource::Estimate => MeterSource::Estimate,
@@ -588,6 +602,12 @@ pub fn schemas() -> Vec<(&'static str, serde_json::Value)> {
             "AutoCompactStoppedNotification",
             AutoCompactStoppedNotification
         ),
+        schema!("FollowParams", FollowParams),
+        schema!("FollowResult", FollowResult),
+        schema!("UnfollowResult", UnfollowResult),
+        schema!("ListAgentSessionsParams", ListAgentSessionsParams),
+        schema!("ListAgentSessionsResult", ListAgentSessionsResult),
+        schema!("DidFollowNotification", DidFollowNotification),
         schema!("FileNotificationParams", FileNotificationParams),
         schema!("FilesListResult", FilesListResult),
         schema!("UnchangedSinceReadResult", UnchangedSinceReadResult),

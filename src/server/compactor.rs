@@ -16,6 +16,7 @@ use crate::compaction::trigger::{AttemptVerdict, TriggerKind};
 use crate::compaction::{CompactionJob, CompactionRecord, PlannedJob};
 use crate::engine;
 use crate::engine::compaction::{Conclusion, JobSummarizer, NotPlanned};
+use crate::engine::Access;
 use crate::protocol::{
     methods, AutoCompactStoppedNotification, CompactResult, DidCompactNotification, ProgressToken,
     ReportErrorResult, Strategy, Trigger,
@@ -87,7 +88,7 @@ pub(crate) fn start(server: &mut Server, session_id: &str, request: CompactionRe
         job.waiters.extend(request.waiter);
         return;
     }
-    let open = match server.writable_session(session_id) {
+    let open = match server.compactable_session(session_id) {
         Ok(open) => open,
         Err(error) => {
             if let Some(waiter) = request.waiter {
@@ -293,8 +294,13 @@ fn apply(server: &mut Server, finished: &Finished) -> Result<CompactResult, RpcE
         RpcError::internal(format!("compaction failed, history unchanged: {why}"))
     })?;
     let open = server.session_mut(&finished.session_id)?;
+    let followed = open.access() == Access::Follows;
     let conclusion = engine::compaction::conclude(&open.session, job, record.clone())?;
     match conclusion {
+        // Only the agent changes what its model sees.
+        Conclusion::Apply(record) if followed => {
+            server.record_own_compaction(&finished.session_id, record)
+        }
         Conclusion::Apply(record) => {
             engine::compaction::apply(open, record.clone())?;
             Ok(CompactResult::from_record(&record))
@@ -318,6 +324,7 @@ fn handoff(
     let tokens = engine::compaction::handoff_tokens(source, &opened.session);
     let mut result = CompactResult::handed_off(record, tokens);
     result.reason = Some(engine::compaction::handoff_reason(&new_id));
+    result.handoff_prompt = Some(engine::compaction::handoff_prompt(record));
     result.handoff_session_id = Some(new_id);
     server.send_meter(&opened.session);
     server.insert_session(opened);

@@ -6,6 +6,7 @@
 
 mod compactor;
 mod file_tracking;
+mod follow;
 mod handlers;
 mod importer;
 mod progress;
@@ -77,6 +78,10 @@ impl From<EngineError> for RpcError {
                 code: error_codes::SESSION_READ_ONLY,
                 message: e.to_string(),
             },
+            e @ EngineError::Follows { .. } => RpcError {
+                code: error_codes::SESSION_READ_ONLY,
+                message: e.to_string(),
+            },
             EngineError::Refused(e @ StoreError::Io { .. }) => RpcError::internal(e.to_string()),
         }
     }
@@ -113,6 +118,8 @@ pub(crate) enum JobResult {
     Import(Box<importer::FinishedImport>),
     /// The file watcher saw changes on disk.
     FilesChanged(Vec<crate::files::watch::DiskChange>),
+    /// Time to look at the followed transcripts again.
+    FollowPoll,
 }
 
 /// Where the config files were looked for at `initialize`, so that
@@ -144,6 +151,8 @@ pub(crate) struct Server {
     pub progress: ProgressTokens,
     options: ServeOptions,
     pub file_tracking: FileTracking,
+    /// The agent transcripts followed, and auto-follow.
+    pub following: follow::Following,
 }
 
 /// Serves one client until `exit` or end of input. Returns the process
@@ -171,6 +180,7 @@ where
         progress: ProgressTokens::default(),
         options,
         file_tracking: FileTracking::default(),
+        following: follow::Following::default(),
     };
     // The reader (with any partial frame it holds) lives in the pinned read
     // future and comes back with its result, so a job or watcher event
@@ -341,16 +351,26 @@ impl Server {
         }
     }
 
-    /// A session to compact: refused up front when it is open read-only,
-    /// before a progress token or a plan exists for it.
+    /// A session to change (an overflow's recovery compacts it): refused
+    /// up front when it is open read-only or follows an agent, before a
+    /// progress token or a plan exists for it.
     pub fn writable_session(&self, id: &str) -> RpcResult<&OpenSession> {
         let open = self.session(id)?;
         open.check_writable()?;
         Ok(open)
     }
 
+    /// A session a client may compact: refused when it is open read-only.
+    /// A followed one is compacted into compactd's own log of it.
+    pub fn compactable_session(&self, id: &str) -> RpcResult<&OpenSession> {
+        let open = self.session(id)?;
+        open.check_compactable()?;
+        Ok(open)
+    }
+
     pub fn meter_info(&self, session: &Session) -> MeterInfo {
-        engine::window::meter(&self.config, session).into()
+        self.follow_meter(session)
+            .unwrap_or_else(|| engine::window::meter(&self.config, session).into())
     }
 
     pub fn send_meter(&self, session: &Session) {
@@ -380,7 +400,11 @@ impl Server {
             JobResult::Compaction(finished) => compactor::finish(self, *finished),
             JobResult::Progress(progress) => compactor::report(self, progress),
             JobResult::Import(finished) => importer::finish(self, *finished),
-            JobResult::FilesChanged(changes) => self.on_disk_changes(changes),
+            JobResult::FilesChanged(changes) => {
+                self.follow_disk_changes(&changes);
+                self.on_disk_changes(changes);
+            }
+            JobResult::FollowPoll => self.on_follow_poll(),
         }
     }
 }

@@ -10,8 +10,8 @@ use serde::Serialize;
 use super::handlers::{
     append, branch, cancel, cancel_progress, check, compact, compactions, did_change,
     did_change_configuration, did_change_watched_files, did_close, did_open, did_save, files_did,
-    files_list, files_unchanged_since_read, history, import, lifecycle, open, pin, preview,
-    report_error, set_auto_compact,
+    files_list, files_unchanged_since_read, follow, history, import, lifecycle,
+    list_agent_sessions, open, pin, preview, report_error, set_auto_compact, unfollow,
 };
 use super::{parse_params, Reply, RpcError, RpcResult, Server};
 use crate::protocol::{methods, FileOp};
@@ -72,6 +72,11 @@ const REQUESTS: &[(&str, RequestRoute)] = &[
         later(s, id, p, report_error::start)
     }),
     (methods::IMPORT, |s, id, p| later(s, id, p, import::start)),
+    (methods::FOLLOW, |s, _, p| now(s, p, follow::handle)),
+    (methods::UNFOLLOW, |s, _, p| now(s, p, unfollow::handle)),
+    (methods::LIST_AGENT_SESSIONS, |s, _, p| {
+        now(s, p, list_agent_sessions::handle)
+    }),
     (methods::FILES_LIST, |s, _, p| now(s, p, files_list::handle)),
     (methods::FILES_UNCHANGED_SINCE_READ, |s, _, p| {
         now(s, p, files_unchanged_since_read::handle)
@@ -79,7 +84,11 @@ const REQUESTS: &[(&str, RequestRoute)] = &[
 ];
 
 const NOTIFICATIONS: &[(&str, NotificationRoute)] = &[
-    (methods::INITIALIZED, |_, _| Ok(())),
+    // Auto-follow starts once the client is ready for notifications.
+    (methods::INITIALIZED, |s, _| {
+        s.apply_follow_mode();
+        Ok(())
+    }),
     (methods::CANCEL_REQUEST, |s, p| {
         parse_params(p).map(|p| cancel::handle(s, p))
     }),
@@ -238,6 +247,9 @@ mod tests {
                 "conversation/pin",
                 "conversation/reportError",
                 "conversation/import",
+                "conversation/follow",
+                "conversation/unfollow",
+                "conversation/listAgentSessions",
                 "files/list",
                 "files/unchangedSinceRead",
             ]
@@ -248,6 +260,7 @@ mod tests {
                 "conversation/tokens",
                 "conversation/didCompact",
                 "conversation/autoCompactStopped",
+                "conversation/didFollow",
                 "$/progress",
                 "files/didChange",
             ]

@@ -15,13 +15,13 @@ use crate::tokens::{self, Correction, Encoding, Meter, MeterSource};
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub(super) struct ViewTotals {
     /// Estimated tokens of every slot.
-    tokens: u64,
+    pub(super) tokens: u64,
     /// Raw messages, and the user messages among them.
     messages: u64,
     user_turns: u64,
     /// The latest current provider report: the context it gives, and the
     /// estimated tokens of the slots after it.
-    latest_usage: Option<(u64, u64)>,
+    pub(super) latest_usage: Option<(u64, u64)>,
 }
 
 impl Session {
@@ -71,12 +71,16 @@ impl Session {
     /// A provider report is a calibration sample: the prompt it counted
     /// against our estimate of what the session held for that request.
     pub(super) fn calibrate(&mut self, message: &Message) {
+        self.calibrate_against(message, self.estimated_tokens());
+    }
+
+    /// `calibrate` with our estimate of the request given.
+    pub(super) fn calibrate_against(&mut self, message: &Message, estimate: u64) {
         let (Some(usage), MessageBody::Assistant { model, .. }) = (message.usage, &message.body)
         else {
             return;
         };
         let model = model.as_deref().or(self.model.as_deref());
-        let estimate = self.estimated_tokens();
         self.calibration
             .observe(model, estimate, usage.prompt_tokens());
     }
@@ -143,7 +147,7 @@ impl Session {
 
     /// Usage that still describes this view: reported after the latest
     /// compaction, by the session's model.
-    fn current_usage(&self, counted: &Counted, generation: usize) -> Option<u64> {
+    pub(super) fn current_usage(&self, counted: &Counted, generation: usize) -> Option<u64> {
         if counted.generation != generation || counted.message.role() != Role::Assistant {
             return None;
         }

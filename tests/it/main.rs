@@ -4,6 +4,7 @@
 mod fixture;
 mod support;
 
+mod agents;
 mod architecture;
 mod cli;
 mod compaction;
@@ -11,6 +12,7 @@ mod conversation;
 mod crash;
 mod engine;
 mod files;
+mod follow;
 mod front_ends;
 mod import;
 mod lifecycle;
@@ -22,6 +24,7 @@ mod progress;
 mod robustness;
 mod schemas;
 mod secrets;
+mod statusline;
 mod store;
 mod summarizers;
 mod tokens;

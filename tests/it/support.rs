@@ -385,22 +385,33 @@ pub fn cli() -> Command {
 /// running after `PATIENCE` is killed and fails the test instead of hanging
 /// it.
 pub fn output_within_patience(command: &mut Command) -> std::process::Output {
+    output_within(command, PATIENCE)
+}
+
+/// `output_within_patience` with another bound.
+pub fn output_within(command: &mut Command, patience: Duration) -> std::process::Output {
     let child = command
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
+    wait_with_patience(child, patience)
+}
+
+/// Waits for a spawned child's output; one still running after `patience`
+/// is killed and fails the test instead of hanging it.
+pub fn wait_with_patience(child: Child, patience: Duration) -> std::process::Output {
     let pid = child.id();
     let (tx, rx) = mpsc::channel();
     std::thread::spawn(move || {
         let _ = tx.send(child.wait_with_output());
     });
-    match rx.recv_timeout(PATIENCE) {
+    match rx.recv_timeout(patience) {
         Ok(output) => output.unwrap(),
         Err(_) => {
             let _ = Command::new("kill").args(["-9", &pid.to_string()]).status();
-            panic!("{command:?} was still running after {PATIENCE:?}");
+            panic!("process {pid} was still running after {patience:?}");
         }
     }
 }

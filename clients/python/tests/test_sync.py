@@ -1,5 +1,6 @@
 """The blocking client against the real binary."""
 
+import json
 import os
 import queue
 import signal
@@ -19,6 +20,27 @@ from compactd_client import (
     methods,
 )
 
+
+# A Claude Code transcript as Claude Code writes it: a prompt and a response
+# with its usage (5 + 1000 + 7).
+CLAUDE_CODE_TRANSCRIPT = "".join(
+    json.dumps(line) + "\n"
+    for line in [
+        {"type": "user", "uuid": "u1", "sessionId": "s1", "message": {"role": "user", "content": "hi"}},
+        {
+            "type": "assistant",
+            "uuid": "a1",
+            "sessionId": "s1",
+            "message": {
+                "id": "msg_1",
+                "role": "assistant",
+                "model": "claude-sonnet-4-5",
+                "content": [{"type": "text", "text": "hello"}],
+                "usage": {"input_tokens": 5, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 1000, "output_tokens": 7},
+            },
+        },
+    ]
+)
 
 def test_lifecycle_initialize_advertises_every_method_and_close_exits_zero(spawn_args: Dict[str, Any]) -> None:
     client = CompactdClient.spawn(**spawn_args)
@@ -113,6 +135,14 @@ def test_every_method_of_the_table_has_a_typed_function_that_the_server_accepts(
         assert client.report_error("all", "Rate limit exceeded", status=429)["kind"] == "rateLimit"
         imported = client.import_(content='[{"role":"user","content":"hi"}]', format="openai", session_id="imported")
         assert imported["messages"] == 1
+        transcript = workspace / "claude-code.jsonl"
+        transcript.write_text(CLAUDE_CODE_TRANSCRIPT)
+        followed = client.follow(path=str(transcript))
+        meter = followed["meter"]
+        assert (followed["agentName"], meter["contextTokens"], meter["source"]) == ("Claude Code", 1012, "usage")
+        assert isinstance(client.list_agent_sessions(workspace=str(workspace))["sessions"], list)
+        session_id = followed["sessionId"]
+        assert client.unfollow(session_id) == {"sessionId": session_id, "unfollowed": True}
 
         client.files_did_read(str(main), session_id="all")
         client.files_did_modify("src/lib.rs", session_id="all")

@@ -22,6 +22,18 @@ import {
 } from '../src';
 import { conversation, isolated, next, SLOW_SUMMARIZER, spawnIsolated, withClient } from './support/server';
 
+/** A Claude Code transcript as Claude Code writes it: a prompt and a response with its usage (5 + 1000 + 7). */
+const CLAUDE_CODE_TRANSCRIPT = [
+  { type: 'user', uuid: 'u1', sessionId: 's1', message: { role: 'user', content: 'hi' } },
+  {
+    type: 'assistant', uuid: 'a1', sessionId: 's1',
+    message: {
+      id: 'msg_1', role: 'assistant', model: 'claude-sonnet-4-5', content: [{ type: 'text', text: 'hello' }],
+      usage: { input_tokens: 5, cache_creation_input_tokens: 0, cache_read_input_tokens: 1000, output_tokens: 7 },
+    },
+  },
+].map((line) => JSON.stringify(line) + '\n').join('');
+
 describe('lifecycle', () => {
   test('initialize advertises every request and notification of the table; close exits 0', async () => {
     const client = await spawnIsolated();
@@ -117,6 +129,12 @@ describe('a conversation', () => {
       assert.equal((await client.branch({ sessionId: 'all', beforeMessageId: ids[4] })).messageCount, 4);
       assert.equal((await client.reportError({ sessionId: 'all', status: 429, message: 'Rate limit exceeded' })).kind, 'rateLimit');
       assert.equal((await client.import({ content: '[{"role":"user","content":"hi"}]', format: 'openai', sessionId: 'imported' })).messages, 1);
+      const transcript = join(workspace, 'claude-code.jsonl');
+      writeFileSync(transcript, CLAUDE_CODE_TRANSCRIPT);
+      const followed = await client.follow({ path: transcript });
+      assert.deepEqual([followed.agentName, followed.meter.contextTokens, followed.meter.source], ['Claude Code', 1012, 'usage']);
+      assert.ok(Array.isArray((await client.listAgentSessions({ workspace })).sessions));
+      assert.deepEqual(await client.unfollow({ sessionId: followed.sessionId }), { sessionId: followed.sessionId, unfollowed: true });
       await client.filesDidRead({ sessionId: 'all', path: join(workspace, 'src/main.rs') });
       await client.filesDidModify({ sessionId: 'all', path: 'src/lib.rs' });
       await client.filesDidCreate({ sessionId: 'all', path: 'src/new.rs' });

@@ -263,7 +263,7 @@ describe('restart', () => {
     const tracker = trackerFor(second);
     try {
       await assert.rejects(second.requests.history({ sessionId: 'kept' }), /no open session/);
-      const failed = await resumeSessions(second.requests, ['kept', 'never-existed/..']);
+      const failed = await resumeSessions(second.requests, [{ sessionId: 'kept' }, { sessionId: 'never-existed/..' }]);
       assert.deepEqual(failed.map((f) => f.sessionId), ['never-existed/..']);
       assert.match(failed[0].error, /sessionId/);
       assert.deepEqual(await second.requests.history({ sessionId: 'kept' }), historyBefore);

@@ -9,8 +9,9 @@ use crate::server::compactor::{self, CompactionRequest, Waiter};
 use crate::server::{Reply, Server};
 
 pub fn start(server: &mut Server, id: RequestId, params: CompactParams) -> Reply {
-    // A read-only session is refused before any progress token exists.
-    if let Err(e) = server.writable_session(&params.session_id) {
+    // A read-only session is refused before any progress token exists; a
+    // followed one's own log is taken, to record the compaction in.
+    if let Err(e) = server.ready_to_compact(&params.session_id) {
         return Reply::Now(Err(e));
     }
     let strategy = params.strategy.unwrap_or(server.config.strategy);

@@ -32,6 +32,7 @@ pub fn handle(server: &mut Server, params: DidChangeConfigurationParams) {
             server.config = config;
             server.store.set_durability(server.config.durability);
             server.apply_file_config();
+            server.apply_follow_mode();
             tracing::info!("configuration updated");
             let ids: Vec<String> = server.sessions.keys().cloned().collect();
             for id in ids {

@@ -34,7 +34,8 @@ pub fn start(server: &mut Server, id: RequestId, params: ReportErrorParams) -> R
             compaction: None,
         }));
     }
-    // Recovering compacts: refused for a session open read-only.
+    // Recovering compacts: refused for a session open read-only, or one
+    // following an agent (whose overflows only the agent recovers from).
     if let Err(e) = server.writable_session(&params.session_id) {
         return Reply::Now(Err(e));
     }

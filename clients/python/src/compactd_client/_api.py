@@ -13,6 +13,7 @@ SERVER_NOTIFICATIONS: Dict[str, str] = {
     m.TOKENS: "TokensNotification",
     m.DID_COMPACT: "DidCompactNotification",
     m.AUTO_COMPACT_STOPPED: "AutoCompactStoppedNotification",
+    m.DID_FOLLOW: "DidFollowNotification",
     m.FILES_DID_CHANGE: "FileDidChangeNotification",
 }
 
@@ -90,6 +91,18 @@ class AsyncMethods:
         """`conversation/import`: A transcript in another tool's format becomes a new session."""
         return await self._request(m.IMPORT, _params(content=content, contextWindow=context_window, format=format, model=model, path=path, sessionId=session_id))
 
+    async def follow(self, *, agent: Optional[t.Agent] = None, path: Optional[str] = None, workspace: Optional[str] = None) -> t.FollowResult:
+        """`conversation/follow`: Mirrors an agent's transcript (Claude Code, Codex, pi) as a read-only session that follows it as it grows."""
+        return await self._request(m.FOLLOW, _params(agent=agent, path=path, workspace=workspace))
+
+    async def unfollow(self, session_id: str) -> t.UnfollowResult:
+        """`conversation/unfollow`: Stops following a transcript."""
+        return await self._request(m.UNFOLLOW, _params(sessionId=session_id))
+
+    async def list_agent_sessions(self, *, limit: Optional[int] = None, workspace: Optional[str] = None) -> t.ListAgentSessionsResult:
+        """`conversation/listAgentSessions`: The agents' recent sessions for a workspace."""
+        return await self._request(m.LIST_AGENT_SESSIONS, _params(limit=limit, workspace=workspace))
+
     def on_tokens(self, callback: Callable[[t.TokensNotification], Any]) -> Subscription:
         """`conversation/tokens`: Server → client: a session's meter changed."""
         return self._subscribe(m.TOKENS, callback)
@@ -101,6 +114,10 @@ class AsyncMethods:
     def on_auto_compact_stopped(self, callback: Callable[[t.AutoCompactStoppedNotification], Any]) -> Subscription:
         """`conversation/autoCompactStopped`: Server → client: the circuit breaker stopped auto-compaction of a session."""
         return self._subscribe(m.AUTO_COMPACT_STOPPED, callback)
+
+    def on_did_follow(self, callback: Callable[[t.DidFollowNotification], Any]) -> Subscription:
+        """`conversation/didFollow`: Server → client: `follow: "auto"` started following an agent's session."""
+        return self._subscribe(m.DID_FOLLOW, callback)
 
     async def files_list(self, session_id: str) -> t.FilesListResult:
         """`files/list`: A session's file ledger."""
@@ -221,6 +238,18 @@ class SyncMethods:
         """`conversation/import`: A transcript in another tool's format becomes a new session."""
         return self._request(m.IMPORT, _params(content=content, contextWindow=context_window, format=format, model=model, path=path, sessionId=session_id), timeout=timeout, cancel=cancel)
 
+    def follow(self, *, agent: Optional[t.Agent] = None, path: Optional[str] = None, workspace: Optional[str] = None, timeout: Optional[float] = None, cancel: Optional[Cancellation] = None) -> t.FollowResult:
+        """`conversation/follow`: Mirrors an agent's transcript (Claude Code, Codex, pi) as a read-only session that follows it as it grows."""
+        return self._request(m.FOLLOW, _params(agent=agent, path=path, workspace=workspace), timeout=timeout, cancel=cancel)
+
+    def unfollow(self, session_id: str, *, timeout: Optional[float] = None, cancel: Optional[Cancellation] = None) -> t.UnfollowResult:
+        """`conversation/unfollow`: Stops following a transcript."""
+        return self._request(m.UNFOLLOW, _params(sessionId=session_id), timeout=timeout, cancel=cancel)
+
+    def list_agent_sessions(self, *, limit: Optional[int] = None, workspace: Optional[str] = None, timeout: Optional[float] = None, cancel: Optional[Cancellation] = None) -> t.ListAgentSessionsResult:
+        """`conversation/listAgentSessions`: The agents' recent sessions for a workspace."""
+        return self._request(m.LIST_AGENT_SESSIONS, _params(limit=limit, workspace=workspace), timeout=timeout, cancel=cancel)
+
     def on_tokens(self, callback: Callable[[t.TokensNotification], Any]) -> Subscription:
         """`conversation/tokens`: Server → client: a session's meter changed."""
         return self._subscribe(m.TOKENS, callback)
@@ -232,6 +261,10 @@ class SyncMethods:
     def on_auto_compact_stopped(self, callback: Callable[[t.AutoCompactStoppedNotification], Any]) -> Subscription:
         """`conversation/autoCompactStopped`: Server → client: the circuit breaker stopped auto-compaction of a session."""
         return self._subscribe(m.AUTO_COMPACT_STOPPED, callback)
+
+    def on_did_follow(self, callback: Callable[[t.DidFollowNotification], Any]) -> Subscription:
+        """`conversation/didFollow`: Server → client: `follow: "auto"` started following an agent's session."""
+        return self._subscribe(m.DID_FOLLOW, callback)
 
     def files_list(self, session_id: str, *, timeout: Optional[float] = None, cancel: Optional[Cancellation] = None) -> t.FilesListResult:
         """`files/list`: A session's file ledger."""

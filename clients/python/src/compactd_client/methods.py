@@ -48,12 +48,20 @@ PIN = "conversation/pin"
 REPORT_ERROR = "conversation/reportError"
 #: request: A transcript in another tool's format becomes a new session.
 IMPORT = "conversation/import"
+#: request: Mirrors an agent's transcript (Claude Code, Codex, pi) as a read-only session that follows it as it grows.
+FOLLOW = "conversation/follow"
+#: request: Stops following a transcript.
+UNFOLLOW = "conversation/unfollow"
+#: request: The agents' recent sessions for a workspace.
+LIST_AGENT_SESSIONS = "conversation/listAgentSessions"
 #: serverNotification: Server → client: a session's meter changed.
 TOKENS = "conversation/tokens"
 #: serverNotification: Server → client: a compaction was applied.
 DID_COMPACT = "conversation/didCompact"
 #: serverNotification: Server → client: the circuit breaker stopped auto-compaction of a session.
 AUTO_COMPACT_STOPPED = "conversation/autoCompactStopped"
+#: serverNotification: Server → client: `follow: "auto"` started following an agent's session.
+DID_FOLLOW = "conversation/didFollow"
 #: serverNotification (LSP): Server → client: progress of a long request.
 PROGRESS = "$/progress"
 #: request: A session's file ledger.
@@ -116,9 +124,13 @@ METHODS: Tuple[Method, ...] = (
     Method("PIN", "conversation/pin", "request", False, "PinParams", "PinResult"),
     Method("REPORT_ERROR", "conversation/reportError", "request", False, "ReportErrorParams", "ReportErrorResult"),
     Method("IMPORT", "conversation/import", "request", False, "ImportParams", "ImportResult"),
+    Method("FOLLOW", "conversation/follow", "request", False, "FollowParams", "FollowResult"),
+    Method("UNFOLLOW", "conversation/unfollow", "request", False, "SessionParams", "UnfollowResult"),
+    Method("LIST_AGENT_SESSIONS", "conversation/listAgentSessions", "request", False, "ListAgentSessionsParams", "ListAgentSessionsResult"),
     Method("TOKENS", "conversation/tokens", "serverNotification", False, "TokensNotification", None),
     Method("DID_COMPACT", "conversation/didCompact", "serverNotification", False, "DidCompactNotification", None),
     Method("AUTO_COMPACT_STOPPED", "conversation/autoCompactStopped", "serverNotification", False, "AutoCompactStoppedNotification", None),
+    Method("DID_FOLLOW", "conversation/didFollow", "serverNotification", False, "DidFollowNotification", None),
     Method("PROGRESS", "$/progress", "serverNotification", True, None, None),
     Method("FILES_LIST", "files/list", "request", False, "SessionParams", "FilesListResult"),
     Method("FILES_UNCHANGED_SINCE_READ", "files/unchangedSinceRead", "request", False, "SessionParams", "UnchangedSinceReadResult"),

@@ -45,12 +45,20 @@ export const PIN = 'conversation/pin';
 export const REPORT_ERROR = 'conversation/reportError';
 /** request: A transcript in another tool's format becomes a new session. */
 export const IMPORT = 'conversation/import';
+/** request: Mirrors an agent's transcript (Claude Code, Codex, pi) as a read-only session that follows it as it grows. */
+export const FOLLOW = 'conversation/follow';
+/** request: Stops following a transcript. */
+export const UNFOLLOW = 'conversation/unfollow';
+/** request: The agents' recent sessions for a workspace. */
+export const LIST_AGENT_SESSIONS = 'conversation/listAgentSessions';
 /** serverNotification: Server → client: a session's meter changed. */
 export const TOKENS = 'conversation/tokens';
 /** serverNotification: Server → client: a compaction was applied. */
 export const DID_COMPACT = 'conversation/didCompact';
 /** serverNotification: Server → client: the circuit breaker stopped auto-compaction of a session. */
 export const AUTO_COMPACT_STOPPED = 'conversation/autoCompactStopped';
+/** serverNotification: Server → client: `follow: "auto"` started following an agent's session. */
+export const DID_FOLLOW = 'conversation/didFollow';
 /** serverNotification (LSP): Server → client: progress of a long request. */
 export const PROGRESS = '$/progress';
 /** request: A session's file ledger. */
@@ -104,9 +112,13 @@ export const METHODS: readonly { constant: string; name: string; kind: MethodKin
   { constant: 'PIN', name: 'conversation/pin', kind: 'request', lsp: false, params: 'PinParams', result: 'PinResult' },
   { constant: 'REPORT_ERROR', name: 'conversation/reportError', kind: 'request', lsp: false, params: 'ReportErrorParams', result: 'ReportErrorResult' },
   { constant: 'IMPORT', name: 'conversation/import', kind: 'request', lsp: false, params: 'ImportParams', result: 'ImportResult' },
+  { constant: 'FOLLOW', name: 'conversation/follow', kind: 'request', lsp: false, params: 'FollowParams', result: 'FollowResult' },
+  { constant: 'UNFOLLOW', name: 'conversation/unfollow', kind: 'request', lsp: false, params: 'SessionParams', result: 'UnfollowResult' },
+  { constant: 'LIST_AGENT_SESSIONS', name: 'conversation/listAgentSessions', kind: 'request', lsp: false, params: 'ListAgentSessionsParams', result: 'ListAgentSessionsResult' },
   { constant: 'TOKENS', name: 'conversation/tokens', kind: 'serverNotification', lsp: false, params: 'TokensNotification', result: null },
   { constant: 'DID_COMPACT', name: 'conversation/didCompact', kind: 'serverNotification', lsp: false, params: 'DidCompactNotification', result: null },
   { constant: 'AUTO_COMPACT_STOPPED', name: 'conversation/autoCompactStopped', kind: 'serverNotification', lsp: false, params: 'AutoCompactStoppedNotification', result: null },
+  { constant: 'DID_FOLLOW', name: 'conversation/didFollow', kind: 'serverNotification', lsp: false, params: 'DidFollowNotification', result: null },
   { constant: 'PROGRESS', name: '$/progress', kind: 'serverNotification', lsp: true, params: null, result: null },
   { constant: 'FILES_LIST', name: 'files/list', kind: 'request', lsp: false, params: 'SessionParams', result: 'FilesListResult' },
   { constant: 'FILES_UNCHANGED_SINCE_READ', name: 'files/unchangedSinceRead', kind: 'request', lsp: false, params: 'SessionParams', result: 'UnchangedSinceReadResult' },
