@@ -8,7 +8,7 @@
 //   session_before_compact compactd compacts; its summary and cut become pi's compaction
 //   session_compact        ours confirmed; pi's own → re-import
 //   session_tree           follow the branch (re-import when it left compactd's)
-//   session_shutdown       close compactd
+//   session_shutdown       close compactd (a compaction pi runs after it starts compactd again)
 //   /compactd              the meter, a preview of the next compaction, the last summary
 
 import { join } from 'node:path';
