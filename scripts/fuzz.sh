@@ -50,7 +50,13 @@ seed request_decoder response '{"jsonrpc":"2.0","id":"compactd-progress-1","resu
 status=0
 for target in "${TARGETS[@]}"; do
   echo "== cargo fuzz build $target" >&2
-  cargo fuzz build -O "$target" 2>&1 | tail -n 1 >&2
+  if ! built=$(cargo fuzz build -O "$target" 2>&1); then
+    printf '%s\n' "$built" | tail -n 40 >&2
+    echo "fuzz.sh: $target does not build" >&2
+    status=1
+    continue
+  fi
+  printf '%s\n' "$built" | tail -n 1 >&2
   echo "== fuzz $target for ${SECONDS_PER_TARGET}s" >&2
   log="$CACHE/fuzz-$target.log"
   # -timeout makes an input that takes over 10 s (a hang) a failure too.

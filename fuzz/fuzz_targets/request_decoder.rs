@@ -4,7 +4,8 @@
 //! prefix.
 #![no_main]
 
-use compactd::transport::decode::{answers, decode, leading_id, Incoming};
+use compactd::transport::decode::{answers, decode, Incoming};
+use compactd::transport::leading_id::leading_id;
 use libfuzzer_sys::fuzz_target;
 use lsp_server::Message;
 use serde_json::Value;

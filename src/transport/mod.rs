@@ -6,7 +6,7 @@
 
 pub mod decode;
 pub mod framing;
-mod leading_id;
+pub mod leading_id;
 
 use std::io;
 
