@@ -27,3 +27,11 @@ command('CompactAuto', 'auto', {
 })
 command('CompactSummary', 'summary', { nargs = 0, desc = 'compactd: the last summary' })
 command('CompactFiles', 'files', { nargs = 0, desc = 'compactd: the file ledger in the quickfix list' })
+command('CompactFollow', 'follow', {
+  nargs = '?',
+  complete = function(lead)
+    return require('compactd.commands').complete_follow(lead)
+  end,
+  desc = "compactd: follow an agent's session [claude-code|codex|pi|transcript] (no argument: pick)",
+})
+command('CompactUnfollow', 'unfollow', { nargs = 0, desc = 'compactd: stop following, back to your own session' })

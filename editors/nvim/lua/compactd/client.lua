@@ -62,6 +62,9 @@ M.handlers = {
     )
     vim.api.nvim_exec_autocmds('User', { pattern = 'CompactdAutoCompactStopped', modeline = false, data = params })
   end,
+  ['conversation/didFollow'] = function(_, params)
+    state.on_did_follow(params)
+  end,
   ['files/didChange'] = function(_, params)
     vim.api.nvim_exec_autocmds('User', { pattern = 'CompactdFileChanged', modeline = false, data = params })
   end,

@@ -99,11 +99,84 @@ end)
 M.files = on_session(function(session)
   ask(compactd.files, 'files/list', { sessionId = session }, function(result)
     local items = ui.files_items(result)
-    vim.fn.setqflist({}, ' ', { title = 'compactd files: ' .. session, items = items })
+    local followed = compactd.followed(session)
+    local title = followed and ('compactd files: %s (%s)'):format(followed.agentName, followed.path)
+      or ('compactd files: ' .. session)
+    vim.fn.setqflist({}, ' ', { title = title, items = items })
     if #items == 0 then
       return ui.info('no files in the ledger of ' .. session)
     end
     vim.cmd('botright copen')
+  end)
+end)
+
+-- The agents `conversation/follow` knows, as people name them.
+M.agents = { ['claude-code'] = 'Claude Code', codex = 'Codex', pi = 'pi' }
+
+local function follow(params)
+  ask(compactd.follow, 'conversation/follow', params, function(result)
+    ui.info(('following %s: %s'):format(result.agentName, result.path))
+  end)
+end
+
+--- `Claude Code  edit a.txt and write c.md  2026-11-22 19:58`
+function M.agent_session_item(session)
+  return ('%s  %s  %s'):format(
+    M.agents[session.agent] or session.agent,
+    session.title or vim.fn.fnamemodify(session.path, ':t'),
+    os.date('%Y-%m-%d %H:%M', math.floor((session.modified or 0) / 1000))
+  )
+end
+
+local function pick_and_follow()
+  ask(compactd.agent_sessions, 'conversation/listAgentSessions', {}, function(result)
+    if #result.sessions == 0 then
+      return ui.info(('no Claude Code, Codex or pi session for %s yet'):format(result.workspace))
+    end
+    vim.ui.select(result.sessions, {
+      prompt = 'Follow agent session',
+      format_item = M.agent_session_item,
+      kind = 'compactd.agent_session',
+    }, function(picked)
+      if picked then
+        follow({ path = picked.path })
+      end
+    end)
+  end)
+end
+
+--- :CompactFollow [agent|path]
+function M.follow(args)
+  local arg = vim.trim(args and args.args or '')
+  if arg == '' then
+    return pick_and_follow()
+  end
+  if M.agents[arg] then
+    return follow({ agent = arg })
+  end
+  follow({ path = vim.fn.fnamemodify(vim.fn.expand(arg), ':p') })
+end
+
+--- Completion of :CompactFollow: the agents, then transcript paths.
+function M.complete_follow(lead)
+  local matches = {}
+  for _, agent in ipairs(vim.tbl_keys(M.agents)) do
+    if vim.startswith(agent, lead) then
+      matches[#matches + 1] = agent
+    end
+  end
+  table.sort(matches)
+  return vim.list_extend(matches, vim.fn.getcompletion(lead, 'file'))
+end
+
+--- :CompactUnfollow
+M.unfollow = on_session(function(session)
+  local followed = compactd.followed(session)
+  if not followed then
+    return ui.error(('session %s follows no agent (:CompactFollow follows one)'):format(session))
+  end
+  ask(compactd.unfollow, 'conversation/unfollow', { sessionId = session }, function()
+    ui.info(('stopped following %s: %s'):format(followed.agentName, followed.path))
   end)
 end)
 

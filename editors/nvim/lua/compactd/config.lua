@@ -32,6 +32,10 @@ M.defaults = {
   statusline = { warn = 70, error = 90 },
   -- :Compact opens the summary in a scratch buffer when it is done.
   open_summary = true,
+  -- compactd's `follow` setting, with the editors' default (the server's is
+  -- `off`): `auto` follows the workspace's newest Claude Code, Codex or pi
+  -- session and each one that starts later; `off` only :CompactFollow.
+  follow = 'auto',
 }
 
 local current = vim.deepcopy(M.defaults)
@@ -61,6 +65,9 @@ function M.set(opts)
   check_type('root_markers', opts.root_markers, 'table')
   check_type('statusline', opts.statusline, 'table')
   check_type('open_summary', opts.open_summary, 'boolean')
+  if opts.follow ~= nil and opts.follow ~= 'auto' and opts.follow ~= 'off' then
+    error(('compactd: `follow` must be "auto" or "off", got %s'):format(vim.inspect(opts.follow)), 0)
+  end
   if opts.statusline then
     check_type('statusline.warn', opts.statusline.warn, 'number')
     check_type('statusline.error', opts.statusline.error, 'number')

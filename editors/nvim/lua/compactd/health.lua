@@ -50,10 +50,22 @@ local function check_server(health)
       )
     )
     if state.current then
-      local meter = (state.sessions[state.current] or {}).meter
+      local session = state.sessions[state.current] or {}
       health.info(
-        ('current session %s: %s'):format(state.current, meter and require('compactd').statusline() or 'no meter yet')
+        ('current session %s: %s'):format(
+          state.current,
+          session.meter and require('compactd').statusline() or 'no meter yet'
+        )
       )
+      if session.followed then
+        health.info(
+          ('following %s (%s): %s'):format(
+            session.followed.agentName,
+            session.followed.explicit and ':CompactFollow' or 'follow = auto',
+            session.followed.path
+          )
+        )
+      end
     end
   elseif state.last_error then
     health.error('not running: ' .. state.last_error)
@@ -66,9 +78,10 @@ local function check_config(health)
   health.start('compactd: configuration')
   local opts = config.get()
   health.ok(
-    ('cmd = %s, autostart = %s, statusline warn %d%% error %d%%'):format(
+    ('cmd = %s, autostart = %s, follow = %s, statusline warn %d%% error %d%%'):format(
       table.concat(config.cmd(), ' '),
       tostring(opts.autostart),
+      opts.follow,
       opts.statusline.warn,
       opts.statusline.error
     )

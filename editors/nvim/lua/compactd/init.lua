@@ -64,6 +64,9 @@ end
 
 function M.use(session_id)
   state.current = session_id
+  if not (state.sessions[session_id] or {}).followed then
+    state.own = session_id
+  end
   pcall(vim.cmd.redrawstatus, { bang = true })
 end
 
@@ -125,6 +128,7 @@ M.open = api('conversation/open', {
   session = false,
   after = function(_, result)
     state.current = result.sessionId
+    state.own = result.sessionId
     state.set_meter(result.sessionId, result.meter)
   end,
 })
@@ -142,6 +146,45 @@ M.check = api('conversation/check', {})
 M.set_auto_compact = api('conversation/setAutoCompact', {})
 --- params: {sessionId?}
 M.files = api('files/list', {})
+
+-- The agents' sessions are looked for in the plugin's workspace root, the
+-- directory the agent runs in when it was started there.
+local function in_workspace(params)
+  if params.workspace == nil then
+    local running = client.start()
+    params.workspace = running and (running.root_dir or running.config.root_dir) or nil
+  end
+end
+
+--- Follows an agent's transcript (read-only) and makes it current.
+--- params: {agent? ('claude-code', 'codex', 'pi') | path?, workspace?}
+M.follow = api('conversation/follow', {
+  session = false,
+  prepare = in_workspace,
+  after = function(_, result)
+    state.set_followed(result, true)
+  end,
+})
+--- Stops following; the editor's own session is current again.
+--- params: {sessionId?}
+M.unfollow = api('conversation/unfollow', {
+  after = function(params, result)
+    -- Also when the server no longer knew it (it restarted): not followed here either.
+    if M.followed(params.sessionId) then
+      state.forget(result.sessionId)
+    end
+  end,
+})
+--- The agents' sessions of the workspace, newest first.
+--- params: {workspace?, limit?}
+M.agent_sessions = api('conversation/listAgentSessions', { session = false, prepare = in_workspace })
+
+--- What a session follows: {agent, agentName, path, workspace, autoCompact,
+--- explicit}, or nil for a session of its own (default: current).
+function M.followed(session_id)
+  local session = state.sessions[session_id or state.current]
+  return session and session.followed
+end
 
 local next_token = 0
 

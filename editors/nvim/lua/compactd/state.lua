@@ -5,6 +5,9 @@ local M = {}
 M.sessions = {}
 -- The session that commands and the statusline use.
 M.current = nil
+-- The editor's own session (the one last opened), where :CompactUnfollow
+-- returns to.
+M.own = nil
 -- Active work-done progress by token: the last `begin`/`report` value.
 M.progress = {}
 -- Why the server is not running, for :checkhealth.
@@ -66,6 +69,45 @@ function M.on_progress(params)
   else
     local previous = M.progress[params.token] or {}
     M.progress[params.token] = vim.tbl_extend('force', previous, value)
+  end
+  redraw()
+end
+
+--- A `conversation/follow` result or `conversation/didFollow`: the session
+--- mirrors an agent's transcript and becomes current. `explicit`: the user
+--- asked for it (it stays when auto-follow moves on).
+function M.set_followed(result, explicit)
+  local session = M.session(result.sessionId)
+  local before = session.followed
+  session.followed = {
+    agent = result.agent,
+    agentName = result.agentName,
+    path = result.path,
+    workspace = result.workspace,
+    autoCompact = result.autoCompact,
+    explicit = explicit or (before ~= nil and before.explicit) or false,
+  }
+  M.current = result.sessionId
+  M.set_meter(result.sessionId, result.meter)
+end
+
+--- `conversation/didFollow`: auto-follow moved to a session that started;
+--- the one it followed before is closed unless the user followed it.
+function M.on_did_follow(params)
+  local previous = params.previousSessionId and M.sessions[params.previousSessionId]
+  if previous and not (previous.followed and previous.followed.explicit) then
+    M.forget(params.previousSessionId)
+  end
+  M.set_followed(params, false)
+  emit('CompactdFollowed', params)
+end
+
+--- The server closed a session (unfollowed): the editor's own session is
+--- current again when it was the current one.
+function M.forget(session_id)
+  M.sessions[session_id] = nil
+  if M.current == session_id then
+    M.current = M.own
   end
   redraw()
 end

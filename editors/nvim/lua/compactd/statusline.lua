@@ -1,4 +1,5 @@
--- The statusline component: `90.4k/200k 45%` for the current session.
+-- The statusline component: `90.4k/200k 45%` for the current session, and
+-- `Claude Code 90.4k/200k 45% · auto-compact ~177k` for a followed agent's.
 local config = require('compactd.config')
 local state = require('compactd.state')
 
@@ -40,19 +41,37 @@ local function percent(meter)
   return 0
 end
 
+local function current_session()
+  return state.current and state.sessions[state.current]
+end
+
 local function current_meter()
-  local session = state.current and state.sessions[state.current]
+  local session = current_session()
   return session and session.meter
 end
 
---- `90.4k/200k 45%` (plain text) for the meter; ' compacting' is added while a
---- compaction runs.
-function M.format(meter)
+-- ` · auto-compact 977k` (`~177k` when estimated) where the agent compacts
+-- by itself; the meter carries the latest point, the follow result the first.
+local function agent_point(meter, followed)
+  local point = meter.agentAutoCompact or followed.autoCompact
+  if type(point) ~= 'table' or type(point.at) ~= 'number' or point.basis == 'off' then
+    return ''
+  end
+  return (' · auto-compact %s%s'):format(point.basis == 'estimate' and '~' or '', M.human(point.at))
+end
+
+--- `90.4k/200k 45%` (plain text) for the meter; for a followed agent's
+--- session (`followed`, see compactd.followed()) its name first and its
+--- auto-compaction point after; ' compacting' is added while a compaction runs.
+function M.format(meter, followed)
   local text = ('%s/%s %d%%'):format(
     M.human(meter.contextTokens or 0),
     M.human(meter.contextWindow or 0),
     math.floor(percent(meter))
   )
+  if followed then
+    text = ('%s %s%s'):format(followed.agentName or followed.agent, text, agent_point(meter, followed))
+  end
   if state.compacting() then
     text = text .. ' compacting'
   end
@@ -82,11 +101,12 @@ end
 --- Empty while no session is open.
 function M.render(opts)
   opts = type(opts) == 'table' and opts or {}
-  local meter = current_meter()
+  local session = current_session()
+  local meter = session and session.meter
   if not meter then
     return ''
   end
-  local text = M.format(meter)
+  local text = M.format(meter, session.followed)
   if opts.escape or opts.highlight then
     text = text:gsub('%%', '%%%%')
   end
