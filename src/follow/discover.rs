@@ -174,6 +174,23 @@ pub fn session_dirs(homes: &AgentHomes, workspace: &Path) -> Vec<PathBuf> {
     dirs
 }
 
+/// Where `agent`'s sessions for `workspace` are looked for (Codex's: every
+/// day's folder under it), for a message saying there is none.
+pub fn searched_dir(homes: &AgentHomes, agent: Agent, workspace: &Path) -> PathBuf {
+    let cwd = real_workspace(workspace).to_string_lossy().into_owned();
+    match agent {
+        Agent::ClaudeCode => homes
+            .claude_code
+            .join("projects")
+            .join(claude_code_dir_name(&cwd)),
+        Agent::Codex => homes.codex.join("sessions"),
+        Agent::Pi => match &homes.pi_sessions {
+            Some(dir) => dir.clone(),
+            None => homes.pi.join("sessions").join(pi_dir_name(&cwd)),
+        },
+    }
+}
+
 /// The agent whose transcript `path` is: by where it lives, else by its
 /// content.
 pub fn agent_of(homes: &AgentHomes, path: &Path) -> Option<Agent> {

@@ -111,11 +111,7 @@ impl Server {
                             "agent: no {} session for {} (looked in {})",
                             agent.display_name(),
                             workspace.display(),
-                            discover::session_dirs(homes, workspace)
-                                .iter()
-                                .map(|d| d.display().to_string())
-                                .collect::<Vec<_>>()
-                                .join(", ")
+                            discover::searched_dir(homes, agent, workspace).display()
                         ))
                     })
             }

@@ -924,6 +924,9 @@ fn a_followed_session_is_read_only_and_compacts_into_compactds_own_log() {
         .request("conversation/follow", json!({"agent": "codex"}))
         .unwrap_err();
     assert!(error.message.contains("no Codex session for"), "{error:?}");
+    // It names where Codex's sessions are, not the other agents' folders.
+    assert!(error.message.contains("sessions)"), "{error:?}");
+    assert!(!error.message.contains("projects"), "{error:?}");
     let notes = ws.root.join("notes.md");
     std::fs::write(&notes, "# notes\n").unwrap();
     let error = server
