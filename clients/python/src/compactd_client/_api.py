@@ -86,6 +86,18 @@ class AsyncMethods:
         """`conversation/import`: A transcript in another tool's format becomes a new session."""
         return await self._request(m.IMPORT, _params(content=content, contextWindow=context_window, format=format, model=model, path=path, sessionId=session_id))
 
+    async def subscribe(self, session_id: str) -> t.SubscribeResult:
+        """`conversation/subscribe`: Follows a session: its notifications reach this connection too (the shared sidecar; on stdio the one client gets them all)."""
+        return await self._request(m.SUBSCRIBE, _params(sessionId=session_id))
+
+    async def unsubscribe(self, session_id: str) -> t.UnsubscribeResult:
+        """`conversation/unsubscribe`: Stops following a session."""
+        return await self._request(m.UNSUBSCRIBE, _params(sessionId=session_id))
+
+    async def authenticate(self, token: str) -> None:
+        """`connection/authenticate`: A WebSocket connection's first message when it sent no `Authorization` header: the token."""
+        await self._notify(m.AUTHENTICATE, _params(token=token))
+
     def on_tokens(self, callback: Callable[[t.TokensNotification], Any]) -> Subscription:
         """`conversation/tokens`: Server → client: a session's meter changed."""
         return self._subscribe(m.TOKENS, callback)
@@ -212,6 +224,18 @@ class SyncMethods:
     def import_(self, *, content: Optional[str] = None, context_window: Optional[int] = None, format: Optional[t.Format] = None, model: Optional[str] = None, path: Optional[str] = None, session_id: Optional[str] = None, timeout: Optional[float] = None, cancel: Optional[Cancellation] = None) -> t.ImportResult:
         """`conversation/import`: A transcript in another tool's format becomes a new session."""
         return self._request(m.IMPORT, _params(content=content, contextWindow=context_window, format=format, model=model, path=path, sessionId=session_id), timeout=timeout, cancel=cancel)
+
+    def subscribe(self, session_id: str, *, timeout: Optional[float] = None, cancel: Optional[Cancellation] = None) -> t.SubscribeResult:
+        """`conversation/subscribe`: Follows a session: its notifications reach this connection too (the shared sidecar; on stdio the one client gets them all)."""
+        return self._request(m.SUBSCRIBE, _params(sessionId=session_id), timeout=timeout, cancel=cancel)
+
+    def unsubscribe(self, session_id: str, *, timeout: Optional[float] = None, cancel: Optional[Cancellation] = None) -> t.UnsubscribeResult:
+        """`conversation/unsubscribe`: Stops following a session."""
+        return self._request(m.UNSUBSCRIBE, _params(sessionId=session_id), timeout=timeout, cancel=cancel)
+
+    def authenticate(self, token: str) -> None:
+        """`connection/authenticate`: A WebSocket connection's first message when it sent no `Authorization` header: the token."""
+        self._notify(m.AUTHENTICATE, _params(token=token))
 
     def on_tokens(self, callback: Callable[[t.TokensNotification], Any]) -> Subscription:
         """`conversation/tokens`: Server → client: a session's meter changed."""

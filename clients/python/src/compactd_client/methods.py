@@ -46,6 +46,12 @@ PIN = "conversation/pin"
 REPORT_ERROR = "conversation/reportError"
 #: request: A transcript in another tool's format becomes a new session.
 IMPORT = "conversation/import"
+#: request: Follows a session: its notifications reach this connection too (the shared sidecar; on stdio the one client gets them all).
+SUBSCRIBE = "conversation/subscribe"
+#: request: Stops following a session.
+UNSUBSCRIBE = "conversation/unsubscribe"
+#: notification: A WebSocket connection's first message when it sent no `Authorization` header: the token.
+AUTHENTICATE = "connection/authenticate"
 #: serverNotification: Server → client: a session's meter changed.
 TOKENS = "conversation/tokens"
 #: serverNotification: Server → client: a compaction was applied.
@@ -113,6 +119,9 @@ METHODS: Tuple[Method, ...] = (
     Method("PIN", "conversation/pin", "request", False, "PinParams", "PinResult"),
     Method("REPORT_ERROR", "conversation/reportError", "request", False, "ReportErrorParams", "ReportErrorResult"),
     Method("IMPORT", "conversation/import", "request", False, "ImportParams", "ImportResult"),
+    Method("SUBSCRIBE", "conversation/subscribe", "request", False, "SessionParams", "SubscribeResult"),
+    Method("UNSUBSCRIBE", "conversation/unsubscribe", "request", False, "SessionParams", "UnsubscribeResult"),
+    Method("AUTHENTICATE", "connection/authenticate", "notification", False, "AuthenticateParams", None),
     Method("TOKENS", "conversation/tokens", "serverNotification", False, "TokensNotification", None),
     Method("DID_COMPACT", "conversation/didCompact", "serverNotification", False, "DidCompactNotification", None),
     Method("AUTO_COMPACT_STOPPED", "conversation/autoCompactStopped", "serverNotification", False, "AutoCompactStoppedNotification", None),
@@ -140,3 +149,4 @@ REQUEST_CANCELLED = -32800
 SERVER_NOT_INITIALIZED = -32002
 SESSION_LOCKED = -32010
 SESSION_READ_ONLY = -32011
+UNAUTHORIZED = -32001

@@ -162,6 +162,13 @@ class AppendResult(TypedDict):
     compacting: bool
 
 
+#: The first message of a WebSocket connection that sent no
+#: `Authorization` header.
+class AuthenticateParams(TypedDict):
+    #: The token from the discovery file.
+    token: str
+
+
 #: `conversation/autoCompactStopped`: the circuit breaker stopped
 #: auto-compaction for a session.
 class AutoCompactStoppedNotification(TypedDict):
@@ -760,6 +767,18 @@ class SetAutoCompactResult(TypedDict):
     enabled: bool
 
 
+class _SubscribeResultRequired(TypedDict):
+    sessionId: str
+    #: The session is open in this server now (its notifications flow);
+    #: a session opened later is followed from then on.
+    open: bool
+
+
+class SubscribeResult(_SubscribeResultRequired, total=False):
+    #: Its meter, when it is open.
+    meter: Optional[MeterInfo]
+
+
 #: `conversation/tokens`: the meter of a session changed.
 class TokensNotification(TypedDict):
     sessionId: str
@@ -784,6 +803,12 @@ class UnchangedSinceReadResult(TypedDict):
     files: List[str]
 
 
+class UnsubscribeResult(TypedDict):
+    sessionId: str
+    #: The connection followed the session until now.
+    wasSubscribed: bool
+
+
 #: One message of a conversation.
 Message = Union[SystemMessage, UserMessage, AssistantMessage, ToolMessage]
 
@@ -795,6 +820,7 @@ ProgressToken = Union[int, str]
 ROOT_TYPES = (
     "AppendParams",
     "AppendResult",
+    "AuthenticateParams",
     "AutoCompactStoppedNotification",
     "BranchParams",
     "BranchResult",
@@ -828,6 +854,8 @@ ROOT_TYPES = (
     "SessionParams",
     "SetAutoCompactParams",
     "SetAutoCompactResult",
+    "SubscribeResult",
     "TokensNotification",
     "UnchangedSinceReadResult",
+    "UnsubscribeResult",
 )

@@ -7,6 +7,7 @@ import * as m from './methods';
 import type {
   AppendParams,
   AppendResult,
+  AuthenticateParams,
   AutoCompactStoppedNotification,
   BranchParams,
   BranchResult,
@@ -37,8 +38,10 @@ import type {
   SessionParams,
   SetAutoCompactParams,
   SetAutoCompactResult,
+  SubscribeResult,
   TokensNotification,
   UnchangedSinceReadResult,
+  UnsubscribeResult,
 } from './types';
 
 /** The params of each notification the server sends, by method. */
@@ -125,6 +128,21 @@ export class CompactdMethods extends RpcBase {
   /** `conversation/import`: A transcript in another tool's format becomes a new session. */
   import(params: ImportParams = {}, options?: RequestOptions): Promise<ImportResult> {
     return this.request<ImportResult>(m.IMPORT, params, options);
+  }
+
+  /** `conversation/subscribe`: Follows a session: its notifications reach this connection too (the shared sidecar; on stdio the one client gets them all). */
+  subscribe(params: SessionParams, options?: RequestOptions): Promise<SubscribeResult> {
+    return this.request<SubscribeResult>(m.SUBSCRIBE, params, options);
+  }
+
+  /** `conversation/unsubscribe`: Stops following a session. */
+  unsubscribe(params: SessionParams, options?: RequestOptions): Promise<UnsubscribeResult> {
+    return this.request<UnsubscribeResult>(m.UNSUBSCRIBE, params, options);
+  }
+
+  /** `connection/authenticate`: A WebSocket connection's first message when it sent no `Authorization` header: the token. */
+  authenticate(params: AuthenticateParams): Promise<void> {
+    return this.notify(m.AUTHENTICATE, params);
   }
 
   /** `conversation/tokens`: Server → client: a session's meter changed. */

@@ -95,6 +95,7 @@ export type SummarizerProvider = 'offline' | 'test' | 'openai' | 'anthropic';
 export interface CompactdSchemas {
   AppendParams?: AppendParams;
   AppendResult?: AppendResult;
+  AuthenticateParams?: AuthenticateParams;
   AutoCompactStoppedNotification?: AutoCompactStoppedNotification;
   BranchParams?: BranchParams;
   BranchResult?: BranchResult;
@@ -126,8 +127,10 @@ export interface CompactdSchemas {
   SessionParams?: SessionParams;
   SetAutoCompactParams?: SetAutoCompactParams;
   SetAutoCompactResult?: SetAutoCompactResult;
+  SubscribeResult?: SubscribeResult;
   TokensNotification?: TokensNotification;
   UnchangedSinceReadResult?: UnchangedSinceReadResult;
+  UnsubscribeResult?: UnsubscribeResult;
   Config?: Config;
   Message?: Message;
 }
@@ -204,6 +207,16 @@ export interface MeterInfo {
    */
   percent: number;
   source: MeterSource;
+}
+/**
+ * The first message of a WebSocket connection that sent no
+ * `Authorization` header.
+ */
+export interface AuthenticateParams {
+  /**
+   * The token from the discovery file.
+   */
+  token: string;
 }
 /**
  * `conversation/autoCompactStopped`: the circuit breaker stopped
@@ -764,6 +777,18 @@ export interface SetAutoCompactResult {
   enabled: boolean;
   sessionId: string;
 }
+export interface SubscribeResult {
+  /**
+   * Its meter, when it is open.
+   */
+  meter?: MeterInfo | null;
+  /**
+   * The session is open in this server now (its notifications flow);
+   * a session opened later is followed from then on.
+   */
+  open: boolean;
+  sessionId: string;
+}
 /**
  * `conversation/tokens`: the meter of a session changed.
  */
@@ -795,6 +820,13 @@ export interface UnchangedSinceReadResult {
    * at the last read: re-reading them would return the same text.
    */
   files: string[];
+}
+export interface UnsubscribeResult {
+  sessionId: string;
+  /**
+   * The connection followed the session until now.
+   */
+  wasSubscribed: boolean;
 }
 export interface Config {
   /**
