@@ -4,6 +4,7 @@
 
 pub mod args;
 mod compact;
+mod connect;
 mod progress;
 mod replay;
 mod stats;
@@ -46,7 +47,8 @@ pub fn run(command: Command, no_user_config: bool) -> ExitCode {
         .build()
         .expect("tokio runtime");
     let result = match command {
-        Command::Serve => unreachable!("main serves"),
+        Command::Serve(_) => unreachable!("main serves"),
+        Command::Connect(args) => runtime.block_on(connect::run(&args)),
         Command::Compact(args) => runtime.block_on(compact::run(&args, no_user_config)),
         Command::Stats(args) => stats::run(&args, no_user_config),
         Command::Replay(args) => runtime.block_on(replay::run(&args, no_user_config)),

@@ -115,8 +115,7 @@ pub(crate) fn start(server: &mut Server, session_id: &str, request: CompactionRe
 fn spawn(server: &mut Server, session_id: &str, request: CompactionRequest, job: CompactionJob) {
     let progress = request.progress.clone();
     if let Some(token) = &progress {
-        send_progress(
-            &server.out,
+        server.send_progress(
             token,
             serde_json::json!({
                 "kind": "begin",
@@ -130,7 +129,9 @@ fn spawn(server: &mut Server, session_id: &str, request: CompactionRequest, job:
     server.next_job += 1;
     let key = server.next_job;
     let summarizer = JobSummarizer::new(&server.config, job.encoding);
-    let out = server.out.clone();
+    let out = progress
+        .as_ref()
+        .and_then(|t| server.clients.progress_out(t));
     let job_results = server.job_results_tx.clone();
     let task_progress = progress.clone();
     let task_session = session_id.to_string();
@@ -138,9 +139,9 @@ fn spawn(server: &mut Server, session_id: &str, request: CompactionRequest, job:
     let handle = tokio::spawn(async move {
         let started = Instant::now();
         let report = |p: Progress| {
-            if let Some(token) = &task_progress {
+            if let (Some(token), Some(out)) = (&task_progress, &out) {
                 send_progress(
-                    &out,
+                    out,
                     token,
                     serde_json::json!({"kind": "report", "message": p.message, "percentage": p.percentage}),
                 );
@@ -185,14 +186,15 @@ pub(crate) fn finish(server: &mut Server, finished: Finished) {
             Ok(r) => format!("{} → {} tokens", r.tokens_before, r.tokens_after),
             Err(e) => e.message.clone(),
         };
-        send_progress(
-            &server.out,
+        server.send_progress(
             token,
             serde_json::json!({"kind": "end", "message": message}),
         );
+        server.clients.token_done(token);
     }
     if let Some(result) = result.as_ref().ok().filter(|r| r.compacted) {
-        server.out.notify(
+        server.notify_session(
+            &finished.session_id,
             methods::DID_COMPACT,
             DidCompactNotification {
                 session_id: finished.session_id.clone(),
@@ -252,13 +254,14 @@ fn handoff(
     let tokens = engine::compaction::handoff_tokens(source, &opened.session);
     let mut result = CompactResult::handed_off(record, tokens);
     result.reason = Some(engine::compaction::handoff_reason(&new_id));
+    server.clients.follow_on(source_id, &new_id);
     result.handoff_session_id = Some(new_id);
     server.send_meter(&opened.session);
     server.insert_session(opened);
     Ok(result)
 }
 
-fn answer(server: &Server, waiter: &Waiter, result: Result<CompactResult, RpcError>) {
+fn answer(server: &mut Server, waiter: &Waiter, result: Result<CompactResult, RpcError>) {
     let value = match waiter {
         Waiter::Compact(_) => result.map(|r| serde_json::to_value(r).expect("results serialize")),
         Waiter::ReportError { kind, .. } => result.map(|r| {
@@ -287,7 +290,8 @@ fn note_auto_outcome(server: &mut Server, session_id: &str, outcome: Result<(u64
         }
         AttemptVerdict::Stop { reason } => {
             tracing::warn!("session {session_id}: {reason}");
-            server.out.notify(
+            server.notify_session(
+                session_id,
                 methods::AUTO_COMPACT_STOPPED,
                 AutoCompactStoppedNotification {
                     session_id: session_id.to_string(),

@@ -1,13 +1,19 @@
 //! The dispatcher. One task owns all state and handles incoming messages
 //! strictly in arrival order; long requests (compaction) run as background
 //! tasks whose results come back to that owner to be applied. Everything
-//! written goes through one ordered `Outbox`, so a request's notifications
-//! always precede its response, and every request is answered exactly once.
+//! written to a client goes through its one ordered `Outbox`, so a
+//! request's notifications always precede its response, and every request
+//! is answered exactly once. The clients are one on stdio (`serve`) or
+//! several WebSocket connections on the shared sidecar (`shared::serve`):
+//! the same state owner takes every connection's messages in the order
+//! they arrived (`clients` routes what it sends).
 
+mod clients;
 mod compactor;
 mod file_tracking;
 mod handlers;
 mod routes;
+pub mod shared;
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -23,7 +29,8 @@ use crate::protocol::{error_codes, methods, MeterInfo, ProgressToken, TokensNoti
 use crate::session::Session;
 use crate::store::{SessionStore, StoreError};
 use crate::tokens;
-use crate::transport::{self, Incoming, Outbox};
+use crate::transport::{self, ConnectionId, Incoming, Outbox, STDIO};
+use clients::Clients;
 use file_tracking::FileTracking;
 
 /// How the server was started (CLI flags, not client configuration).
@@ -33,6 +40,18 @@ pub struct ServeOptions {
     pub user_config_dir: Option<PathBuf>,
     /// Skip the user config file entirely.
     pub no_user_config: bool,
+}
+
+impl ServeOptions {
+    /// The user config directory to read `compactd.toml` from, if any.
+    pub fn user_dir(&self) -> Option<PathBuf> {
+        if self.no_user_config {
+            return None;
+        }
+        self.user_config_dir
+            .clone()
+            .or_else(Config::user_config_dir)
+    }
 }
 
 /// An error answered to a request.
@@ -94,8 +113,9 @@ impl Reply {
     }
 }
 
+/// A connection's place in the LSP lifecycle.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Phase {
+pub(crate) enum Phase {
     Uninitialized,
     Running,
     ShuttingDown,
@@ -119,8 +139,8 @@ pub(crate) struct ConfigDirs {
 }
 
 pub(crate) struct Server {
-    pub out: Outbox,
-    phase: Phase,
+    /// Every connection, and where each message goes.
+    pub clients: Clients,
     pub config: Config,
     pub config_dirs: ConfigDirs,
     pub store: SessionStore,
@@ -131,8 +151,6 @@ pub(crate) struct Server {
     /// Where background jobs (compactions, the watcher) send their results
     /// to the state owner.
     pub job_results_tx: mpsc::UnboundedSender<JobResult>,
-    /// The client can create progress tokens on request.
-    pub client_work_done_progress: bool,
     next_server_request: u64,
     options: ServeOptions,
     pub file_tracking: FileTracking,
@@ -147,23 +165,8 @@ where
 {
     tokens::preload_in_background();
     let (out, writer) = transport::spawn_writer(output);
-    let (job_results_tx, mut job_results) = mpsc::unbounded_channel();
-    let config = Config::default();
-    let mut server = Server {
-        out,
-        phase: Phase::Uninitialized,
-        store: SessionStore::new(config.sessions_dir(), config.durability),
-        config,
-        config_dirs: ConfigDirs::default(),
-        sessions: HashMap::new(),
-        running: HashMap::new(),
-        next_job: 0,
-        job_results_tx,
-        client_work_done_progress: false,
-        next_server_request: 0,
-        options,
-        file_tracking: FileTracking::default(),
-    };
+    let (mut server, mut job_results) = Server::new(options, Clients::new(false));
+    server.clients.add(STDIO, out);
     // The reader (with any partial frame it holds) lives in the pinned read
     // future and comes back with its result, so a job or watcher event
     // arriving mid-frame never costs the bytes already read.
@@ -172,7 +175,7 @@ where
     let exit_code = loop {
         tokio::select! {
             (mut input, incoming) = &mut reading => {
-                let stop = server.handle_input(incoming);
+                let stop = server.handle_input(STDIO, incoming);
                 // The cap may have changed (initialize, configuration).
                 input.set_max_frame_bytes(server.config.max_frame_bytes);
                 reading.set(next_frame(input));
@@ -204,14 +207,64 @@ async fn next_frame<R: AsyncBufRead + Unpin>(
 }
 
 impl Server {
-    /// Handles what the reader produced; `Some(code)` when the server must
-    /// exit. Refused input is answered here, so no request goes unanswered.
-    fn handle_input(&mut self, incoming: std::io::Result<Option<Incoming>>) -> Option<i32> {
+    /// A server with no session and the default configuration, and the
+    /// receiving end of its job channel.
+    fn new(
+        options: ServeOptions,
+        clients: Clients,
+    ) -> (Server, mpsc::UnboundedReceiver<JobResult>) {
+        let (job_results_tx, job_results) = mpsc::unbounded_channel();
+        let config = Config::default();
+        let server = Server {
+            clients,
+            store: SessionStore::new(config.sessions_dir(), config.durability),
+            config,
+            config_dirs: ConfigDirs::default(),
+            sessions: HashMap::new(),
+            running: HashMap::new(),
+            next_job: 0,
+            job_results_tx,
+            next_server_request: 0,
+            options,
+            file_tracking: FileTracking::default(),
+        };
+        (server, job_results)
+    }
+
+    /// Takes a configuration: the store, the file watcher over `roots`.
+    pub fn configure(&mut self, config: Config, roots: Vec<PathBuf>, dirs: ConfigDirs) {
+        self.store = SessionStore::new(config.sessions_dir(), config.durability);
+        tracing::info!("sessions in {}", self.store.dir().display());
+        self.file_tracking = FileTracking::start(&config, roots, &self.job_results_tx);
+        self.config = config;
+        self.config_dirs = dirs;
+    }
+
+    /// The phase of the connection being served.
+    fn phase(&self, conn: ConnectionId) -> Phase {
+        self.clients
+            .get(conn)
+            .map_or(Phase::ShuttingDown, |c| c.phase)
+    }
+
+    /// Handles what a connection's reader produced; `Some(code)` when the
+    /// server must exit (stdio only). Refused input is answered here, so no
+    /// request goes unanswered.
+    fn handle_input(
+        &mut self,
+        conn: ConnectionId,
+        incoming: std::io::Result<Option<Incoming>>,
+    ) -> Option<i32> {
         match incoming {
-            Ok(Some(Incoming::Message(message))) => self.handle_message(message),
+            Ok(Some(Incoming::Message(message))) => {
+                self.clients.current = Some(conn);
+                let stop = self.handle_message(conn, message);
+                self.clients.current = None;
+                stop
+            }
             Ok(Some(Incoming::Refused { response, why })) => {
                 tracing::error!("refused bad input: {why}");
-                self.out.send_json(response);
+                self.clients.send_json_to(conn, response);
                 None
             }
             Ok(Some(Incoming::Skipped(why))) => {
@@ -220,7 +273,7 @@ impl Server {
             }
             Ok(None) => {
                 tracing::info!("input closed without exit");
-                Some(if self.phase == Phase::ShuttingDown {
+                Some(if self.phase(conn) == Phase::ShuttingDown {
                     0
                 } else {
                     1
@@ -234,11 +287,15 @@ impl Server {
     }
 
     /// Handles one message; `Some(code)` when the server must exit.
-    fn handle_message(&mut self, message: Message) -> Option<i32> {
+    fn handle_message(&mut self, conn: ConnectionId, message: Message) -> Option<i32> {
         match message {
             Message::Request(request) => {
-                let id = request.id.clone();
-                let reply = match self.phase {
+                let id = self.clients.accept_request(conn, request.id.clone());
+                let request = lsp_server::Request {
+                    id: id.clone(),
+                    ..request
+                };
+                let reply = match self.phase(conn) {
                     Phase::Uninitialized if request.method != methods::INITIALIZE => {
                         Reply::Now(Err(RpcError::new(
                             ErrorCode::ServerNotInitialized,
@@ -256,20 +313,24 @@ impl Server {
                 }
                 None
             }
-            Message::Notification(notification) => {
+            Message::Notification(mut notification) => {
                 if notification.method == methods::EXIT {
-                    return Some(if self.phase == Phase::ShuttingDown {
+                    let code = if self.phase(conn) == Phase::ShuttingDown {
                         0
                     } else {
                         1
-                    });
+                    };
+                    return self.exit(conn, code);
                 }
-                if self.phase == Phase::Uninitialized {
+                if self.phase(conn) == Phase::Uninitialized {
                     tracing::warn!(
                         "notification `{}` before initialize ignored",
                         notification.method
                     );
                     return None;
+                }
+                if notification.method == methods::CANCEL_REQUEST {
+                    self.cancel_for(conn, &mut notification.params);
                 }
                 routes::notification(self, notification);
                 None
@@ -289,20 +350,47 @@ impl Server {
         }
     }
 
-    pub fn respond(&self, id: RequestId, result: RpcResult<serde_json::Value>) {
-        let response = match result {
-            Ok(value) => Response::new_ok(id, value),
-            Err(error) => Response::new_err(id, error.code, error.message),
-        };
-        self.out.send(response);
+    /// `exit` ends the process on stdio; on the shared sidecar it closes
+    /// that connection only.
+    fn exit(&mut self, conn: ConnectionId, code: i32) -> Option<i32> {
+        if conn == STDIO {
+            return Some(code);
+        }
+        tracing::info!("connection {conn} exited");
+        self.clients.remove(conn);
+        None
     }
 
+    /// `$/cancelRequest` names the client's id; the dispatcher's is
+    /// `clients`' translation of it.
+    fn cancel_for(&self, conn: ConnectionId, params: &mut serde_json::Value) {
+        let id = serde_json::from_value::<RequestId>(params["id"].clone());
+        if let Ok(id) = id {
+            params["id"] =
+                serde_json::to_value(self.clients.request_of(conn, &id)).expect("ids serialize");
+        }
+    }
+
+    /// Answers a request, on the connection it came from.
+    pub fn respond(&mut self, id: RequestId, result: RpcResult<serde_json::Value>) {
+        let response = match result {
+            Ok(value) => Response::new_ok(id.clone(), value),
+            Err(error) => Response::new_err(id.clone(), error.code, error.message),
+        };
+        self.clients.respond(&id, response);
+    }
+
+    /// The connection being served enters the running phase.
     pub fn set_running(&mut self) {
-        self.phase = Phase::Running;
+        if let Some(client) = self.clients.current_mut() {
+            client.phase = Phase::Running;
+        }
     }
 
     pub fn set_shutting_down(&mut self) {
-        self.phase = Phase::ShuttingDown;
+        if let Some(client) = self.clients.current_mut() {
+            client.phase = Phase::ShuttingDown;
+        }
     }
 
     pub fn options(&self) -> &ServeOptions {
@@ -330,7 +418,8 @@ impl Server {
     }
 
     pub fn send_meter(&self, session: &Session) {
-        self.out.notify(
+        self.clients.notify_session(
+            &session.id,
             methods::TOKENS,
             TokensNotification {
                 session_id: session.id.clone(),
@@ -345,34 +434,65 @@ impl Server {
         SessionEnv::new(&self.config, self.file_tracking.workspace.clone())
     }
 
-    /// Keeps a session open (a new one, or one resumed from its log).
+    /// Keeps a session open (a new one, or one resumed from its log); the
+    /// connection that opened it follows it.
     pub fn insert_session(&mut self, open: OpenSession) {
+        self.clients.subscribe_current(&open.session.id);
         self.sessions.insert(open.session.id.clone(), open);
         self.sync_watches();
     }
 
     /// A progress token for a long request: the client's, or one we create
     /// when the client advertised `window.workDoneProgress`.
+    /// The token belongs to the connection being served, which asked for
+    /// the work.
     pub fn progress_token(&mut self, client_token: Option<ProgressToken>) -> Option<ProgressToken> {
-        if client_token.is_some() {
-            return client_token;
+        if let Some(token) = client_token {
+            self.clients.own_token(&token);
+            return Some(token);
         }
-        if !self.client_work_done_progress {
+        let conn = self.clients.current?;
+        if !self.clients.get(conn).is_some_and(|c| c.work_done_progress) {
             return None;
         }
         self.next_server_request += 1;
         let token = ProgressToken::String(format!("compactd/{}", self.next_server_request));
-        self.out.send(lsp_server::Request::new(
-            RequestId::from(format!("compactd-progress-{}", self.next_server_request)),
-            methods::WORK_DONE_PROGRESS_CREATE.to_string(),
-            serde_json::json!({ "token": token }),
-        ));
+        self.clients.send_to(
+            conn,
+            lsp_server::Request::new(
+                RequestId::from(format!("compactd-progress-{}", self.next_server_request)),
+                methods::WORK_DONE_PROGRESS_CREATE.to_string(),
+                serde_json::json!({ "token": token }),
+            ),
+        );
+        self.clients.own_token(&token);
         Some(token)
+    }
+
+    /// Sends `$/progress` to the connection its token belongs to.
+    pub fn send_progress(&self, token: &ProgressToken, value: serde_json::Value) {
+        if let Some(out) = self.clients.progress_out(token) {
+            send_progress(&out, token, value);
+        }
+    }
+
+    /// Sends a notification about a session to its subscribers.
+    pub fn notify_session(&self, session_id: &str, method: &str, params: impl serde::Serialize) {
+        self.clients.notify_session(session_id, method, params);
     }
 
     fn finish_job(&mut self, result: JobResult) {
         match result {
-            JobResult::Compaction(finished) => compactor::finish(self, *finished),
+            JobResult::Compaction(finished) => {
+                // What the job causes goes to the connection that asked.
+                self.clients.current = self
+                    .running
+                    .get(&finished.session_id)
+                    .and_then(|job| job.owner.as_ref())
+                    .and_then(|id| self.clients.connection_of(id));
+                compactor::finish(self, *finished);
+                self.clients.current = None;
+            }
             JobResult::FilesChanged(changes) => self.on_disk_changes(changes),
         }
     }

@@ -11,7 +11,7 @@ use super::handlers::{
     append, branch, cancel, check, compact, compactions, did_change, did_change_configuration,
     did_change_watched_files, did_close, did_open, did_save, files_did, files_list,
     files_unchanged_since_read, history, import, lifecycle, open, pin, preview, report_error,
-    set_auto_compact,
+    set_auto_compact, subscribe, unsubscribe,
 };
 use super::{parse_params, Reply, RpcError, RpcResult, Server};
 use crate::protocol::{methods, FileOp};
@@ -72,6 +72,10 @@ const REQUESTS: &[(&str, RequestRoute)] = &[
         later(s, id, p, report_error::start)
     }),
     (methods::IMPORT, |s, _, p| now(s, p, import::handle)),
+    (methods::SUBSCRIBE, |s, _, p| now(s, p, subscribe::handle)),
+    (methods::UNSUBSCRIBE, |s, _, p| {
+        now(s, p, unsubscribe::handle)
+    }),
     (methods::FILES_LIST, |s, _, p| now(s, p, files_list::handle)),
     (methods::FILES_UNCHANGED_SINCE_READ, |s, _, p| {
         now(s, p, files_unchanged_since_read::handle)
@@ -84,6 +88,9 @@ const NOTIFICATIONS: &[(&str, NotificationRoute)] = &[
         parse_params(p).map(|p| cancel::handle(s, p))
     }),
     (methods::SET_TRACE, |_, _| Ok(())),
+    // The WebSocket edge takes it as a connection's first message; a later
+    // one (or one on stdio) changes nothing.
+    (methods::AUTHENTICATE, |_, _| Ok(())),
     (methods::LOG_TRACE, |_, _| Ok(())),
     (methods::DID_CHANGE_CONFIGURATION, |s, p| {
         parse_params(p).map(|p| did_change_configuration::handle(s, p))
@@ -235,6 +242,8 @@ mod tests {
                 "conversation/pin",
                 "conversation/reportError",
                 "conversation/import",
+                "conversation/subscribe",
+                "conversation/unsubscribe",
                 "files/list",
                 "files/unchangedSinceRead",
             ]

@@ -1,7 +1,7 @@
 use lsp_server::ErrorCode;
 
 use crate::protocol::CancelParams;
-use crate::server::{send_progress, RpcError, Server};
+use crate::server::{RpcError, Server};
 
 /// Cancelling the request that started a compaction aborts it (history
 /// untouched) and answers everyone waiting on it with -32800. A request
@@ -23,11 +23,11 @@ pub fn handle(server: &mut Server, params: CancelParams) {
         let job = server.running.remove(&session_id).expect("found above");
         job.abort.abort();
         if let Some(token) = &job.progress {
-            send_progress(
-                &server.out,
+            server.send_progress(
                 token,
                 serde_json::json!({"kind": "end", "message": "cancelled"}),
             );
+            server.clients.token_done(token);
         }
         tracing::info!("cancelled request {} on session {session_id}", params.id);
         for waiter in job.waiters {
@@ -35,15 +35,11 @@ pub fn handle(server: &mut Server, params: CancelParams) {
         }
         return;
     }
-    for job in server.running.values_mut() {
-        if let Some(at) = job.waiters.iter().position(|w| *w.id() == params.id) {
-            job.waiters.remove(at);
-            server.out.send(lsp_server::Response::new_err(
-                params.id,
-                ErrorCode::RequestCanceled as i32,
-                "request cancelled".into(),
-            ));
-            return;
-        }
+    let joined = server.running.values_mut().any(|job| {
+        let at = job.waiters.iter().position(|w| *w.id() == params.id);
+        at.map(|at| job.waiters.remove(at)).is_some()
+    });
+    if joined {
+        server.respond(params.id, cancelled());
     }
 }

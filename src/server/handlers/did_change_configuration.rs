@@ -3,12 +3,17 @@
 //! under a `compactd` key) and replaces it; the config files still fill what
 //! it does not set. Invalid settings are logged and the old ones kept. The
 //! data directory stays what it was at `initialize`: open session logs do
-//! not move.
+//! not move. A shared sidecar ignores it: its configuration is its own.
 
 use crate::protocol::{Config, DidChangeConfigurationParams};
 use crate::server::Server;
 
 pub fn handle(server: &mut Server, params: DidChangeConfigurationParams) {
+    if server.clients.is_shared() {
+        // One client's settings would change every other client's sessions.
+        tracing::info!("workspace/didChangeConfiguration ignored: a shared compactd keeps the configuration it started with");
+        return;
+    }
     let settings = match params.settings {
         serde_json::Value::Object(mut map) if map.contains_key("compactd") => {
             map.remove("compactd").unwrap_or_default()

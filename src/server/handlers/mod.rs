@@ -25,3 +25,5 @@ pub mod pin;
 pub mod preview;
 pub mod report_error;
 pub mod set_auto_compact;
+pub mod subscribe;
+pub mod unsubscribe;
