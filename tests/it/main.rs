@@ -21,6 +21,7 @@ mod persistence;
 mod robustness;
 mod schemas;
 mod secrets;
+mod shared;
 mod store;
 mod summarizers;
 mod tokens;
