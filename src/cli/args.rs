@@ -101,6 +101,11 @@ pub struct ConnectArgs {
     /// The discovery file to read (default as for `serve --listen`).
     #[arg(long, env = "COMPACTD_DISCOVERY_FILE", value_name = "FILE")]
     pub discovery_file: Option<PathBuf>,
+    /// Only check: print the URL of a live shared sidecar and exit 0, or
+    /// say why there is none and exit 1 (for editors choosing between
+    /// attaching and starting their own compactd).
+    #[arg(long, conflicts_with = "url")]
+    pub check: bool,
 }
 
 /// Which importer reads the file.

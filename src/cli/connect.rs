@@ -13,6 +13,9 @@ use crate::transport::ws_client::{self, Receiver, Sender};
 use crate::transport::{self, Incoming, Outbox};
 
 pub async fn run(args: &ConnectArgs) -> Result<(), CliError> {
+    if args.check {
+        return check(args).await;
+    }
     let (url, token) = target(args)?;
     let (sender, receiver) = ws_client::connect(&url, &token)
         .await
@@ -27,6 +30,22 @@ pub async fn run(args: &ConnectArgs) -> Result<(), CliError> {
     drop(stdout);
     let _ = writer.await;
     result
+}
+
+/// `--check`: a live server's URL on stdout, or why there is none.
+async fn check(args: &ConnectArgs) -> Result<(), CliError> {
+    let path = discovery::resolve_path(args.discovery_file.as_deref())
+        .ok_or_else(|| CliError::Failure("no default discovery file path".into()))?;
+    match discovery::live(&path).await? {
+        Some(found) => {
+            println!("{}", found.url);
+            Ok(())
+        }
+        None => Err(CliError::Failure(format!(
+            "no live shared compactd ({}: missing, or left by a server that is gone)",
+            path.display()
+        ))),
+    }
 }
 
 /// The URL (flag, else discovery file) and the token (COMPACTD_TOKEN, else
