@@ -61,7 +61,7 @@ export function activate(context: vscode.ExtensionContext): CompactdApi {
     }),
     vscode.workspace.onDidChangeConfiguration((event) => {
       if (event.affectsConfiguration('compactd.meter')) refresh();
-      if (event.affectsConfiguration('compactd.server.path')) {
+      if (event.affectsConfiguration('compactd.server.path') || event.affectsConfiguration('compactd.server.connect')) {
         void restart().catch(() => undefined);
       } else if (event.affectsConfiguration('compactd') && !event.affectsConfiguration('compactd.meter')) {
         void server.configurationChanged().catch(() => undefined);
