@@ -40,7 +40,7 @@ impl<E: std::error::Error> From<E> for CliError {
     }
 }
 
-/// Runs a transcript command and prints its output.
+/// Runs a transcript command (or the `connect` bridge) and prints its output.
 pub fn run(command: Command, no_user_config: bool) -> ExitCode {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -53,6 +53,9 @@ pub fn run(command: Command, no_user_config: bool) -> ExitCode {
         Command::Stats(args) => stats::run(&args, no_user_config),
         Command::Replay(args) => runtime.block_on(replay::run(&args, no_user_config)),
     };
+    // `connect`'s stdin reader may still be blocked on a read the OS will
+    // not finish until the client closes our stdin.
+    runtime.shutdown_background();
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(CliError::Usage(message)) => {

@@ -77,7 +77,7 @@ impl Shared {
             .env("XDG_CONFIG_HOME", dir.join("config"))
             .env("COMPACTD_LOG", "info")
             .stdin(Stdio::null())
-            .stderr(Stdio::null());
+            .stderr(if std::env::var_os("SHARED_TEST_STDERR").is_some() { Stdio::inherit() } else { Stdio::null() });
         if !args.contains(&"--listen") {
             command.args(["--listen", "127.0.0.1:0"]);
         }
@@ -593,4 +593,87 @@ async fn a_stdio_client_attaches_through_compactd_connect() {
     .await
     .unwrap();
     assert_eq!(code, 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn progress_and_cancellation_stay_with_the_connection_that_asked() {
+    let config = "keepRecentTokens = 10\n[summarizer]\nprovider = \"test\"\ndelayMs = 30000\n";
+    let server = Shared::start_configured(&[], config);
+    let mut agent = server.client().await;
+    let mut editor = server.client().await;
+    agent.initialize().await;
+    editor
+        .request(
+            "initialize",
+            json!({"capabilities": {"window": {"workDoneProgress": true}}}),
+        )
+        .await
+        .unwrap();
+    agent
+        .request("conversation/open", json!({"sessionId": "s"}))
+        .await
+        .unwrap();
+    let messages: Vec<Value> = (0..8).map(user).collect();
+    agent
+        .request(
+            "conversation/append",
+            json!({"sessionId": "s", "messages": messages}),
+        )
+        .await
+        .unwrap();
+    // The editor compacts the agent's session under its own token and id 7.
+    editor
+        .send(json!({"jsonrpc": "2.0", "id": 7, "method": "conversation/compact", "params": {"sessionId": "s", "workDoneToken": "editor-token"}}))
+        .await;
+    let begin = editor.next_where(|m| m["method"] == "$/progress").await;
+    assert_eq!(begin["params"]["token"], "editor-token");
+    assert_eq!(begin["params"]["value"]["kind"], "begin");
+    // The agent's `$/cancelRequest` for its own id 7 cancels nothing of the
+    // editor's; its own request 7 is answered to it.
+    agent.notify("$/cancelRequest", json!({"id": 7})).await;
+    agent
+        .send(json!({"jsonrpc": "2.0", "id": 7, "method": "conversation/check", "params": {"sessionId": "s"}}))
+        .await;
+    let check = agent.response(7).await.unwrap();
+    assert_eq!(check["compacting"], true, "the editor's compaction still runs");
+    // The editor cancels its own: -32800 to it, after its progress ends.
+    editor.notify("$/cancelRequest", json!({"id": 7})).await;
+    let end = editor.next_where(|m| m["method"] == "$/progress").await;
+    assert_eq!(end["params"]["value"]["kind"], "end");
+    let cancelled = editor.response(7).await.unwrap_err();
+    assert_eq!(cancelled["code"], -32800);
+    // The agent never saw the editor's progress, and gets its own answers.
+    let history = agent
+        .request("conversation/history", json!({"sessionId": "s"}))
+        .await
+        .unwrap();
+    assert_eq!(history["messages"].as_array().unwrap().len(), 8);
+    assert!(agent.received.iter().all(|m| m["method"] != "$/progress"));
+    // A server-created token goes to the connection whose message started
+    // the work: the editor's append fires auto-compaction.
+    editor
+        .request(
+            "conversation/open",
+            json!({"sessionId": "small", "contextWindow": 400}),
+        )
+        .await
+        .unwrap();
+    let long: Vec<Value> = (0..40).map(user).collect();
+    editor
+        .send(json!({"jsonrpc": "2.0", "id": 20, "method": "conversation/append", "params": {"sessionId": "small", "messages": long}}))
+        .await;
+    let create = editor
+        .next_where(|m| m["method"] == "window/workDoneProgress/create")
+        .await;
+    assert!(create["id"].is_string());
+    editor.response(20).await.unwrap();
+    let check = agent
+        .request("conversation/check", json!({"sessionId": "s"}))
+        .await
+        .unwrap();
+    assert_eq!(check["compacting"], false);
+    assert!(agent
+        .received
+        .iter()
+        .all(|m| m["method"] != "window/workDoneProgress/create"));
 }

@@ -191,6 +191,24 @@ async function branch(deps: Deps): Promise<void> {
   }
 }
 
+async function followSession(deps: Deps): Promise<void> {
+  const sessionId = await vscode.window.showInputBox({
+    title: 'Follow a session another client drives (a shared compactd)',
+    prompt: 'The session id, e.g. the one your agent opened',
+  });
+  if (!sessionId) return;
+  try {
+    const result = await deps.connection.methods.subscribe({ sessionId });
+    if (result.meter) deps.tracker.onTokens({ sessionId, ...result.meter });
+    deps.tracker.select(sessionId);
+    deps.refresh();
+    const where = deps.connection.attached ? ` on ${deps.connection.attached}` : ' (this window started its own compactd: set compactd.server.connect to share one)';
+    void vscode.window.showInformationMessage(`compactd: following ${sessionId}${result.open ? '' : ' (not open yet)'}${where}.`);
+  } catch (error) {
+    void vscode.window.showErrorMessage(`compactd: follow failed: ${describe(error, m.SUBSCRIBE)}`);
+  }
+}
+
 async function selectSession(deps: Deps): Promise<void> {
   const sessions = deps.tracker.list();
   if (sessions.length === 0) {
@@ -217,6 +235,7 @@ export function registerCommands(deps: Deps): vscode.Disposable[] {
     vscode.commands.registerCommand('compactd.showTrackedFiles', guard(showTrackedFiles)),
     vscode.commands.registerCommand('compactd.branch', guard(branch)),
     vscode.commands.registerCommand('compactd.selectSession', guard(selectSession)),
+    vscode.commands.registerCommand('compactd.followSession', guard(followSession)),
     vscode.commands.registerCommand('compactd.restart', guard(() => deps.restart())),
     vscode.commands.registerCommand('compactd.showLog', () => deps.connection.output.show()),
   ];

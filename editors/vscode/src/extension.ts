@@ -93,6 +93,13 @@ export function activate(context: vscode.ExtensionContext): CompactdApi {
       tracker.select(sessionId);
       refresh();
     },
+    followSession: async (sessionId) => {
+      const result = await server.methods.subscribe({ sessionId });
+      if (result.meter) tracker.onTokens({ sessionId, ...result.meter });
+      tracker.select(sessionId);
+      refresh();
+      return result;
+    },
     sendRequest: (method, params, token) => requests.request(method, params, { token }),
     onDidChangeMeter: server.onTokens,
     onDidCompact: server.onDidCompact,
