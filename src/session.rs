@@ -14,6 +14,7 @@ use std::collections::{HashMap, HashSet};
 use crate::compaction::job::{self, CompactionJob, PlanInput, PlanOptions};
 use crate::compaction::plan::{EntryKind, ViewEntry};
 use crate::compaction::record::{pruned_placeholder, CompactionRecord};
+use crate::compaction::retention;
 use crate::compaction::trigger::{CircuitBreaker, TriggerInput};
 use crate::compaction::{self, Strategy};
 use crate::conversation::{Message, MessageBody, Role};
@@ -454,7 +455,7 @@ impl Session {
             correction: self.correction(),
             has_checkpoint: self.checkpoint.is_some(),
             records: &self.compactions,
-            task: self.all_messages().find(|m| m.role() == Role::User),
+            task: retention::first_request(self.all_messages()),
             pins: &self.pins,
             files: self.file_ledger.sections(),
             encoding: self.encoding,

@@ -12,7 +12,7 @@ use super::record::{pruned_placeholder, summary_id, CompactionRecord, ReplacedRa
 use super::retention::{self, Required};
 use super::summary::{JobSummaries, SummaryInput, SummaryRequest, WrittenSummary};
 use super::{FileSections, Strategy};
-use crate::conversation::{repair_for_model, Message, MessageBody, Role, Usage};
+use crate::conversation::{repair_for_model, Message, MessageBody, Usage};
 use crate::tokens::{self, Correction, Encoding};
 
 /// How to plan a compaction.
@@ -42,8 +42,9 @@ pub struct PlanInput<'a> {
     pub has_checkpoint: bool,
     /// Every compaction applied so far, oldest first.
     pub records: &'a [CompactionRecord],
-    /// The session's first user message: the task.
-    pub task: Option<&'a Message>,
+    /// The task: the session's first request, as
+    /// `retention::first_request` reads it.
+    pub task: Option<String>,
     pub pins: &'a [String],
     /// The file sections as the ledger gives them now.
     pub files: FileSections,
@@ -394,20 +395,19 @@ fn requirements(input: &PlanInput<'_>, job: &mut CompactionJob, summarized: &[Me
         .cloned()
         .map(Required::Path)
         .collect();
-    let latest = input
-        .entries
-        .iter()
-        .rev()
-        .filter(|e| matches!(e.kind, EntryKind::Message | EntryKind::Pruned))
-        .find(|e| e.message.role() == Role::User);
+    let latest = retention::latest_request(
+        input
+            .entries
+            .iter()
+            .filter(|e| matches!(e.kind, EntryKind::Message | EntryKind::Pruned))
+            .map(|e| &e.message),
+    );
     if let Some(latest) = latest {
-        required.push(Required::LatestRequest(latest.message.text().to_string()));
+        required.push(Required::LatestRequest(latest));
     }
     required.extend(rules.iter().cloned().map(Required::Rule));
-    if let Some(task) = input.task {
-        if !task.text().trim().is_empty() {
-            required.push(Required::Verbatim(task.text().to_string()));
-        }
+    if let Some(task) = &input.task {
+        required.push(Required::Verbatim(task.clone()));
     }
     required.extend(input.pins.iter().cloned().map(Required::Verbatim));
     job.required = required;

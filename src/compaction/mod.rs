@@ -13,6 +13,7 @@ pub mod plan;
 pub mod record;
 pub mod retention;
 pub mod summary;
+pub mod text;
 pub mod trigger;
 
 pub use file_sections::{FileMarks, FileSections};
@@ -119,7 +120,7 @@ pub fn handoff_message(summary: &str) -> Message {
 /// The user message that carries a summary into the compacted history.
 pub fn summary_message(compaction_id: &str, prefix: &str, summary: &str) -> Message {
     Message::user(
-        format!("summary-{compaction_id}"),
+        record::summary_id(compaction_id),
         format!(
             "{}\n\n<summary>\n{}\n</summary>",
             prefix.trim_end(),

@@ -136,9 +136,12 @@ impl CompactionRecord {
     }
 }
 
+/// How the id of a summary message starts.
+pub const SUMMARY_ID_PREFIX: &str = "summary-";
+
 /// The id of a record's summary message in the view.
 pub fn summary_id(record_id: &str) -> String {
-    format!("summary-{record_id}")
+    format!("{SUMMARY_ID_PREFIX}{record_id}")
 }
 
 /// What a tool result whose output `prune` removed shows instead: a

@@ -2,6 +2,7 @@
 //! the summary plus the kept messages still carry what an agent must not
 //! forget, and preserve verbatim whatever is missing.
 
+use super::text;
 use crate::conversation::{Message, MessageBody};
 
 /// Something the compacted history must still contain.
@@ -11,7 +12,7 @@ pub enum Required {
     Path(String),
     /// The latest user request.
     LatestRequest(String),
-    /// A user line stating a rule ("always", "never", "must", "don't").
+    /// A user sentence stating a rule (see `text::states_rule`).
     Rule(String),
     /// Text kept word for word: the first user message (the task) and pins.
     Verbatim(String),
@@ -58,53 +59,45 @@ impl RetentionOutcome {
     }
 }
 
-/// Lines of user messages that state a rule.
+/// The sentences of user messages that state a rule (see
+/// `text::states_rule`), each once, in order.
 pub fn rule_lines(messages: &[Message]) -> Vec<String> {
-    let mut rules = Vec::new();
+    let mut rules: Vec<String> = Vec::new();
     for message in messages {
         let MessageBody::User { content } = &message.body else {
             continue;
         };
-        for line in content.lines().flat_map(split_sentences) {
-            let line = line.trim();
-            if line.is_empty() || line.chars().count() > 400 {
-                continue;
-            }
-            if states_rule(line) && !rules.iter().any(|r: &String| r == line) {
-                rules.push(line.to_string());
+        for rule in text::rules_in(content) {
+            if !rules.contains(&rule) {
+                rules.push(rule);
             }
         }
     }
     rules
 }
 
-fn split_sentences(line: &str) -> Vec<&str> {
-    let mut out = Vec::new();
-    let mut start = 0;
-    let bytes = line.as_bytes();
-    for (i, b) in bytes.iter().enumerate() {
-        let ends = matches!(b, b'.' | b'!' | b'?') && bytes.get(i + 1).is_none_or(|n| *n == b' ');
-        if ends {
-            out.push(&line[start..=i]);
-            start = i + 1;
-        }
-    }
-    if start < line.len() {
-        out.push(&line[start..]);
-    }
-    out
+/// The task: the first user message that makes a request, as
+/// `text::request_text` reads it (a bare `/model` or a command's output is
+/// not the task).
+pub fn first_request<'a>(messages: impl IntoIterator<Item = &'a Message>) -> Option<String> {
+    messages.into_iter().find_map(request_of)
 }
 
-fn states_rule(line: &str) -> bool {
-    const WORDS: [&str; 6] = ["always", "never", "must", "don't", "dont", "do not"];
-    let lower = line.to_lowercase().replace('’', "'");
-    WORDS.iter().any(|w| {
-        lower.match_indices(w).any(|(i, _)| {
-            let before = lower[..i].chars().next_back();
-            let after = lower[i + w.len()..].chars().next();
-            !before.is_some_and(char::is_alphanumeric) && !after.is_some_and(char::is_alphanumeric)
-        })
-    })
+/// The latest request among `messages`, oldest first (the caller leaves
+/// out summaries: the requests they hold are older).
+pub fn latest_request<'a, I>(messages: I) -> Option<String>
+where
+    I: IntoIterator<Item = &'a Message>,
+    I::IntoIter: DoubleEndedIterator,
+{
+    messages.into_iter().rev().find_map(request_of)
+}
+
+fn request_of(message: &Message) -> Option<String> {
+    match &message.body {
+        MessageBody::User { content } => text::request_text(content),
+        _ => None,
+    }
 }
 
 /// Checks `required` against the summary and the kept messages.
@@ -117,8 +110,7 @@ pub fn check(summary: &str, kept: &[Message], required: &[Required]) -> Retentio
     let mut missing = Vec::new();
     for item in required {
         let needle = match item {
-            // Long requests: their opening is what identifies them.
-            Required::LatestRequest(t) => normalize(&t.chars().take(200).collect::<String>()),
+            Required::LatestRequest(t) => request_opening(t),
             other => normalize(other.text()),
         };
         if !needle.is_empty() && !haystack.contains(&needle) {
@@ -131,6 +123,17 @@ pub fn check(summary: &str, kept: &[Message], required: &[Required]) -> Retentio
         (required.len() - missing.len()) as f64 / required.len() as f64
     };
     RetentionOutcome { recall, missing }
+}
+
+/// Whether `text` carries `request` as the retention check looks for a
+/// latest request: by its opening.
+pub fn carries_request(text: &str, request: &str) -> bool {
+    normalize(text).contains(&request_opening(request))
+}
+
+/// Long requests: their opening is what identifies them.
+fn request_opening(request: &str) -> String {
+    normalize(&request.chars().take(200).collect::<String>())
 }
 
 fn normalize(text: &str) -> String {

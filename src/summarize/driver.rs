@@ -20,6 +20,8 @@ pub struct DriverSettings {
     pub window: Option<u64>,
     /// Tokens reserved for the summary it writes.
     pub output_budget: u64,
+    /// `summarizer.maxTokens`, which the offline rung honours too.
+    pub max_summary_tokens: Option<u64>,
     pub encoding: Encoding,
 }
 
@@ -34,6 +36,7 @@ impl DriverSettings {
             output_budget: window
                 .map(|w| (w / 4).min(config.reserve_tokens.max(1024)))
                 .unwrap_or(0),
+            max_summary_tokens: config.summarizer.max_tokens,
             encoding,
         }
     }
@@ -59,7 +62,9 @@ pub async fn summarize(
     settings: DriverSettings,
     progress: ProgressSink<'_>,
 ) -> WrittenSummary {
-    let offline = OfflineSummarizer;
+    let offline = OfflineSummarizer {
+        max_tokens: settings.max_summary_tokens,
+    };
     let rungs: &[Rung] = if primary.name() == "offline" {
         &[Rung::Offline]
     } else {
@@ -392,6 +397,7 @@ mod tests {
         DriverSettings {
             window,
             output_budget: 200,
+            max_summary_tokens: None,
             encoding: Encoding::O200k,
         }
     }
@@ -501,6 +507,6 @@ mod tests {
             why.contains("scripted failed") && why.contains("tool outputs elided failed"),
             "{why}"
         );
-        assert!(out.text.contains("## Goals and requests"));
+        assert!(out.text.starts_with("## Task\n"), "{}", out.text);
     }
 }

@@ -66,7 +66,9 @@ pub trait Summarizer: Send + Sync {
 /// Builds the summarizer a config names.
 pub fn from_config(config: &SummarizerConfig) -> Box<dyn Summarizer> {
     match config.provider {
-        SummarizerProvider::Offline => Box::new(offline::OfflineSummarizer),
+        SummarizerProvider::Offline => Box::new(offline::OfflineSummarizer {
+            max_tokens: config.max_tokens,
+        }),
         SummarizerProvider::Test => Box::new(offline::PacedSummarizer {
             delay: std::time::Duration::from_millis(config.delay_ms),
         }),

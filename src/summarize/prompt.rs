@@ -4,6 +4,7 @@
 
 use super::SummaryRequest;
 use crate::compaction::clip_middle;
+use crate::compaction::text::strip_ansi;
 use crate::conversation::MessageBody;
 
 pub const SYSTEM: &str = include_str!("prompts/system.md");
@@ -119,11 +120,13 @@ fn transcript(request: &SummaryRequest) -> String {
     out
 }
 
+/// One labelled block; terminal escapes (colours, cursor moves in tool
+/// output) are removed, since a model reads them as noise.
 fn block(out: &mut String, label: &str, text: &str) {
     out.push('[');
     out.push_str(label);
     out.push_str("]: ");
-    out.push_str(text.trim());
+    out.push_str(strip_ansi(text).trim());
     out.push('\n');
 }
 
@@ -243,6 +246,29 @@ mod tests {
         };
         assert_eq!(custom(None), "FIRST");
         assert_eq!(custom(Some("old")), "UPDATE");
+    }
+
+    #[test]
+    fn terminal_escapes_do_not_reach_the_model() {
+        let request = SummaryRequest {
+            messages: vec![
+                Message::user("u1", "\u{1b}[1mbold\u{1b}[22m request"),
+                Message::tool_result("t1", "c1", "\u{1b}[31merror\u{1b}[39m: failed", true),
+            ],
+            ..request(None, None)
+        };
+        let prompt = build(&request);
+        assert!(
+            prompt.user.contains("[user]: bold request\n"),
+            "{}",
+            prompt.user
+        );
+        assert!(
+            prompt.user.contains("[tool error]: error: failed\n"),
+            "{}",
+            prompt.user
+        );
+        assert!(!prompt.user.contains('\u{1b}'));
     }
 
     #[test]

@@ -101,10 +101,7 @@ fn compact_reports_progress_and_did_compact_before_its_response() {
     let result = server.response(request).unwrap();
     assert_eq!(result["compacted"], true);
     assert!(result["tokensAfter"].as_u64().unwrap() < result["tokensBefore"].as_u64().unwrap());
-    assert!(result["summary"]
-        .as_str()
-        .unwrap()
-        .contains("## Goals and requests"));
+    assert!(result["summary"].as_str().unwrap().starts_with("## Task\n"));
     assert_eq!(result["summarizer"], "offline");
 
     let received = &server.received;

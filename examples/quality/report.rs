@@ -1,0 +1,180 @@
+//! The tables, the targets and the JSON history.
+
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use crate::score::Score;
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Row {
+    pub transcript: String,
+    pub cut: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub skipped: Option<String>,
+    #[serde(default)]
+    pub compactions: usize,
+    #[serde(default)]
+    pub messages_summarized: usize,
+    #[serde(default)]
+    pub tokens_before: u64,
+    #[serde(default)]
+    pub tokens_after: u64,
+    #[serde(default)]
+    pub duration_ms: u64,
+    #[serde(default)]
+    pub score: Score,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Report {
+    pub summarizer: String,
+    pub rows: Vec<Row>,
+}
+
+impl Report {
+    pub fn write(&self, path: &Path) -> std::io::Result<()> {
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir)?;
+        }
+        let json = serde_json::to_string_pretty(self).expect("reports serialize");
+        std::fs::write(path, json + "\n")
+    }
+
+    pub fn read(path: &Path) -> Result<Report, String> {
+        let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))
+    }
+
+    /// The summary tokens of the same case: transcript and cut, where a
+    /// chain is one case whatever window its label names (the window
+    /// follows the imported transcript's size, which importers change).
+    fn baseline_tokens(&self, row: &Row) -> Option<u64> {
+        self.rows
+            .iter()
+            .find(|r| {
+                r.transcript == row.transcript
+                    && cut_kind(&r.cut) == cut_kind(&row.cut)
+                    && r.skipped.is_none()
+            })
+            .map(|r| r.score.summary_tokens)
+    }
+}
+
+/// `chain (window 20k)` → `chain`; other cuts as they are.
+fn cut_kind(cut: &str) -> &str {
+    cut.split(" (").next().unwrap_or(cut)
+}
+
+fn percent(ratio: f64) -> String {
+    format!("{:.0}%", ratio * 100.0)
+}
+
+fn yes_no(value: Option<bool>) -> &'static str {
+    match value {
+        Some(true) => "yes",
+        Some(false) => "**no**",
+        None => "–",
+    }
+}
+
+fn recall(r: crate::score::Recall) -> String {
+    if r.total == 0 {
+        "–".into()
+    } else {
+        format!("{}/{}", r.found, r.total)
+    }
+}
+
+/// Prints the table as Markdown, with the change in summary tokens against
+/// `baseline` when given.
+pub fn print_table(report: &Report, baseline: Option<&Report>) {
+    println!("\n### Summarizer: {}\n", report.summarizer);
+    let delta = baseline.is_some();
+    println!(
+        "| transcript | cut | summarized | modified files | read files | first task | latest request | rule precision | rules kept | open errors | summary tokens |{} fragments | duplicates |",
+        if delta { " vs before |" } else { "" }
+    );
+    println!(
+        "|---|---|---|---|---|---|---|---|---|---|---|{}---|---|",
+        if delta { "---|" } else { "" }
+    );
+    for row in &report.rows {
+        if let Some(why) = &row.skipped {
+            println!("| {} | {} | skipped: {why} |", row.transcript, row.cut);
+            continue;
+        }
+        let s = &row.score;
+        let summarized = if row.compactions > 1 {
+            format!(
+                "{} in {} compactions",
+                row.messages_summarized, row.compactions
+            )
+        } else {
+            row.messages_summarized.to_string()
+        };
+        let vs = match baseline.map(|b| b.baseline_tokens(row)) {
+            Some(Some(old)) => format!(
+                " {:+.0}% |",
+                (s.summary_tokens as f64 / old as f64 - 1.0) * 100.0
+            ),
+            Some(None) => " – |".into(),
+            None => String::new(),
+        };
+        println!(
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |{vs} {} | {} |",
+            row.transcript,
+            row.cut,
+            summarized,
+            percent(s.modified_files.ratio()),
+            percent(s.read_files.ratio()),
+            yes_no(s.first_task),
+            yes_no(s.latest_request),
+            s.rule_precision()
+                .map(|p| format!("{:.2} ({})", p, recall(s.rule_claims)))
+                .unwrap_or("– (0 claimed)".into()),
+            recall(s.rules),
+            recall(s.open_errors),
+            s.summary_tokens,
+            s.fragments,
+            s.duplicates,
+        );
+    }
+}
+
+/// The targets, row by row: every modified file, the first task
+/// and the latest request present, rule precision at least 0.9, and a
+/// summary no larger than the baseline's. The misses, as sentences.
+pub fn missed_targets(report: &Report, baseline: Option<&Report>) -> Vec<String> {
+    let mut misses = Vec::new();
+    for row in report.rows.iter().filter(|r| r.skipped.is_none()) {
+        let s = &row.score;
+        let case = format!("{} at {}", row.transcript, row.cut);
+        if s.modified_files.ratio() < 1.0 {
+            misses.push(format!(
+                "{case}: modified-file recall {}",
+                recall(s.modified_files)
+            ));
+        }
+        if s.first_task == Some(false) {
+            misses.push(format!("{case}: the first task is missing"));
+        }
+        if s.latest_request == Some(false) {
+            misses.push(format!("{case}: the latest request is missing"));
+        }
+        if s.rule_precision().is_some_and(|p| p < 0.9) {
+            misses.push(format!("{case}: rule precision {}", recall(s.rule_claims)));
+        }
+        if let Some(old) = baseline.and_then(|b| b.baseline_tokens(row)) {
+            if s.summary_tokens > old {
+                misses.push(format!(
+                    "{case}: {} summary tokens, the baseline had {old}",
+                    s.summary_tokens
+                ));
+            }
+        }
+    }
+    misses
+}

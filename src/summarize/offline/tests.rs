@@ -1,0 +1,468 @@
+use super::*;
+use crate::conversation::{Message, ToolCall};
+use crate::tokens::Encoding;
+use serde_json::json;
+
+fn request(messages: Vec<Message>, previous: Option<String>) -> SummaryRequest {
+    SummaryRequest {
+        previous_summary: previous,
+        messages,
+        partial_summaries: Vec::new(),
+        instructions: None,
+        max_tool_output_chars: 2000,
+        compact_prompt: None,
+        update_prompt: None,
+    }
+}
+
+fn call(id: &str, name: &str, arguments: serde_json::Value) -> ToolCall {
+    ToolCall {
+        id: id.into(),
+        name: name.into(),
+        arguments,
+    }
+}
+
+/// The summary with the default budget, whatever the input's size (the
+/// examples here are far smaller than what they stand for).
+fn summary(request: &SummaryRequest) -> String {
+    digest_of_request(request).render(DEFAULT_BUDGET)
+}
+
+/// One `check()` per behaviour: the summary of `messages` (after
+/// `previous`) holds every `needle` and none of `absent`.
+fn check(
+    messages: Vec<Message>,
+    previous: Option<&str>,
+    needles: &[&str],
+    absent: &[&str],
+) -> String {
+    let text = summary(&request(messages, previous.map(str::to_string)));
+    for needle in needles {
+        assert!(text.contains(needle), "missing {needle:?} in\n{text}");
+    }
+    for needle in absent {
+        assert!(!text.contains(needle), "unexpected {needle:?} in\n{text}");
+    }
+    text
+}
+
+#[test]
+fn writes_every_section_and_is_deterministic() {
+    let messages = vec![
+        Message::user("u1", "Fix the parser.\nIt breaks on empty input."),
+        Message::assistant(
+            "a1",
+            "I decided to rewrite the tokenizer instead of patching it.",
+            vec![
+                call("c1", "read", json!({"path": "src/parse.rs"})),
+                call("c2", "bash", json!({"command": "cargo test"})),
+                call("c3", "edit", json!({"path": "src/lex.rs"})),
+            ],
+        ),
+        Message::tool_result("t1", "c1", "fn parse() {}", false),
+        Message::tool_result("t2", "c2", "\nerror[E0308]: mismatched types\n more", true),
+        Message::tool_result("t3", "c3", "ok", false),
+        Message::user("u2", "Now add a test. Never touch the lockfile."),
+    ];
+    let text = check(
+        messages.clone(),
+        None,
+        &[
+            "## Task\n- \"Fix the parser.\n  It breaks on empty input.\"",
+            "## User rules\n- \"Never touch the lockfile.\"",
+            "## Decisions and findings\n- I decided to rewrite the tokenizer instead of patching it.",
+            "## Files changed\n- `src/lex.rs`: edited",
+            "## Commands\n- `cargo test`: failed, still open",
+            "- Other tools: read",
+            "## Errors still open\n- `cargo test`: error[E0308]: mismatched types",
+            "## Later requests\n- \"Now add a test. Never touch the lockfile.\"",
+            "## Next step\n- Continue with the last request above.",
+        ],
+        &["## Progress", "src/parse.rs"],
+    );
+    assert_eq!(text, summary(&request(messages, None)));
+}
+
+#[test]
+fn progress_says_what_each_turn_achieved() {
+    // Turn-final assistant texts from the shared pi session.
+    let turn = |i: usize, reply: &str| {
+        vec![
+            Message::user(format!("u{i}"), format!("request number {i}")),
+            Message::assistant(
+                format!("w{i}"),
+                "",
+                vec![call(&format!("c{i}"), "edit", json!({"path": "theme.ts"}))],
+            ),
+            Message::tool_result(format!("t{i}"), format!("c{i}"), "ok", false),
+            Message::assistant(format!("a{i}"), reply, vec![]),
+        ]
+    };
+    let mut messages = Vec::new();
+    messages.extend(turn(1, "Perfect! I've ported the `user-message-selector.ts` to match the patterns from the other selector files. Here's what I changed:\n\n## Key Changes:\n\n1. **Removed custom `UserMessageList` class** - Simplified"));
+    messages.extend(turn(2, "Great! It builds successfully. Now let's verify the theme change works by checking the implementation:\n\nDone! Here's what I did to solve the thinking border color issue:\n\n## Solution Summary\n\nAdded a **`getThinkingBorderColor()`** method to the `Theme` class that maps thinking levels to existing theme colors."));
+    messages.extend(turn(3, "WHAT. THE. FUCK.\n\nVS Code is literally **ignoring the RGB values** and rendering them all the same!"));
+    messages.extend(turn(4, "Made the following changes to reduce intensity:\n\n- `cyan` (accent, markdown code): `#00d7ff` → `#00afd7` (less bright cyan)\n- `green`: `#00ff00` → `#00d700`"));
+    messages.extend(turn(
+        5,
+        "Hmm, looks like the console logs were already removed or commented out.",
+    ));
+    // A conversational answer, no tool used: not progress.
+    messages.push(Message::user("u6", "write some markdown here in chat"));
+    messages.push(Message::assistant(
+        "a6",
+        "Here's a markdown sample with various elements:\n\n# Heading 1",
+        vec![],
+    ));
+    check(
+        messages,
+        None,
+        &["## Progress\n\
+           - I've ported the `user-message-selector.ts` to match the patterns from the other selector files.\n\
+           - Added a `getThinkingBorderColor()` method to the `Theme` class that maps thinking levels to existing theme colors.\n\
+           - VS Code is literally ignoring the RGB values and rendering them all the same!\n\
+           - Made the following changes to reduce intensity: `cyan` (accent, markdown code): `#00d7ff` → `#00afd7` (less bright cyan)\n\
+           - Looks like the console logs were already removed or commented out.\n",
+           "The last request above was answered; continue with the messages that follow."],
+        &["Perfect!", "## Current state", "WHAT.", "markdown sample"],
+    );
+}
+
+#[test]
+fn commands_are_collapsed_with_their_failures_and_fixes() {
+    let mut messages = vec![Message::user(
+        "u1",
+        "Build it until it passes please, then tell me.",
+    )];
+    let runs = [
+        ("cd packages/ai && npm run build 2>&1 | tail -3", "ok", false),
+        ("npm run check", "\n> pkg@1.0 check\nsrc/a.ts(3,1): error TS2304: Cannot find name 'x'.\nCommand exited with code 1", true),
+        ("cd packages/ai && npm run build 2>&1 | tail -3", "ok", false),
+        ("npm run check 2>&1 | grep error", "", false),
+        ("grep -rn foo src", "Command exited with code 1", true),
+        ("rm src/old.ts", "", false),
+    ];
+    for (i, (command, output, failed)) in runs.iter().enumerate() {
+        messages.push(Message::assistant(
+            format!("a{i}"),
+            "",
+            vec![call(&format!("c{i}"), "bash", json!({"command": command}))],
+        ));
+        messages.push(Message::tool_result(
+            format!("t{i}"),
+            format!("c{i}"),
+            *output,
+            *failed,
+        ));
+    }
+    check(
+        messages,
+        None,
+        &[
+            "- `npm run build` ×2: ok",
+            "- `npm run check` ×2: failed (first: src/a.ts(3,1): error TS2304: Cannot find name 'x'.), then ok",
+            "- `rm src/old.ts`: ok",
+            "- Read-only commands: grep",
+        ],
+        &["## Errors still open", "tail -3"],
+    );
+}
+
+#[test]
+fn a_failing_test_run_counts_even_when_no_tool_said_so() {
+    let run = |i: usize, output: &str| {
+        vec![
+            Message::assistant(
+                format!("a{i}"),
+                "",
+                vec![call(
+                    &format!("c{i}"),
+                    "bash",
+                    json!({"command": "cargo test --test time"}),
+                )],
+            ),
+            Message::tool_result(format!("t{i}"), format!("c{i}"), output, false),
+        ]
+    };
+    let mut messages = vec![Message::user(
+        "u1",
+        "Make parse_duration accept bare numbers as seconds.",
+    )];
+    messages.extend(run(1, "running 3 tests\ntest parses_units ... ok\ntest empty_input_is_an_error ... FAILED\n\ntest result: FAILED. 2 passed; 1 failed"));
+    check(
+        messages.clone(),
+        None,
+        &["- `cargo test --test time`: failed, still open", "## Errors still open\n- `cargo test --test time`: test empty_input_is_an_error ... FAILED"],
+        &[],
+    );
+    messages.extend(run(
+        2,
+        "running 3 tests\ntest result: ok. 3 passed; 0 failed",
+    ));
+    check(
+        messages,
+        None,
+        &["- `cargo test --test time` ×2: failed (first: test empty_input_is_an_error ... FAILED), then ok"],
+        &["## Errors still open"],
+    );
+}
+
+#[test]
+fn files_say_what_happened_to_them() {
+    let edit = |i: usize, name: &str, path: &str| {
+        Message::assistant(
+            format!("a{i}"),
+            "",
+            vec![call(
+                &format!("c{i}"),
+                name,
+                json!({"path": path, "file_path": path}),
+            )],
+        )
+    };
+    let messages = vec![
+        Message::user("u1", "Add the theme loader and test it."),
+        edit(1, "write", "src/theme.ts"),
+        Message::tool_result("t1", "c1", "ok", false),
+        edit(2, "edit", "src/theme.ts"),
+        Message::tool_result("t2", "c2", "ok", false),
+        edit(3, "Edit", "src/theme.ts"),
+        Message::tool_result(
+            "t3",
+            "c3",
+            "Could not find the exact text in src/theme.ts.",
+            true,
+        ),
+        edit(4, "create_file", "test/theme.test.ts"),
+        Message::tool_result("t4", "c4", "ok", false),
+        Message::assistant(
+            "a5",
+            "",
+            vec![call(
+                "c5",
+                "bash",
+                json!({"command": "npx tsx test/theme.test.ts"}),
+            )],
+        ),
+        Message::tool_result("t5", "c5", "FAIL: expected #ffffff", true),
+    ];
+    check(
+        messages,
+        None,
+        &[
+            "- `src/theme.ts`: written; edited; last change failed, still open",
+            "- `test/theme.test.ts`: created; last test `npx tsx test/theme.test.ts` failed: FAIL: expected #ffffff",
+            "## Errors still open\n- `src/theme.ts`: Could not find the exact text in src/theme.ts.\n- `npx tsx test/theme.test.ts`: FAIL: expected #ffffff",
+        ],
+        &[],
+    );
+}
+
+#[test]
+fn client_text_markup_and_escapes_stay_out() {
+    // Real Claude Code user lines: a caveat, a slash command, its output,
+    // an editor selection around the request.
+    let messages = vec![
+        Message::user("u1", "Caveat: The messages below were generated by the user while running local commands. DO NOT respond to these messages or otherwise consider them in your response unless the user explicitly asks you to."),
+        Message::user("u2", "<command-name>/model</command-name>\n            <command-message>model</command-message>\n            <command-args></command-args>"),
+        Message::user("u3", "<local-command-stdout>Set model to \u{1b}[1mopus (claude-opus-4-5-20251101)\u{1b}[22m</local-command-stdout>"),
+        Message::user("u4", "<ide_selection>The user selected the lines 508 to 508 from /w/extract.py:\nBeautifulSoup\n\nThis may or may not be related to the current task.</ide_selection> How can I make this possible to install as a library with `uv` so I can run from any directory?"),
+        Message::assistant("a1", "", vec![call("c1", "Bash", json!({"command": "uv tool install ."}))]),
+        Message::tool_result("t1", "c1", "\u{1b}[31merror\u{1b}[39m: Failed to build `pkg @ file:///w`", true),
+        Message::user("u5", "[Request interrupted by user for tool use]"),
+    ];
+    check(
+        messages,
+        None,
+        &[
+            "## Task\n- \"How can I make this possible to install as a library with `uv` so I can run from any directory?\"",
+            "- `uv tool install .`: error: Failed to build `pkg @ file:///w`",
+        ],
+        &["Caveat", "DO NOT respond", "command-name", "opus", "ide_selection", "BeautifulSoup", "\u{1b}", "## User rules", "interrupted"],
+    );
+}
+
+#[test]
+fn an_update_merges_into_the_previous_summary() {
+    let first = summary(&request(
+        vec![
+            Message::user(
+                "u1",
+                "Port the selector to the theme system, always run the build after an edit.",
+            ),
+            Message::assistant("a1", "", vec![call("c1", "edit", json!({"path": "a.ts"}))]),
+            Message::tool_result("t1", "c1", "ok", false),
+            Message::assistant(
+                "a2",
+                "",
+                vec![call("c2", "bash", json!({"command": "npm run build"}))],
+            ),
+            Message::tool_result("t2", "c2", "error TS1005: ';' expected", true),
+        ],
+        None,
+    ));
+    let previous = format!(
+        "{first}\n\n<preserved>\n[user rule] Never push to main.\n</preserved>\n\n<modified-files>\na.ts\n</modified-files>"
+    );
+    let second = check(
+        vec![
+            Message::user("u2", "ok"),
+            Message::assistant("a3", "", vec![call("c3", "edit", json!({"path": "a.ts"}))]),
+            Message::tool_result("t3", "c3", "ok", false),
+            Message::assistant("a4", "", vec![call("c4", "bash", json!({"command": "npm run build"}))]),
+            Message::tool_result("t4", "c4", "done", false),
+            Message::assistant("a5", "Fixed the missing semicolon; the build passes.", vec![]),
+        ],
+        Some(&previous),
+        &[
+            "## Task\n- \"Port the selector to the theme system, always run the build after an edit.\"",
+            "- … and 1 short follow-up or question",
+            "## User rules\n- \"Port the selector to the theme system, always run the build after an edit.\"\n- \"Never push to main.\"",
+            "## Progress\n- Fixed the missing semicolon; the build passes.",
+            "- `a.ts`: edited ×2",
+            "- `npm run build` ×2: failed (first: error TS1005: ';' expected), then ok",
+            "The latest request \"ok\" was answered",
+        ],
+        &["## Errors still open", "<modified-files>", "<preserved>"],
+    );
+    // Reading a summary back and writing it again changes nothing.
+    let again = summary(&request(Vec::new(), Some(second.clone())));
+    assert_eq!(again, second);
+}
+
+#[test]
+fn foreign_and_older_summaries_are_kept() {
+    // An LLM's (or pi's) summary: its sections stay, code blocks shrink.
+    let foreign = "# Context Checkpoint\n\n## Goal\nRefactor the run modes.\n\n### Agreed Structure\n```\nsrc/\n├── core/\n└── modes/\n```\n## User Preferences\n- **E2E tests only**";
+    check(
+        vec![Message::user("u1", "continue with the next work package please, and commit it")],
+        Some(foreign),
+        &[
+            "## Earlier summary\n  # Context Checkpoint\n  ## Goal\n  Refactor the run modes.\n  ### Agreed Structure\n  (3 lines of code left out)\n  ## User Preferences\n  - **E2E tests only**",
+            "## Later requests\n- \"continue with the next work package please, and commit it\"",
+        ],
+        &["## Task", "├──"],
+    );
+    // The format of earlier compactd versions.
+    let older = "## Goals and requests\n- \"Fix the parser\"\n\n## Progress\n- `bash` cargo test → ok\n\n## Errors seen\n- `bash`: boom\n\n## Next step\n- Continue with the latest request: \"Fix the parser\"";
+    check(
+        Vec::new(),
+        Some(older),
+        &[
+            "## Task\n- \"Fix the parser\"",
+            "## Next step\n- Continue with the task above.",
+        ],
+        &["→ ok", "boom", "Earlier summary", "Goals and requests"],
+    );
+}
+
+#[test]
+fn a_split_turn_refers_to_its_request() {
+    let text = check(
+        vec![
+            Message::user("u1", "no conosle logs! setTheme should return an error that the caller can display however they want"),
+            Message::assistant("a1", "You're right! Let me fix this properly:", vec![call("c1", "edit", json!({"path": "theme.ts"}))]),
+            Message::tool_result("t1", "c1", "ok", false),
+        ],
+        None,
+        &[
+            "## Task\n- \"no conosle logs! setTheme",
+            "## User rules\n- \"no conosle logs!\"",
+            "## Next step\n- Continue with the task above.",
+        ],
+        &["## Later requests"],
+    );
+    // Merged into the summary before it, the request is a later one.
+    let merged = merge_summaries(&["## Task\n- \"Theme everything.\"".into(), text]);
+    assert!(merged.contains("## Later requests\n- \"no conosle logs! setTheme should return an error that the caller can display however they want\""), "{merged}");
+    assert!(
+        merged.contains("- Continue with the last request above."),
+        "{merged}"
+    );
+}
+
+#[test]
+fn the_budget_drops_the_least_important_first() {
+    let mut messages = vec![Message::user(
+        "u0",
+        "Theme the whole terminal UI, one component after another, and keep the build green.",
+    )];
+    for i in 1..=40 {
+        messages.push(Message::user(
+            format!("u{i}"),
+            format!("now port component number {i} to the theme system and make it look right"),
+        ));
+        messages.push(Message::assistant(
+            format!("a{i}"),
+            "",
+            vec![call(
+                &format!("c{i}"),
+                "edit",
+                json!({"path": format!("src/component{i}.ts")}),
+            )],
+        ));
+        messages.push(Message::tool_result(
+            format!("t{i}"),
+            format!("c{i}"),
+            "ok",
+            false,
+        ));
+        messages.push(Message::assistant(format!("r{i}"), format!("Ported component {i} to the theme system; it now uses the accent token for its border and the muted token for its hints."), vec![]));
+    }
+    messages.push(Message::assistant(
+        "x",
+        "",
+        vec![call("cx", "bash", json!({"command": "npm test"}))],
+    ));
+    messages.push(Message::tool_result(
+        "tx",
+        "cx",
+        "FAIL src/component7.test.ts",
+        true,
+    ));
+    let full = summarize_offline(&request(messages.clone(), None));
+    let small = summarize_offline_within(&request(messages, None), Some(600));
+    let count = |t: &str| Encoding::O200k.count(t);
+    assert!(count(&full) <= DEFAULT_BUDGET, "{}", count(&full));
+    assert!(count(&small) < count(&full));
+    for kept in [
+        "## Task\n- \"Theme the whole terminal UI",
+        "`src/component1.ts`: edited",
+        "`src/component40.ts`: edited",
+        "- `npm test`: FAIL src/component7.test.ts",
+    ] {
+        assert!(small.contains(kept), "missing {kept:?} in\n{small}");
+    }
+    assert!(
+        !small.contains("## Progress\n- Ported component 1 "),
+        "the oldest outcomes go first\n{small}"
+    );
+    assert!(full.contains("Ported component 40 to the theme system"));
+}
+
+#[test]
+fn a_summary_of_a_few_short_messages_does_not_outgrow_them() {
+    let mut messages = Vec::new();
+    for i in 0..6 {
+        messages.push(Message::user(
+            format!("u{i}"),
+            format!("p request {i}: lorem ipsum dolor sit amet"),
+        ));
+        messages.push(Message::assistant(
+            format!("a{i}"),
+            format!("p answer {i}: lorem ipsum dolor sit amet"),
+            vec![],
+        ));
+    }
+    let input: u64 = messages
+        .iter()
+        .map(|m| Encoding::O200k.count(m.text()))
+        .sum();
+    let text = summarize_offline(&request(messages, None));
+    assert!(
+        Encoding::O200k.count(&text) <= MIN_BUDGET.max(input / 2),
+        "{text}"
+    );
+    assert!(text.starts_with("## Task\n- \"p request 0"), "{text}");
+}

@@ -1,0 +1,109 @@
+//! How the digest words what it quotes: requests as one line, text
+//! clipped at a word boundary, the line of an output that says what went
+//! wrong. Used by `extract.rs` as it reads messages and by `digest.rs` as
+//! it merges and shrinks.
+
+use crate::compaction::text::{collapse, strip_ansi, typed_text};
+
+/// Characters of a later request, of an error line.
+const REQUEST_CHARS: usize = 160;
+const LINE_CHARS: usize = 160;
+
+/// A request worth listing: five words or more, and not a short question
+/// ("continue", "ok", "yes, do it" and "why?" are counted, not listed).
+pub fn substantial(request: &str) -> bool {
+    let typed = typed_part(request);
+    let words = typed.split_whitespace().count();
+    words >= 5 && (words >= 15 || !typed.trim_end().ends_with('?'))
+}
+
+/// A later request as one line: what the person typed, without what they
+/// pasted after it, clipped.
+pub fn request_line(request: &str) -> String {
+    clip(&typed_part(request), REQUEST_CHARS)
+}
+
+/// The part of a request the person typed (see `text::typed_text`); for
+/// a request that is all pasted output, the line of it that says what
+/// went wrong.
+pub fn typed_part(request: &str) -> String {
+    typed_text(request).unwrap_or_else(|| format!("[pasted output] {}", error_line(request)))
+}
+
+/// Whitespace collapsed, cut at a word boundary to at most `chars`
+/// characters (with "…"), never inside a code span (a span the text
+/// itself leaves open is cut off too).
+pub fn clip(text: &str, chars: usize) -> String {
+    let text = collapse(text);
+    if text.chars().count() <= chars {
+        if text.matches('`').count() % 2 == 1 {
+            let open = text.rfind('`').unwrap_or(0);
+            return format!("{}…", text[..open].trim_end());
+        }
+        return text;
+    }
+    let end = text
+        .char_indices()
+        .nth(chars)
+        .map(|(i, _)| i)
+        .unwrap_or(text.len());
+    let mut cut = &text[..text[..end].rfind(' ').unwrap_or(end)];
+    if cut.matches('`').count() % 2 == 1 {
+        cut = &cut[..cut.rfind('`').unwrap_or(0)];
+    }
+    let cut = cut.trim_end_matches([' ', ',', ';', ':', '(', '-']);
+    format!("{cut}…")
+}
+
+/// The line of a failed tool's output that says what went wrong: the
+/// first that names an error (not a lead-in ending with ":"), the
+/// exception at the end of a Python traceback, else the first line.
+pub fn error_line(text: &str) -> String {
+    const SIGNS: [&str; 13] = [
+        "error",
+        "failed",
+        "failure",
+        "exception",
+        "not found",
+        "no such file",
+        "cannot",
+        "could not",
+        "denied",
+        "invalid",
+        "panic",
+        "traceback",
+        "aborted",
+    ];
+    // The whole output: the line that matters may sit in the middle that
+    // `maxToolOutputChars` would clip away.
+    let text = strip_ansi(text)
+        .replace("<tool_use_error>", "")
+        .replace("</tool_use_error>", "");
+    let lines: Vec<&str> = text
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && l.chars().count() <= 240)
+        .collect();
+    let exception = |l: &&&str| {
+        let head = l.split(':').next().unwrap_or("");
+        !head.contains(' ') && (head.ends_with("Error") || head.ends_with("Exception"))
+    };
+    let traceback = lines.iter().any(|l| l.starts_with("Traceback"));
+    let named = lines.iter().find(|l| {
+        let lower = l.to_lowercase();
+        !lower.starts_with("command exited with code")
+            && !lower.starts_with("traceback")
+            && !l.ends_with(':')
+            && SIGNS.iter().any(|s| lower.contains(s))
+    });
+    // Without a line naming the error, the last line (a test runner's
+    // tally, an exit status) says most.
+    let line = traceback
+        .then(|| lines.iter().rev().find(exception))
+        .flatten()
+        .or(named)
+        .or(lines.last())
+        .copied()
+        .unwrap_or("(no output)");
+    clip(line.trim_matches(['=', '-', ' ']), LINE_CHARS)
+}
