@@ -77,7 +77,12 @@ impl Shared {
             .env("XDG_CONFIG_HOME", dir.join("config"))
             .env("COMPACTD_LOG", "info")
             .stdin(Stdio::null())
-            .stderr(if std::env::var_os("SHARED_TEST_STDERR").is_some() { Stdio::inherit() } else { Stdio::null() });
+            // SHARED_TEST_STDERR=1 shows the server's log while debugging a test.
+            .stderr(if std::env::var_os("SHARED_TEST_STDERR").is_some() {
+                Stdio::inherit()
+            } else {
+                Stdio::null()
+            });
         if !args.contains(&"--listen") {
             command.args(["--listen", "127.0.0.1:0"]);
         }
@@ -285,18 +290,18 @@ async fn an_editor_sees_the_meter_and_compactions_of_a_session_an_agent_drives()
         .unwrap();
     let last = history["messages"].as_array().unwrap().last().unwrap();
     assert_eq!(last["content"], user(999)["content"]);
-    // The editor's barrier: its own request, answered after everything the
-    // agent's appends caused that reached the state owner before it.
+    // 1,000 messages in a 6,000-token window compact: the editor sees it.
+    let first = editor
+        .next_where(|m| m["method"] == "conversation/didCompact")
+        .await;
+    editor.received.push(first);
+    // Every compaction applied before the editor's request was announced to
+    // it before the answer (notifications first, on its own connection).
     let compactions = editor
         .request("conversation/compactions", json!({"sessionId": "agent-1"}))
         .await
         .unwrap();
     let applied = compactions["compactions"].as_array().unwrap().len();
-    assert!(
-        applied >= 1,
-        "1,000 messages in a 6,000-token window compacted"
-    );
-
     let expected: Vec<String> = (0..1000)
         .map(|i| user(i)["content"].as_str().unwrap().to_string())
         .collect();
@@ -635,7 +640,10 @@ async fn progress_and_cancellation_stay_with_the_connection_that_asked() {
         .send(json!({"jsonrpc": "2.0", "id": 7, "method": "conversation/check", "params": {"sessionId": "s"}}))
         .await;
     let check = agent.response(7).await.unwrap();
-    assert_eq!(check["compacting"], true, "the editor's compaction still runs");
+    assert_eq!(
+        check["compacting"], true,
+        "the editor's compaction still runs"
+    );
     // The editor cancels its own: -32800 to it, after its progress ends.
     editor.notify("$/cancelRequest", json!({"id": 7})).await;
     let end = editor.next_where(|m| m["method"] == "$/progress").await;
