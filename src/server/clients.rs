@@ -15,7 +15,10 @@
 //!   everything.
 //! - **Progress goes to the token's connection.** A token (the client's
 //!   `workDoneToken`, or one created with `window/workDoneProgress/create`)
-//!   belongs to the connection that asked for the work.
+//!   belongs to the connection that asked for the work. Clients choose
+//!   their tokens as they choose ids, so a WebSocket client's
+//!   `workDoneToken` is handled as `<token>@<connection>` too, and
+//!   progress under it is sent with the client's own token.
 
 use std::collections::{HashMap, HashSet};
 
@@ -47,8 +50,9 @@ pub(crate) struct Clients {
     /// The connection whose message (or whose request's job) is being
     /// handled; it gets the notifications that causes.
     pub current: Option<ConnectionId>,
-    /// Which connection each progress token belongs to.
-    token_owners: HashMap<ProgressToken, ConnectionId>,
+    /// Progress tokens as the dispatcher knows them → connection and the
+    /// token that connection knows.
+    tokens: HashMap<ProgressToken, (ConnectionId, ProgressToken)>,
 }
 
 impl Clients {
@@ -78,7 +82,7 @@ impl Clients {
     pub fn remove(&mut self, id: ConnectionId) {
         self.clients.remove(&id);
         self.pending.retain(|_, (conn, _)| *conn != id);
-        self.token_owners.retain(|_, conn| *conn != id);
+        self.tokens.retain(|_, (conn, _)| *conn != id);
         if self.current == Some(id) {
             self.current = None;
         }
@@ -178,21 +182,38 @@ impl Clients {
         }
     }
 
-    /// Notes that `token` belongs to the current connection.
-    pub fn own_token(&mut self, token: &ProgressToken) {
-        if let Some(conn) = self.current {
-            self.token_owners.insert(token.clone(), conn);
+    /// The token the dispatcher uses for a client's `workDoneToken`.
+    pub fn accept_token(&mut self, conn: ConnectionId, token: ProgressToken) -> ProgressToken {
+        let internal = Self::internal_token(conn, &token);
+        self.tokens.insert(internal.clone(), (conn, token));
+        internal
+    }
+
+    fn internal_token(conn: ConnectionId, token: &ProgressToken) -> ProgressToken {
+        match token {
+            _ if conn == STDIO => token.clone(),
+            ProgressToken::Number(n) => ProgressToken::String(format!("{n}@{conn}")),
+            ProgressToken::String(s) => ProgressToken::String(format!("{s:?}@{conn}")),
         }
     }
 
-    /// Where progress under `token` goes.
-    pub fn progress_out(&self, token: &ProgressToken) -> Option<Outbox> {
-        let conn = self.token_owners.get(token)?;
-        self.clients.get(conn).map(|c| c.out.clone())
+    /// A token the server created on the current connection.
+    pub fn own_created_token(&mut self, token: &ProgressToken) {
+        if let Some(conn) = self.current {
+            self.tokens.insert(token.clone(), (conn, token.clone()));
+        }
+    }
+
+    /// Where progress under `token` goes, and the token as its connection
+    /// knows it.
+    pub fn progress_target(&self, token: &ProgressToken) -> Option<(Outbox, ProgressToken)> {
+        let (conn, theirs) = self.tokens.get(token)?;
+        let client = self.clients.get(conn)?;
+        Some((client.out.clone(), theirs.clone()))
     }
 
     /// The token's progress ended: forget its owner.
     pub fn token_done(&mut self, token: &ProgressToken) {
-        self.token_owners.remove(token);
+        self.tokens.remove(token);
     }
 }

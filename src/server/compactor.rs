@@ -129,17 +129,16 @@ fn spawn(server: &mut Server, session_id: &str, request: CompactionRequest, job:
     server.next_job += 1;
     let key = server.next_job;
     let summarizer = JobSummarizer::new(&server.config, job.encoding);
-    let out = progress
+    let target = progress
         .as_ref()
-        .and_then(|t| server.clients.progress_out(t));
+        .and_then(|t| server.clients.progress_target(t));
     let job_results = server.job_results_tx.clone();
-    let task_progress = progress.clone();
     let task_session = session_id.to_string();
     let (trigger, auto) = (request.trigger, request.auto);
     let handle = tokio::spawn(async move {
         let started = Instant::now();
         let report = |p: Progress| {
-            if let (Some(token), Some(out)) = (&task_progress, &out) {
+            if let Some((out, token)) = &target {
                 send_progress(
                     out,
                     token,

@@ -291,10 +291,11 @@ impl Server {
         match message {
             Message::Request(request) => {
                 let id = self.clients.accept_request(conn, request.id.clone());
-                let request = lsp_server::Request {
+                let mut request = lsp_server::Request {
                     id: id.clone(),
                     ..request
                 };
+                self.accept_token(conn, &mut request.params);
                 let reply = match self.phase(conn) {
                     Phase::Uninitialized if request.method != methods::INITIALIZE => {
                         Reply::Now(Err(RpcError::new(
@@ -359,6 +360,18 @@ impl Server {
         tracing::info!("connection {conn} exited");
         self.clients.remove(conn);
         None
+    }
+
+    /// A request's `workDoneToken` becomes the dispatcher's token for it
+    /// (`clients` sends progress under it with the client's own token).
+    fn accept_token(&mut self, conn: ConnectionId, params: &mut serde_json::Value) {
+        let Some(given) = params.get_mut("workDoneToken") else {
+            return;
+        };
+        if let Ok(token) = serde_json::from_value::<ProgressToken>(given.clone()) {
+            let internal = self.clients.accept_token(conn, token);
+            *given = serde_json::to_value(internal).expect("tokens serialize");
+        }
     }
 
     /// `$/cancelRequest` names the client's id; the dispatcher's is
@@ -447,9 +460,8 @@ impl Server {
     /// The token belongs to the connection being served, which asked for
     /// the work.
     pub fn progress_token(&mut self, client_token: Option<ProgressToken>) -> Option<ProgressToken> {
-        if let Some(token) = client_token {
-            self.clients.own_token(&token);
-            return Some(token);
+        if client_token.is_some() {
+            return client_token;
         }
         let conn = self.clients.current?;
         if !self.clients.get(conn).is_some_and(|c| c.work_done_progress) {
@@ -465,14 +477,14 @@ impl Server {
                 serde_json::json!({ "token": token }),
             ),
         );
-        self.clients.own_token(&token);
+        self.clients.own_created_token(&token);
         Some(token)
     }
 
     /// Sends `$/progress` to the connection its token belongs to.
     pub fn send_progress(&self, token: &ProgressToken, value: serde_json::Value) {
-        if let Some(out) = self.clients.progress_out(token) {
-            send_progress(&out, token, value);
+        if let Some((out, theirs)) = self.clients.progress_target(token) {
+            send_progress(&out, &theirs, value);
         }
     }
 

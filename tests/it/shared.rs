@@ -644,19 +644,47 @@ async fn progress_and_cancellation_stay_with_the_connection_that_asked() {
         check["compacting"], true,
         "the editor's compaction still runs"
     );
+    // The agent compacts another session under the same token: tokens are
+    // per connection, like ids.
+    agent
+        .request("conversation/open", json!({"sessionId": "s2"}))
+        .await
+        .unwrap();
+    let more: Vec<Value> = (0..8).map(user).collect();
+    agent
+        .request(
+            "conversation/append",
+            json!({"sessionId": "s2", "messages": more}),
+        )
+        .await
+        .unwrap();
+    agent
+        .send(json!({"jsonrpc": "2.0", "id": 8, "method": "conversation/compact", "params": {"sessionId": "s2", "workDoneToken": "editor-token"}}))
+        .await;
+    let theirs = agent.next_where(|m| m["method"] == "$/progress").await;
+    assert_eq!(theirs["params"]["token"], "editor-token");
+    agent.notify("$/cancelRequest", json!({"id": 8})).await;
+    assert_eq!(agent.response(8).await.unwrap_err()["code"], -32800);
     // The editor cancels its own: -32800 to it, after its progress ends.
     editor.notify("$/cancelRequest", json!({"id": 7})).await;
     let end = editor.next_where(|m| m["method"] == "$/progress").await;
     assert_eq!(end["params"]["value"]["kind"], "end");
     let cancelled = editor.response(7).await.unwrap_err();
     assert_eq!(cancelled["code"], -32800);
+    assert!(
+        editor.received.iter().all(|m| m["method"] != "$/progress"),
+        "the agent's progress under the same token never reached the editor"
+    );
     // The agent never saw the editor's progress, and gets its own answers.
     let history = agent
         .request("conversation/history", json!({"sessionId": "s"}))
         .await
         .unwrap();
     assert_eq!(history["messages"].as_array().unwrap().len(), 8);
-    assert!(agent.received.iter().all(|m| m["method"] != "$/progress"));
+    assert!(agent
+        .received
+        .iter()
+        .all(|m| m["method"] != "$/progress" || m["params"]["value"]["kind"] == "end"));
     // A server-created token goes to the connection whose message started
     // the work: the editor's append fires auto-compaction.
     editor
