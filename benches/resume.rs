@@ -9,38 +9,33 @@
 //! `cargo bench --bench resume`; `COMPACTD_BENCH_BIN=/path/to/compactd`
 //! measures another build (an older one, for before/after figures).
 
-use std::io::{BufRead, BufReader, BufWriter, Read, Write};
+mod support;
+
+use std::io::{BufReader, BufWriter, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::process::{Child, ChildStdin, ChildStdout};
 use std::time::{Duration, Instant};
 
 use compactd::conversation::Message;
 use compactd::tokens::{self, Encoding};
 use serde_json::{json, Value};
+use support::{corpus, mb, ms, status};
 
 const RUNS: usize = 3;
 
 fn main() {
-    // `cargo test --all-targets` runs this too (without `--bench`, in a
-    // debug build): a small log then, to check that the bench still works.
-    let benching = std::env::args().any(|a| a == "--bench");
-    let megabytes: u64 = std::env::var("COMPACTD_BENCH_RESUME_MB")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(if benching { 100 } else { 1 });
+    let (benching, size) = support::benching_and_size("COMPACTD_BENCH_RESUME_MB");
     let runs = if benching { RUNS } else { 1 };
-    let bin = std::env::var_os("COMPACTD_BENCH_BIN")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_compactd")));
+    let bin = support::binary();
     // `COMPACTD_BENCH_KEEP_DIR` keeps the generated logs there (to profile).
     let dir = tempfile::tempdir().expect("temp dir");
     let keep = std::env::var_os("COMPACTD_BENCH_KEEP_DIR").map(PathBuf::from);
     let sessions = keep.clone().unwrap_or_else(|| dir.path().join("sessions"));
     std::fs::create_dir_all(&sessions).unwrap();
-    println!("resume: {} ({} MB logs)", bin.display(), megabytes);
+    println!("resume: {} ({:.0} MB logs)", bin.display(), mb(size));
     for (name, counted) in [("counted", true), ("uncounted", false)] {
         let path = sessions.join(format!("{name}.jsonl"));
-        let stats = generate(&path, megabytes << 20, counted);
+        let stats = generate(&path, size, counted);
         println!(
             "{name}: {:.1} MB log, {} messages, {:.1} MB of message text",
             mb(stats.bytes),
@@ -70,36 +65,10 @@ fn main() {
     }
 }
 
-fn mb(bytes: u64) -> f64 {
-    bytes as f64 / (1u64 << 20) as f64
-}
-
-fn ms(d: Duration) -> f64 {
-    d.as_secs_f64() * 1000.0
-}
-
 struct LogStats {
     bytes: u64,
     messages: u64,
     text_bytes: u64,
-}
-
-/// Text to cut messages from: this repository's sources and docs (code and
-/// prose, as a coding session holds), so the bench needs nothing outside.
-fn corpus() -> Vec<char> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let mut text = std::fs::read_to_string(root.join("README.md")).unwrap();
-    for dir in ["src", "src/server/handlers", "src/session", "docs"] {
-        let Ok(entries) = std::fs::read_dir(root.join(dir)) else {
-            continue;
-        };
-        let mut paths: Vec<PathBuf> = entries.flatten().map(|e| e.path()).collect();
-        paths.sort();
-        for path in paths.iter().filter(|p| p.is_file()) {
-            text.push_str(&std::fs::read_to_string(path).unwrap_or_default());
-        }
-    }
-    text.chars().collect()
 }
 
 /// Writes a session log of at least `target` bytes: turns of a user
@@ -188,14 +157,7 @@ struct Run {
 
 /// One fresh server: initialize, then time `conversation/open` of the log.
 fn resume(bin: &Path, sessions: &Path, id: &str) -> Run {
-    let mut child = Command::new(bin)
-        .arg("--no-user-config")
-        .env("COMPACTD_LOG", "warn")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn compactd");
+    let mut child = support::spawn(bin);
     let mut client = Client {
         stdin: child.stdin.take().unwrap(),
         stdout: BufReader::new(child.stdout.take().unwrap()),
@@ -229,13 +191,8 @@ fn resume(bin: &Path, sessions: &Path, id: &str) -> Run {
     };
     client.request(5, "shutdown", Value::Null);
     client.notify("exit", Value::Null);
-    finish(child);
+    support::finish(child);
     run
-}
-
-fn finish(mut child: Child) {
-    let status = child.wait().unwrap();
-    assert!(status.success(), "compactd exited with {status}");
 }
 
 /// User plus system time of the process so far (`/proc/<pid>/stat`,
@@ -248,21 +205,6 @@ fn cpu_time(child: &Child) -> Duration {
     Duration::from_millis(ticks * 10)
 }
 
-/// A field of `/proc/<pid>/status`, in bytes.
-fn status(child: &Child, field: &str) -> u64 {
-    let text = std::fs::read_to_string(format!("/proc/{}/status", child.id())).unwrap();
-    let line = text
-        .lines()
-        .find(|l| l.starts_with(field))
-        .unwrap_or_else(|| panic!("no {field} in /proc/pid/status"));
-    let kb: u64 = line
-        .split_whitespace()
-        .nth(1)
-        .and_then(|v| v.parse().ok())
-        .unwrap();
-    kb * 1024
-}
-
 struct Client {
     stdin: ChildStdin,
     stdout: BufReader<ChildStdout>,
@@ -270,9 +212,7 @@ struct Client {
 
 impl Client {
     fn send(&mut self, message: Value) {
-        let body = serde_json::to_string(&message).unwrap();
-        write!(self.stdin, "Content-Length: {}\r\n\r\n{body}", body.len()).unwrap();
-        self.stdin.flush().unwrap();
+        support::write_message(&mut self.stdin, &message);
     }
 
     fn notify(&mut self, method: &str, params: Value) {
@@ -292,23 +232,6 @@ impl Client {
     }
 
     fn read(&mut self) -> Value {
-        let mut length = 0;
-        loop {
-            let mut line = String::new();
-            assert!(
-                self.stdout.read_line(&mut line).unwrap() > 0,
-                "compactd closed its output"
-            );
-            let line = line.trim_end();
-            if line.is_empty() {
-                break;
-            }
-            if let Some(v) = line.strip_prefix("Content-Length: ") {
-                length = v.parse().unwrap();
-            }
-        }
-        let mut body = vec![0; length];
-        self.stdout.read_exact(&mut body).unwrap();
-        serde_json::from_slice(&body).unwrap()
+        support::read_message(&mut self.stdout).expect("compactd closed its output")
     }
 }

@@ -94,6 +94,21 @@ pub struct Config {
     /// `cargo bench --bench append` on a 2-core VM). Session headers and
     /// compactions are always synced.
     pub durability: crate::store::Durability,
+    /// `auto`: follow the newest Claude Code, Codex or pi session of the
+    /// workspace, and each one that starts later (`conversation/didFollow`).
+    /// `off`: follow only what `conversation/follow` asks for.
+    pub follow: FollowMode,
+}
+
+/// Whether the server follows the workspace's agent sessions by itself.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum FollowMode {
+    /// Follow the newest session, and switch when a new one starts.
+    Auto,
+    /// Only `conversation/follow`.
+    #[default]
+    Off,
 }
 
 impl Default for Config {
@@ -126,6 +141,7 @@ impl Default for Config {
             max_import_bytes: DEFAULT_MAX_IMPORT_BYTES,
             max_frame_bytes: crate::transport::DEFAULT_MAX_FRAME_BYTES,
             durability: crate::store::Durability::Flush,
+            follow: FollowMode::Off,
         }
     }
 }

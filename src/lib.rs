@@ -2,7 +2,7 @@
 //!
 //! The core (`conversation`, `tokens`, `compaction`, `session`, the file
 //! ledger in `files`) is pure; I/O lives at the edges (`transport`,
-//! `store`, `summarize`, `import`, `files::watch`, `files::disk`). The
+//! `store`, `summarize`, `import`, `follow`, `files::watch`, `files::disk`). The
 //! `engine` holds every operation and policy on a session; the two front
 //! ends, `server` (JSON-RPC, wire types in `protocol`) and `cli`, call it.
 //! See `docs/ARCHITECTURE.md`.
@@ -13,6 +13,7 @@ pub mod config;
 pub mod conversation;
 pub mod engine;
 pub mod files;
+pub mod follow;
 pub mod import;
 pub mod protocol;
 pub mod server;

@@ -6,28 +6,45 @@
 //! The view starts after the latest checkpoint (its summary comes first),
 //! then shows the messages appended since, with the runs that
 //! `incremental` compactions replaced shown as their summaries and the tool
-//! outputs that `prune` removed shown as placeholders. Nothing is ever
-//! removed from `messages`.
+//! outputs that `prune` removed shown as placeholders; a tool result that
+//! answers no open call (`CallTracker`) is kept but not shown. Nothing is
+//! ever removed from `messages`. What the view counts (running totals, the
+//! calibration, the meter) is in `meter`.
+
+mod meter;
+
+mod amend;
 
 use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
 
-use crate::compaction::job::{self, CompactionJob, PlanInput, PlanOptions};
+use crate::compaction::job::{self, PlanInput, PlanOptions, PlannedJob};
 use crate::compaction::plan::{EntryKind, ViewEntry};
 use crate::compaction::record::{pruned_placeholder, CompactionRecord};
 use crate::compaction::retention;
-use crate::compaction::trigger::{CircuitBreaker, TriggerInput};
+use crate::compaction::trigger::CircuitBreaker;
 use crate::compaction::{self, Strategy};
-use crate::conversation::{Message, MessageBody, Role};
+use crate::conversation::{CallStep, CallTracker, Message, MessageBody, OffHistory};
 use crate::files::{FileEvent, SessionFileLedger};
-use crate::tokens::{self, Calibration, Correction, Encoding, Meter, MeterSource};
+use crate::tokens::{self, Calibration, Encoding};
+use meter::{synthetic_tokens, ViewTotals};
 
 #[derive(Debug, Clone)]
 struct Counted {
-    message: Message,
+    /// Shared with views and compaction jobs, which never copy it.
+    message: Arc<Message>,
     tokens: u64,
     /// How many compactions had been applied when it was appended; usage
     /// from an older generation describes a context that no longer exists.
     generation: usize,
+    /// Part of the history a model sees: false for a tool result that
+    /// answers no open call (late, second, or without a call).
+    in_view: bool,
+    /// Its calls that got no result before the conversation moved on
+    /// (id, tool name): the history closes each with a synthetic result,
+    /// whose tokens count with this message.
+    interrupted: Vec<(String, String)>,
+    synthetic_tokens: u64,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -36,20 +53,6 @@ enum Slot {
     Message(usize),
     /// The summary of an `incremental` compaction, by record index.
     Summary(usize),
-}
-
-/// Running sums over the view, kept up to date on every append so the
-/// meter and the triggers cost nothing per message.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-struct ViewTotals {
-    /// Estimated tokens of every slot.
-    tokens: u64,
-    /// Raw messages, and the user messages among them.
-    messages: u64,
-    user_turns: u64,
-    /// The latest current provider report: the context it gives, and the
-    /// estimated tokens of the slots after it.
-    latest_usage: Option<(u64, u64)>,
 }
 
 #[derive(Debug, thiserror::Error, PartialEq)]
@@ -90,6 +93,10 @@ pub struct Session {
     totals: ViewTotals,
     /// The file ledger, fed by file events applied in log order.
     pub file_ledger: SessionFileLedger,
+    /// Which results may still answer which calls.
+    calls: CallTracker,
+    /// The message whose calls are open (waiting for results).
+    open_caller: Option<usize>,
 }
 
 impl Session {
@@ -124,6 +131,8 @@ impl Session {
             summary_prefix,
             totals: ViewTotals::default(),
             file_ledger: SessionFileLedger::default(),
+            calls: CallTracker::default(),
+            open_caller: None,
         };
         session.set_system_prompt(system_prompt);
         session
@@ -154,6 +163,7 @@ impl Session {
             self.encoding = encoding;
             for counted in &mut self.messages {
                 counted.tokens = tokens::count_message(encoding, &counted.message);
+                counted.synthetic_tokens = synthetic_tokens(encoding, &counted.interrupted);
             }
             let prompt = self.system_prompt.take();
             self.set_system_prompt(prompt);
@@ -240,114 +250,101 @@ impl Session {
     }
 
     /// Adds messages that already have unique ids (see `assign_ids`).
-    pub fn push(&mut self, messages: Vec<Message>) {
-        self.push_counted(messages.into_iter().map(|m| (m, None)));
+    /// Every message is kept; a tool result that answers no open call
+    /// stays out of the view (`CallTracker`): returned with its position
+    /// in `messages` and why.
+    pub fn push(&mut self, messages: Vec<Message>) -> Vec<(usize, OffHistory)> {
+        self.push_counted(messages.into_iter().map(|m| (m, None)))
     }
 
     /// `push` with token counts already known: `Some` is a count made with
     /// this session's encoding (the session log stores them), `None` is
     /// counted here.
-    pub fn push_counted(&mut self, messages: impl IntoIterator<Item = (Message, Option<u64>)>) {
+    pub fn push_counted(
+        &mut self,
+        messages: impl IntoIterator<Item = (Message, Option<u64>)>,
+    ) -> Vec<(usize, OffHistory)> {
         let generation = self.compactions.len();
-        for (message, known) in messages {
+        let mut off_history = Vec::new();
+        for (position, (message, known)) in messages.into_iter().enumerate() {
             self.file_ledger.observe(&message);
+            let index = self.messages.len();
+            let in_view = match self.calls.observe(&message) {
+                CallStep::Answers => true,
+                CallStep::Off(why) => {
+                    off_history.push((position, why));
+                    false
+                }
+                CallStep::Turn { interrupted } => {
+                    self.close_interrupted(interrupted);
+                    self.open_caller = (!message.tool_calls().is_empty()).then_some(index);
+                    true
+                }
+            };
+            // After the tracker: the request this reply answers held the
+            // synthetic results its arrival closed the calls with.
             self.calibrate(&message);
             let tokens = known.unwrap_or_else(|| tokens::count_message(self.encoding, &message));
-            let index = self.messages.len();
             self.index.insert(message.id.clone(), index);
             self.messages.push(Counted {
-                message,
+                message: Arc::new(message),
                 tokens,
                 generation,
+                in_view,
+                interrupted: Vec::new(),
+                synthetic_tokens: 0,
             });
-            self.view.push(Slot::Message(index));
-            self.add_to_totals(Slot::Message(index));
-        }
-    }
-
-    fn add_to_totals(&mut self, slot: Slot) {
-        let tokens = self.slot_tokens(&slot);
-        let report = match slot {
-            Slot::Message(i) => {
-                self.totals.messages += 1;
-                if self.messages[i].message.role() == Role::User {
-                    self.totals.user_turns += 1;
-                }
-                self.current_usage(&self.messages[i], self.compactions.len())
+            if in_view {
+                self.view.push(Slot::Message(index));
+                self.add_to_totals(Slot::Message(index));
             }
-            Slot::Summary(_) => None,
-        };
-        self.totals.tokens += tokens;
-        match (report, &mut self.totals.latest_usage) {
-            (Some(context), latest) => *latest = Some((context, 0)),
-            (None, Some((_, after))) => *after += tokens,
-            (None, None) => {}
         }
-    }
-
-    /// A provider report is a calibration sample: the prompt it counted
-    /// against our estimate of what the session held for that request.
-    fn calibrate(&mut self, message: &Message) {
-        let (Some(usage), MessageBody::Assistant { model, .. }) = (message.usage, &message.body)
-        else {
-            return;
-        };
-        let model = model.as_deref().or(self.model.as_deref());
-        let estimate = self.estimated_tokens();
-        self.calibration
-            .observe(model, estimate, usage.prompt_tokens());
-    }
-
-    fn recompute_totals(&mut self) {
-        self.totals = ViewTotals::default();
-        for slot in self.view.clone() {
-            self.add_to_totals(slot);
-        }
+        off_history
     }
 
     /// All messages ever appended, compacted or not.
     pub fn all_messages(&self) -> impl Iterator<Item = &Message> {
-        self.messages.iter().map(|c| &c.message)
+        self.messages.iter().map(|c| c.message.as_ref())
     }
 
     /// Raw messages in the current view (after the latest checkpoint,
     /// excluding those replaced by an incremental summary).
     pub fn view_messages(&self) -> impl Iterator<Item = &Message> {
         self.view.iter().filter_map(|slot| match slot {
-            Slot::Message(i) => Some(&self.messages[*i].message),
+            Slot::Message(i) => Some(self.messages[*i].message.as_ref()),
             Slot::Summary(_) => None,
         })
     }
 
     /// The view as the model sees it, checkpoint summary first.
     pub fn view_entries(&self) -> Vec<ViewEntry> {
+        let summary = |r: usize, kind| ViewEntry {
+            message: Arc::new(self.summary_message(r)),
+            tokens: self.summary_tokens[r],
+            message_tokens: self.summary_tokens[r],
+            kind,
+        };
         let mut entries = Vec::with_capacity(self.view.len() + 1);
         if let Some(i) = self.checkpoint {
-            entries.push(ViewEntry {
-                message: self.summary_message(i),
-                tokens: self.summary_tokens[i],
-                kind: EntryKind::CheckpointSummary,
-            });
+            entries.push(summary(i, EntryKind::CheckpointSummary));
         }
         for slot in &self.view {
             entries.push(match *slot {
                 Slot::Message(i) => match self.pruned.get(&i) {
                     Some(tokens) => ViewEntry {
-                        message: pruned_message(&self.messages[i]),
+                        message: Arc::new(pruned_message(&self.messages[i])),
                         tokens: *tokens,
+                        message_tokens: *tokens,
                         kind: EntryKind::Pruned,
                     },
                     None => ViewEntry {
-                        message: self.messages[i].message.clone(),
-                        tokens: self.messages[i].tokens,
+                        message: Arc::clone(&self.messages[i].message),
+                        tokens: self.slot_tokens(slot),
+                        message_tokens: self.messages[i].tokens,
                         kind: EntryKind::Message,
                     },
                 },
-                Slot::Summary(r) => ViewEntry {
-                    message: self.summary_message(r),
-                    tokens: self.summary_tokens[r],
-                    kind: EntryKind::IncrementalSummary,
-                },
+                Slot::Summary(r) => summary(r, EntryKind::IncrementalSummary),
             });
         }
         entries
@@ -356,95 +353,23 @@ impl Session {
     /// The LLM-facing history: system prompt, then the view with
     /// interrupted tool calls closed.
     pub fn history(&self) -> Vec<Message> {
-        let entries: Vec<Message> = self.view_entries().into_iter().map(|e| e.message).collect();
+        let entries: Vec<Message> = self
+            .view_entries()
+            .into_iter()
+            .map(|e| Arc::unwrap_or_clone(e.message))
+            .collect();
         compaction::rebuild_history(self.system_prompt.as_deref(), entries)
     }
 
     fn slot_tokens(&self, slot: &Slot) -> u64 {
         match *slot {
-            Slot::Message(i) => self
-                .pruned
-                .get(&i)
-                .copied()
-                .unwrap_or(self.messages[i].tokens),
+            Slot::Message(i) => {
+                let counted = &self.messages[i];
+                let own = self.pruned.get(&i).copied().unwrap_or(counted.tokens);
+                own + counted.synthetic_tokens
+            }
             Slot::Summary(r) => self.summary_tokens[r],
         }
-    }
-
-    /// The declared system prompt and tool definitions, in every request.
-    fn declared_tokens(&self) -> u64 {
-        self.system_tokens + self.tool_tokens
-    }
-
-    fn fixed_tokens(&self) -> u64 {
-        self.declared_tokens() + self.checkpoint.map(|i| self.summary_tokens[i]).unwrap_or(0)
-    }
-
-    /// Our own estimate of the whole view, ignoring provider usage.
-    pub fn estimated_tokens(&self) -> u64 {
-        self.fixed_tokens() + self.totals.tokens
-    }
-
-    /// How the provider's count of a request differs from ours, for the
-    /// session's model (`tokens::calibration`).
-    pub fn correction(&self) -> Correction {
-        self.calibration.correction(self.model.as_deref())
-    }
-
-    /// Our estimate of the whole view as the provider would count it.
-    pub fn calibrated_tokens(&self) -> u64 {
-        self.correction().context(self.estimated_tokens())
-    }
-
-    /// The meter: the provider's latest current report plus our estimate
-    /// of what came after it (it includes the overhead); otherwise our
-    /// estimate of everything with the overhead the calibration learned.
-    pub fn meter(&self, context_window: u64, auto_compact_at: u64) -> Meter {
-        let correction = self.correction();
-        let (context_tokens, source) = match self.totals.latest_usage {
-            Some((reported, after)) => (reported + correction.scaled(after), MeterSource::Usage),
-            None => (self.calibrated_tokens(), MeterSource::Estimate),
-        };
-        Meter {
-            context_tokens,
-            context_window,
-            auto_compact_at,
-            source,
-            overhead_tokens: correction.context(self.declared_tokens()),
-        }
-    }
-
-    /// What the auto-compaction triggers look at.
-    pub fn trigger_input(&self, context_window: u64, auto_compact_at: u64) -> TriggerInput {
-        TriggerInput {
-            tokens: self.meter(context_window, auto_compact_at).context_tokens,
-            window: context_window,
-            messages: self.totals.messages,
-            user_turns: self.totals.user_turns,
-        }
-    }
-
-    /// Usage that still describes this view: reported after the latest
-    /// compaction, by the session's model.
-    fn current_usage(&self, counted: &Counted, generation: usize) -> Option<u64> {
-        if counted.generation != generation || counted.message.role() != Role::Assistant {
-            return None;
-        }
-        let usage = counted.message.usage?;
-        if let (
-            MessageBody::Assistant {
-                model: Some(reported),
-                ..
-            },
-            Some(ours),
-        ) = (&counted.message.body, &self.model)
-        {
-            if !same_model(reported, ours) {
-                return None;
-            }
-        }
-        let context = usage.context_tokens();
-        (context > 0).then_some(context)
     }
 
     /// What planning a compaction sees of this session.
@@ -465,7 +390,7 @@ impl Session {
 
     /// Plans a compaction (see `compaction::job::plan`); `Err` says why
     /// there is nothing to compact.
-    pub fn plan(&self, options: &PlanOptions, tokens_before: u64) -> Result<CompactionJob, String> {
+    pub fn plan(&self, options: &PlanOptions, tokens_before: u64) -> Result<PlannedJob, String> {
         job::plan(&self.plan_input(), options, tokens_before)
     }
 
@@ -487,15 +412,6 @@ impl Session {
     pub fn apply_compaction(&mut self, record: CompactionRecord) {
         self.compactions.push(record);
         self.rebuild_view();
-    }
-
-    /// The running totals agree with a recount (for tests of the
-    /// bookkeeping).
-    #[cfg(test)]
-    pub(crate) fn totals_match_recount(&self) -> bool {
-        let mut recomputed = self.clone();
-        recomputed.recompute_totals();
-        recomputed.totals == self.totals
     }
 
     /// Recomputes the view from the messages and every compaction record.
@@ -554,33 +470,37 @@ impl Session {
                 view.push(Slot::Summary(r));
                 i = to + 1;
             } else {
-                view.push(Slot::Message(i));
+                if self.messages[i].in_view {
+                    view.push(Slot::Message(i));
+                }
                 i += 1;
             }
         }
         self.view = view;
         self.pruned = pruned;
+        // Open calls whose caller a compaction took out of the view are
+        // closed: a result arriving for them now is late.
+        if let Some(caller) = self.open_caller {
+            if !self.view.iter().rev().any(|s| *s == Slot::Message(caller)) {
+                self.calls.close_open();
+                self.open_caller = None;
+            }
+        }
         self.recompute_totals();
     }
 }
 
 fn pruned_message(counted: &Counted) -> Message {
-    let mut message = counted.message.clone();
+    let mut message = Message::clone(&counted.message);
     if let MessageBody::Tool { content, .. } = &mut message.body {
         *content = pruned_placeholder(counted.tokens).text().to_string();
     }
     message
 }
 
-fn same_model(a: &str, b: &str) -> bool {
-    let strip = |m: &str| m.rsplit('/').next().unwrap_or(m).to_ascii_lowercase();
-    strip(a) == strip(b)
-}
-
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use crate::conversation::Usage;
 
     /// A session counted in o200k with a system prompt, its summaries
     /// introduced by `PREFIX`.
@@ -614,55 +534,5 @@ pub(crate) mod tests {
                 id: "x".into()
             })
         );
-    }
-
-    #[test]
-    fn meter_prefers_the_latest_report_plus_later_estimates() {
-        let mut s = Session::new("s".into(), None, None, None, "P".into());
-        let mut a = Message::assistant("a1", "done", vec![]);
-        a.usage = Some(Usage {
-            input: 500,
-            ..Usage::default()
-        });
-        s.push(vec![Message::user("u1", "go"), a]);
-        let after = [
-            Message::user("u2", "more words here"),
-            Message::assistant("a2", "ok", vec![]),
-        ];
-        let expected_after: u64 = after
-            .iter()
-            .map(|m| tokens::count_message(s.encoding(), m))
-            .sum();
-        s.push(after.to_vec());
-        let m = s.meter(1000, 900);
-        assert_eq!(
-            (m.context_tokens, m.source),
-            (500 + expected_after, MeterSource::Usage)
-        );
-        assert_eq!(
-            m.percent(),
-            ((500 + expected_after) as f64 / 10.0 * 10.0).round() / 10.0
-        );
-        let fresh = Session::new("t".into(), None, None, None, "P".into());
-        assert_eq!(fresh.meter(1000, 900).source, MeterSource::Estimate);
-        // Appending tracks the same totals as recomputing from scratch.
-        let mut recomputed = s.clone();
-        recomputed.recompute_totals();
-        assert_eq!(recomputed.totals, s.totals);
-    }
-
-    #[test]
-    fn usage_from_another_model_is_ignored() {
-        let mut s = session();
-        let mut a = Message::assistant("a1", "done", vec![]);
-        a.usage = Some(Usage {
-            input: 5000,
-            ..Usage::default()
-        });
-        if let MessageBody::Assistant { model, .. } = &mut a.body {
-            *model = Some("claude-sonnet-4-5".into());
-        }
-        s.push(vec![Message::user("u1", "go"), a]);
-        assert_eq!(s.meter(10_000, 9_000).source, tokens::MeterSource::Estimate);
     }
 }

@@ -88,10 +88,12 @@ pub async fn chain(
     let (mut compactions, mut summarized, mut before) = (0, 0, 0);
     for entry in &imported.entries {
         match entry {
-            LogEntry::Message { message, .. } => session.push(vec![Message {
-                usage: None,
-                ..message.clone()
-            }]),
+            LogEntry::Message { message, .. } => {
+                session.push(vec![Message {
+                    usage: None,
+                    ..message.clone()
+                }]);
+            }
             LogEntry::Compaction(_) => {}
             other => {
                 store::apply_entry(&mut session, other.clone());
@@ -127,7 +129,8 @@ async fn compact(
     max_input: Option<u64>,
 ) -> Result<usize, Skip> {
     let job = engine_compaction::plan(config, session, Strategy::Checkpoint, keep, None)
-        .map_err(|not| not.reason)?;
+        .map_err(|not| not.reason)?
+        .prepare();
     let input_tokens: u64 = [&job.input, &job.turn_prefix]
         .into_iter()
         .flatten()
@@ -141,8 +144,9 @@ async fn compact(
     let summaries = JobSummarizer::new(config, job.encoding)
         .run(&job, &|_| {})
         .await;
-    let conclusion = engine_compaction::conclude(session, &job, &summaries, Trigger::Manual, 0, 0)
-        .map_err(|e| e.to_string())?;
+    let record = job.record(&summaries, Trigger::Manual, 0, 0);
+    let conclusion =
+        engine_compaction::conclude(session, &job, record).map_err(|e| e.to_string())?;
     match conclusion {
         Conclusion::Apply(record) => {
             session.apply_compaction(record);

@@ -63,6 +63,18 @@ pub enum Command {
     /// is lowered by the tokens that compaction removed, since the original
     /// session did not compact there.
     Replay(ReplayArgs),
+    /// Print a status line for Claude Code: its context meter, where it
+    /// auto-compacts, and the files its session changed.
+    ///
+    /// Claude Code runs it with the session's JSON on stdin
+    /// (`"statusLine": {"type": "command", "command": "compactd statusline"}`
+    /// in ~/.claude/settings.json). It prints one line such as
+    /// `⛁ 90.4k/200k 45% · auto-compact 177k · 12 files changed`, coloured
+    /// from --warn and --error (not when NO_COLOR is set), and always exits
+    /// 0: on any error it prints a short fallback. What it read of the
+    /// transcript is cached under the data directory, so a render reads only
+    /// what the transcript gained.
+    Statusline(StatuslineArgs),
 }
 
 /// `compactd serve`.
@@ -212,4 +224,14 @@ pub struct ReplayArgs {
     /// keepRecentTokens, 20000).
     #[arg(long, value_name = "N")]
     pub keep_recent_tokens: Option<u64>,
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct StatuslineArgs {
+    /// Yellow from this percentage of the context window.
+    #[arg(long, value_name = "PERCENT", default_value_t = 75.0)]
+    pub warn: f64,
+    /// Red from this percentage of the context window.
+    #[arg(long, value_name = "PERCENT", default_value_t = 90.0)]
+    pub error: f64,
 }

@@ -93,7 +93,7 @@ pub async fn run(args: &CompactArgs, no_user_config: bool) -> Result<(), CliErro
         args.instructions.clone(),
     );
     let job = match planned {
-        Ok(job) => job,
+        Ok(planned) => planned.prepare(),
         Err(NotPlanned {
             reason,
             tokens_before,
@@ -154,14 +154,8 @@ async fn summarize(
         .await;
     spinner.finish_and_clear();
     let duration_ms = started.elapsed().as_millis() as u64;
-    let conclusion = engine::compaction::conclude(
-        session,
-        job,
-        &summaries,
-        Trigger::Manual,
-        engine::now_ms(),
-        duration_ms,
-    )?;
+    let record = engine::compaction::record(job, &summaries, Trigger::Manual, duration_ms);
+    let conclusion = engine::compaction::conclude(session, job, record)?;
     Ok(match conclusion {
         Conclusion::Apply(record) => {
             session.apply_compaction(record.clone());

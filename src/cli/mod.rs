@@ -1,5 +1,5 @@
 //! Command-line work that is not serving: `compact`, `stats` and `replay`
-//! on transcripts. Output goes to stdout; notes, progress and errors to
+//! on transcripts, and `statusline` for Claude Code. Output goes to stdout; notes, progress and errors to
 //! stderr.
 
 pub mod args;
@@ -8,6 +8,7 @@ mod connect;
 mod progress;
 mod replay;
 mod stats;
+mod statusline;
 
 use std::path::Path;
 use std::process::ExitCode;
@@ -42,6 +43,10 @@ impl<E: std::error::Error> From<E> for CliError {
 
 /// Runs a transcript command (or the `connect` bridge) and prints its output.
 pub fn run(command: Command, no_user_config: bool) -> ExitCode {
+    // Run once per render: no runtime to start.
+    if let Command::Statusline(args) = &command {
+        return statusline::run(args, no_user_config);
+    }
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -52,6 +57,7 @@ pub fn run(command: Command, no_user_config: bool) -> ExitCode {
         Command::Compact(args) => runtime.block_on(compact::run(&args, no_user_config)),
         Command::Stats(args) => stats::run(&args, no_user_config),
         Command::Replay(args) => runtime.block_on(replay::run(&args, no_user_config)),
+        Command::Statusline(_) => unreachable!("rendered above"),
     };
     // `connect`'s stdin reader may still be blocked on a read the OS will
     // not finish until the client closes our stdin.

@@ -157,7 +157,7 @@ async fn compact(
         None,
     );
     let job = match planned {
-        Ok(job) => job,
+        Ok(planned) => planned.prepare(),
         Err(NotPlanned { reason, .. }) => {
             return Ok(engine::auto::record_outcome(config, session, Err(reason)))
         }
@@ -168,14 +168,8 @@ async fn compact(
         .run(&job, &|_: Progress| {})
         .await;
     let duration_ms = started.elapsed().as_millis() as u64;
-    let conclusion = engine::compaction::conclude(
-        session,
-        &job,
-        &summaries,
-        Trigger::Threshold,
-        0,
-        duration_ms,
-    )?;
+    let record = job.record(&summaries, Trigger::Threshold, 0, duration_ms);
+    let conclusion = engine::compaction::conclude(session, &job, record)?;
     let after = match conclusion {
         Conclusion::Apply(record) => {
             let after = record.tokens_after;

@@ -1,18 +1,23 @@
-//! One compaction from plan to record. Pure: `plan` captures, from a
-//! session's view, everything the summarizer needs (a `CompactionJob`), and
+//! One compaction from plan to record. Pure: `plan` chooses, from a
+//! session's view, what the compaction covers (a `PlannedJob`, which
+//! shares the view's messages and so costs no copy of them);
+//! `PlannedJob::prepare` builds what the summarizer needs and what the
+//! retention check looks for (a `CompactionJob`), the part whose cost grows
+//! with what is summarized, so the server runs it off the state owner; and
 //! `CompactionJob::record` turns the summaries written for it into the log
-//! record. Between the two the engine calls a summarizer; after them it
+//! record. Between the last two the engine calls a summarizer; after them it
 //! persists the record and applies it to the session.
 
-use std::collections::HashSet;
+use std::borrow::Borrow;
 use std::ops::Range;
+use std::sync::Arc;
 
 use super::plan::{self, EntryKind, ViewEntry};
 use super::record::{pruned_placeholder, summary_id, CompactionRecord, ReplacedRange, Trigger};
 use super::retention::{self, Required};
 use super::summary::{JobSummaries, SummaryInput, SummaryRequest, WrittenSummary};
 use super::{FileSections, Strategy};
-use crate::conversation::{repair_for_model, Message, MessageBody, Usage};
+use crate::conversation::{repair_for_model, synthetic_result, CallTracker, Message, Usage};
 use crate::tokens::{self, Correction, Encoding};
 
 /// How to plan a compaction.
@@ -64,11 +69,29 @@ impl PlanInput<'_> {
         self.last_summary_record().map(|r| r.summary.clone())
     }
 
-    fn messages(&self, range: Range<usize>) -> Vec<Message> {
+    /// The entries' messages, shared.
+    fn messages(&self, range: Range<usize>) -> Vec<Arc<Message>> {
         self.entries[range]
             .iter()
-            .map(|e| e.message.clone())
+            .map(|e| Arc::clone(&e.message))
             .collect()
+    }
+
+    /// What a summary of the entries in `range` covers.
+    fn source(
+        &self,
+        range: Range<usize>,
+        previous_summary: Option<String>,
+        note: Option<&'static str>,
+    ) -> SummarySource {
+        SummarySource {
+            messages: self.entries[range]
+                .iter()
+                .map(|e| (Arc::clone(&e.message), e.message_tokens))
+                .collect(),
+            previous_summary,
+            note,
+        }
     }
 
     fn ids(&self, range: Range<usize>) -> Vec<String> {
@@ -113,6 +136,17 @@ impl PlanInput<'_> {
             .map(|r| r.from_message_id.clone())
             .unwrap_or_else(|| entry.message.id.clone())
     }
+
+    /// The latest request in the view (`retention::latest_request`;
+    /// summaries left out: the requests they hold are older).
+    fn latest_request(&self) -> Option<String> {
+        retention::latest_request(
+            self.entries
+                .iter()
+                .filter(|e| matches!(e.kind, EntryKind::Message | EntryKind::Pruned))
+                .map(|e| e.message.as_ref()),
+        )
+    }
 }
 
 /// What a compaction will change once its summary exists.
@@ -156,7 +190,7 @@ pub struct CompactionJob {
     pub correction: Correction,
     /// The view after the compaction, without the summary, for the
     /// retention check.
-    pub kept_messages: Vec<Message>,
+    pub kept_messages: Vec<Arc<Message>>,
     pub required: Vec<Required>,
     pub retained_rules: Vec<String>,
     /// Number of compactions when planned; a job planned against an older
@@ -167,47 +201,85 @@ pub struct CompactionJob {
     pub summary_prefix: String,
 }
 
+/// What one summary covers, as planned: the view's messages (shared, each
+/// with its count) and what the summarizer is told besides.
+#[derive(Debug, Clone)]
+struct SummarySource {
+    messages: Vec<(Arc<Message>, u64)>,
+    previous_summary: Option<String>,
+    /// Said to the summarizer after the client's instructions.
+    note: Option<&'static str>,
+}
+
+/// A compaction chosen against a session's view, before its summarizer
+/// inputs exist. `job` holds everything but `input`, `turn_prefix`,
+/// `required` and `retained_rules`, which `prepare` fills in.
+#[derive(Debug, Clone)]
+pub struct PlannedJob {
+    pub job: CompactionJob,
+    main: Option<SummarySource>,
+    prefix: Option<SummarySource>,
+    options: PlanOptions,
+    /// Rules carried forward from the previous summary.
+    carried_rules: Vec<String>,
+    latest_request: Option<String>,
+    task: Option<String>,
+    pins: Vec<String>,
+}
+
 /// Plans a compaction; `Err` says why there is nothing to compact.
 pub fn plan(
     input: &PlanInput<'_>,
     options: &PlanOptions,
     tokens_before: u64,
-) -> Result<CompactionJob, String> {
-    let mut job = CompactionJob {
-        strategy: options.strategy,
-        target: JobTarget::Handoff,
-        input: None,
-        turn_prefix: None,
-        messages_summarized: 0,
-        summarized_ids: Vec::new(),
-        kept_ids: Vec::new(),
-        pruned_ids: Vec::new(),
-        // The ledger covers the whole session so far, kept part included,
-        // so the model sees every file it touched in one place.
-        files: input.files.clone(),
-        tokens_before,
-        tokens_without_summary: 0,
-        correction: input.correction,
-        kept_messages: Vec::new(),
-        required: Vec::new(),
-        retained_rules: Vec::new(),
-        generation: input.records.len(),
-        encoding: input.encoding,
-        summary_prefix: input.summary_prefix.to_string(),
+) -> Result<PlannedJob, String> {
+    let mut planned = PlannedJob {
+        job: CompactionJob {
+            strategy: options.strategy,
+            target: JobTarget::Handoff,
+            input: None,
+            turn_prefix: None,
+            messages_summarized: 0,
+            summarized_ids: Vec::new(),
+            kept_ids: Vec::new(),
+            pruned_ids: Vec::new(),
+            // The ledger covers the whole session so far, kept part
+            // included, so the model sees every file it touched in one place.
+            files: input.files.clone(),
+            tokens_before,
+            tokens_without_summary: 0,
+            correction: input.correction,
+            kept_messages: Vec::new(),
+            required: Vec::new(),
+            retained_rules: Vec::new(),
+            generation: input.records.len(),
+            encoding: input.encoding,
+            summary_prefix: input.summary_prefix.to_string(),
+        },
+        main: None,
+        prefix: None,
+        options: options.clone(),
+        carried_rules: input
+            .last_summary_record()
+            .map(|r| r.retained_rules.clone())
+            .unwrap_or_default(),
+        latest_request: input.latest_request(),
+        task: input.task.clone(),
+        pins: input.pins.to_vec(),
     };
     match options.strategy {
-        Strategy::Checkpoint => plan_checkpoint(input, options, &mut job)?,
-        Strategy::Incremental => plan_incremental(input, options, &mut job)?,
-        Strategy::Prune => plan_prune(input, options, &mut job)?,
-        Strategy::Handoff => plan_handoff(input, options, &mut job)?,
+        Strategy::Checkpoint => plan_checkpoint(input, options, &mut planned)?,
+        Strategy::Incremental => plan_incremental(input, options, &mut planned)?,
+        Strategy::Prune => plan_prune(input, options, &mut planned.job)?,
+        Strategy::Handoff => plan_handoff(input, &mut planned)?,
     }
-    Ok(job)
+    Ok(planned)
 }
 
 fn plan_checkpoint(
     input: &PlanInput<'_>,
     options: &PlanOptions,
-    job: &mut CompactionJob,
+    planned: &mut PlannedJob,
 ) -> Result<(), String> {
     let entries = &input.entries;
     let plan = plan::plan_checkpoint(entries, options.keep_recent_tokens).ok_or_else(|| {
@@ -218,22 +290,15 @@ fn plan_checkpoint(
     })?;
     let first = input.first();
     let main_end = plan.turn_start.unwrap_or(plan.cut);
-    job.input = Some(summary_input(
-        input,
-        input.messages(first..main_end),
-        input.previous_summary(),
-        options,
-        None,
-    ));
-    job.turn_prefix = plan.turn_start.map(|start| {
-        summary_input(
-            input,
-            input.messages(start..plan.cut),
+    planned.main = Some(input.source(first..main_end, input.previous_summary(), None));
+    planned.prefix = plan.turn_start.map(|start| {
+        input.source(
+            start..plan.cut,
             None,
-            options,
             Some("This is the beginning of the current turn; its continuation is kept verbatim after the summary."),
         )
     });
+    let job = &mut planned.job;
     job.target = JobTarget::Checkpoint {
         last_summarized_message_id: input.anchor_id(&entries[plan.cut - 1]),
         first_kept_message_id: entries.get(plan.cut).map(|e| input.first_id(e)),
@@ -243,14 +308,13 @@ fn plan_checkpoint(
     job.kept_ids = input.ids(plan.cut..entries.len());
     job.kept_messages = input.messages(plan.cut..entries.len());
     job.tokens_without_summary = input.system_tokens + input.tokens(plan.cut..entries.len());
-    requirements(input, job, &input.messages(first..plan.cut));
     Ok(())
 }
 
 fn plan_incremental(
     input: &PlanInput<'_>,
     options: &PlanOptions,
-    job: &mut CompactionJob,
+    planned: &mut PlannedJob,
 ) -> Result<(), String> {
     let entries = &input.entries;
     let run = plan::plan_incremental(entries, options.retention_window).ok_or_else(|| {
@@ -259,14 +323,8 @@ fn plan_incremental(
             options.retention_window
         )
     })?;
-    let summarized = input.messages(run.clone());
-    job.input = Some(summary_input(
-        input,
-        summarized.clone(),
-        None,
-        options,
-        None,
-    ));
+    planned.main = Some(input.source(run.clone(), None, None));
+    let job = &mut planned.job;
     job.target = JobTarget::Incremental(ReplacedRange {
         from_message_id: entries[run.start].message.id.clone(),
         to_message_id: entries[run.end - 1].message.id.clone(),
@@ -285,7 +343,6 @@ fn plan_incremental(
         .collect();
     let total = input.system_tokens + input.tokens(0..entries.len());
     job.tokens_without_summary = total - input.tokens(run);
-    requirements(input, job, &summarized);
     Ok(())
 }
 
@@ -325,96 +382,124 @@ fn plan_prune(
     Ok(())
 }
 
-fn plan_handoff(
-    input: &PlanInput<'_>,
-    options: &PlanOptions,
-    job: &mut CompactionJob,
-) -> Result<(), String> {
+fn plan_handoff(input: &PlanInput<'_>, planned: &mut PlannedJob) -> Result<(), String> {
     let first = input.first();
     let end = input.entries.len();
     if end <= first {
         return Err("nothing to hand off: the session has no messages".into());
     }
-    let summarized = input.messages(first..end);
-    job.input = Some(summary_input(
-        input,
-        summarized.clone(),
-        input.previous_summary(),
-        options,
-        None,
-    ));
-    job.messages_summarized = summarized.len();
+    planned.main = Some(input.source(first..end, input.previous_summary(), None));
+    let job = &mut planned.job;
+    job.messages_summarized = end - first;
     job.summarized_ids = input.ids(first..end);
     job.tokens_without_summary = input.system_tokens;
-    requirements(input, job, &summarized);
     Ok(())
 }
 
-fn summary_input(
-    input: &PlanInput<'_>,
-    messages: Vec<Message>,
-    previous_summary: Option<String>,
-    options: &PlanOptions,
-    extra_instructions: Option<&str>,
-) -> SummaryInput {
-    let mut messages = repair_for_model(messages);
-    close_trailing_calls(&mut messages);
-    let instructions = match (options.instructions.as_deref(), extra_instructions) {
+impl PlannedJob {
+    /// Builds the summarizer inputs (interrupted calls closed, each message
+    /// counted as the summarizer sees it: only clipped ones are counted
+    /// again) and what the retention check must find. Its cost grows with
+    /// what is summarized.
+    pub fn prepare(self) -> CompactionJob {
+        let PlannedJob {
+            mut job,
+            main,
+            prefix,
+            options,
+            carried_rules,
+            latest_request,
+            task,
+            pins,
+        } = self;
+        if main.is_none() {
+            return job; // prune: nothing to summarize, nothing to check
+        }
+        let summarized = main.iter().chain(prefix.iter()).flat_map(|s| &s.messages);
+        let mut rules = carried_rules;
+        for rule in retention::rule_lines(summarized.map(|(m, _)| m.as_ref())) {
+            if !rules.contains(&rule) {
+                rules.push(rule);
+            }
+        }
+        let mut required: Vec<Required> = job
+            .files
+            .modified
+            .iter()
+            .cloned()
+            .map(Required::Path)
+            .collect();
+        required.extend(latest_request.map(Required::LatestRequest));
+        required.extend(rules.iter().cloned().map(Required::Rule));
+        required.extend(task.map(Required::Verbatim));
+        required.extend(pins.into_iter().map(Required::Verbatim));
+        job.required = required;
+        job.retained_rules = rules;
+        job.input = main.map(|s| summary_input(s, &options, job.encoding));
+        job.turn_prefix = prefix.map(|s| summary_input(s, &options, job.encoding));
+        job
+    }
+}
+
+/// A message on its way to the summarizer, with its count when known.
+struct Counted {
+    message: Arc<Message>,
+    tokens: Option<u64>,
+}
+
+impl Borrow<Message> for Counted {
+    fn borrow(&self) -> &Message {
+        &self.message
+    }
+}
+
+impl From<Message> for Counted {
+    fn from(message: Message) -> Counted {
+        Counted {
+            message: Arc::new(message),
+            tokens: None,
+        }
+    }
+}
+
+fn summary_input(source: SummarySource, options: &PlanOptions, encoding: Encoding) -> SummaryInput {
+    let counted = source
+        .messages
+        .into_iter()
+        .map(|(message, tokens)| Counted {
+            message,
+            tokens: Some(tokens),
+        })
+        .collect();
+    let mut counted = repair_for_model(counted);
+    close_trailing_calls(&mut counted);
+    let instructions = match (options.instructions.as_deref(), source.note) {
         (Some(a), Some(b)) => Some(format!("{a}\n\n{b}")),
         (a, b) => a.or(b).map(str::to_string),
     };
-    SummaryInput::new(
+    let known = counted.iter().map(|c| c.tokens).collect();
+    SummaryInput::with_counts(
         SummaryRequest {
-            previous_summary,
-            messages,
+            previous_summary: source.previous_summary,
+            messages: counted.into_iter().map(|c| c.message).collect(),
             partial_summaries: Vec::new(),
             instructions,
             max_tool_output_chars: options.max_tool_output_chars,
             compact_prompt: options.compact_prompt.clone(),
             update_prompt: options.update_prompt.clone(),
         },
-        input.encoding,
+        known,
+        encoding,
     )
 }
 
-/// What the retention check must find after summarizing `summarized`.
-fn requirements(input: &PlanInput<'_>, job: &mut CompactionJob, summarized: &[Message]) {
-    let mut rules: Vec<String> = input
-        .last_summary_record()
-        .map(|r| r.retained_rules.clone())
-        .unwrap_or_default();
-    for rule in retention::rule_lines(summarized) {
-        if !rules.contains(&rule) {
-            rules.push(rule);
-        }
-    }
-    let mut required: Vec<Required> = job
-        .files
-        .modified
-        .iter()
-        .cloned()
-        .map(Required::Path)
-        .collect();
-    let latest = retention::latest_request(
-        input
-            .entries
-            .iter()
-            .filter(|e| matches!(e.kind, EntryKind::Message | EntryKind::Pruned))
-            .map(|e| &e.message),
-    );
-    if let Some(latest) = latest {
-        required.push(Required::LatestRequest(latest));
-    }
-    required.extend(rules.iter().cloned().map(Required::Rule));
-    if let Some(task) = &input.task {
-        required.push(Required::Verbatim(task.clone()));
-    }
-    required.extend(input.pins.iter().cloned().map(Required::Verbatim));
-    job.required = required;
-    job.retained_rules = rules;
-}
-
 impl CompactionJob {
+    /// The view once applied, without the new summary, as the provider
+    /// would count it (what the triggers compare with their limit).
+    pub fn context_without_summary(&self) -> u64 {
+        self.correction.context(self.tokens_without_summary)
+    }
+
     /// The log record for this job once its summaries are written. The
     /// retention check runs here: whatever the summary and the kept
     /// messages lack is appended verbatim in `<preserved>`.
@@ -504,7 +589,7 @@ impl CompactionJob {
         };
         let outcome = retention::check(
             &format!("{body}\n{sections}"),
-            &self.kept_messages,
+            self.kept_messages.iter().map(|m| m.as_ref()),
             &self.required,
         );
         record.recall = (outcome.recall * 1000.0).round() / 1000.0;
@@ -534,30 +619,14 @@ fn note_summarizers(record: &mut CompactionRecord, outputs: [Option<&WrittenSumm
 
 /// A call with no result at the end of the summarized part gets the
 /// synthetic note too: its turn was cut off by the compaction.
-fn close_trailing_calls(messages: &mut Vec<Message>) {
-    let answered: HashSet<String> = messages
-        .iter()
-        .filter_map(|m| m.answers().map(str::to_string))
-        .collect();
-    let Some(last_caller) = messages.iter().rposition(|m| !m.tool_calls().is_empty()) else {
-        return;
-    };
-    let missing: Vec<(String, String)> = messages[last_caller]
-        .tool_calls()
-        .iter()
-        .filter(|c| !answered.contains(&c.id))
-        .map(|c| (c.id.clone(), c.name.clone()))
-        .collect();
-    for (id, name) in missing {
-        messages.push(Message {
-            id: format!("{}{id}", crate::conversation::SYNTHETIC_RESULT_PREFIX),
-            body: MessageBody::Tool {
-                tool_call_id: id,
-                tool_name: Some(name),
-                content: crate::conversation::NO_RESULT_NOTE.into(),
-                is_error: true,
-            },
-            usage: None,
-        });
+fn close_trailing_calls(messages: &mut Vec<Counted>) {
+    let mut tracker = CallTracker::default();
+    for counted in messages.iter() {
+        tracker.observe(&counted.message);
     }
+    let open = tracker.open_calls().to_vec();
+    messages.extend(
+        open.iter()
+            .map(|(id, name)| Counted::from(synthetic_result(id, name))),
+    );
 }

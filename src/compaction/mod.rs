@@ -17,7 +17,7 @@ pub mod text;
 pub mod trigger;
 
 pub use file_sections::{FileMarks, FileSections};
-pub use job::{CompactionJob, JobTarget, PlanOptions};
+pub use job::{CompactionJob, JobTarget, PlanOptions, PlannedJob};
 pub use record::{CompactionRecord, ReplacedRange, Trigger};
 
 use schemars::JsonSchema;

@@ -2,6 +2,7 @@
 //! indices to summarize, replace or prune come out.
 
 use std::ops::Range;
+use std::sync::Arc;
 
 use crate::conversation::{Message, Role};
 
@@ -18,11 +19,16 @@ pub enum EntryKind {
     IncrementalSummary,
 }
 
-/// One entry of the LLM view, as the model sees it.
+/// One entry of the LLM view, as the model sees it. The message is shared
+/// with the session, so a view costs no copy of the conversation.
 #[derive(Debug, Clone)]
 pub struct ViewEntry {
-    pub message: Message,
+    pub message: Arc<Message>,
+    /// What the entry costs in the view: the message, plus the synthetic
+    /// results that close its calls when they were interrupted.
     pub tokens: u64,
+    /// The message alone.
+    pub message_tokens: u64,
     pub kind: EntryKind,
 }
 
@@ -193,8 +199,9 @@ mod tests {
                 _ => unreachable!(),
             };
             out.push(ViewEntry {
-                message,
+                message: Arc::new(message),
                 tokens: weight,
+                message_tokens: weight,
                 kind,
             });
         }

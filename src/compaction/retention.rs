@@ -61,14 +61,15 @@ impl RetentionOutcome {
 
 /// The sentences of user messages that state a rule (see
 /// `text::states_rule`), each once, in order.
-pub fn rule_lines(messages: &[Message]) -> Vec<String> {
-    let mut rules: Vec<String> = Vec::new();
+pub fn rule_lines<'a>(messages: impl IntoIterator<Item = &'a Message>) -> Vec<String> {
+    let mut rules = Vec::new();
+    let mut seen = std::collections::HashSet::new();
     for message in messages {
         let MessageBody::User { content } = &message.body else {
             continue;
         };
         for rule in text::rules_in(content) {
-            if !rules.contains(&rule) {
+            if seen.insert(rule.clone()) {
                 rules.push(rule);
             }
         }
@@ -101,7 +102,11 @@ fn request_of(message: &Message) -> Option<String> {
 }
 
 /// Checks `required` against the summary and the kept messages.
-pub fn check(summary: &str, kept: &[Message], required: &[Required]) -> RetentionOutcome {
+pub fn check<'a>(
+    summary: &str,
+    kept: impl IntoIterator<Item = &'a Message>,
+    required: &[Required],
+) -> RetentionOutcome {
     let mut haystack = normalize(summary);
     for message in kept {
         haystack.push('\n');
@@ -190,6 +195,6 @@ mod tests {
             section,
             "<preserved>\n[modified file] src/b.rs\n[user rule] Never push to main.\n</preserved>"
         );
-        assert_eq!(check("x", &[], &[]).recall, 1.0);
+        assert_eq!(check("x", std::iter::empty(), &[]).recall, 1.0);
     }
 }

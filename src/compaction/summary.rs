@@ -2,6 +2,8 @@
 //! summarizer for, and the summary it gets back. Pure; `crate::summarize`
 //! implements the other side and imports these types.
 
+use std::sync::Arc;
+
 use super::clip_middle;
 use crate::conversation::{Message, MessageBody, Usage};
 use crate::tokens::{self, Encoding};
@@ -11,8 +13,9 @@ use crate::tokens::{self, Encoding};
 pub struct SummaryRequest {
     /// The summary of the previous compaction, to preserve and update.
     pub previous_summary: Option<String>,
-    /// The messages being replaced, in order, interrupted calls closed.
-    pub messages: Vec<Message>,
+    /// The messages being replaced, in order, interrupted calls closed
+    /// (shared with the session: a compaction copies no message).
+    pub messages: Vec<Arc<Message>>,
     /// Summaries of consecutive parts of one conversation, oldest first,
     /// to merge into one (set, with no messages, in merge rounds).
     pub partial_summaries: Vec<String>,
@@ -40,17 +43,34 @@ pub struct SummaryInput {
 
 impl SummaryInput {
     pub fn new(request: SummaryRequest, encoding: Encoding) -> SummaryInput {
+        let unknown = vec![None; request.messages.len()];
+        SummaryInput::with_counts(request, unknown, encoding)
+    }
+
+    /// With the counts already known for some messages (`known[i]`, the
+    /// message as it is, in `encoding`): only messages the summarizer sees
+    /// clipped, and those without a count, are counted.
+    pub fn with_counts(
+        request: SummaryRequest,
+        known: Vec<Option<u64>>,
+        encoding: Encoding,
+    ) -> SummaryInput {
+        let max = request.max_tool_output_chars;
         let tokens = request
             .messages
             .iter()
-            .map(|m| tokens::count_message(encoding, &clipped(m, request.max_tool_output_chars)))
+            .zip(known)
+            .map(|(m, known)| match known {
+                Some(count) if !is_clipped(m, max) => count,
+                _ => tokens::count_message(encoding, &clipped(m, max)),
+            })
             .collect();
         let turn_start = request
             .messages
             .iter()
             .map(|m| matches!(m.body, MessageBody::User { .. }))
             .collect();
-        let cut_point = request.messages.iter().map(Message::is_cut_point).collect();
+        let cut_point = request.messages.iter().map(|m| m.is_cut_point()).collect();
         SummaryInput {
             request,
             tokens,
@@ -78,6 +98,18 @@ pub struct WrittenSummary {
 pub struct JobSummaries {
     pub main: Option<WrittenSummary>,
     pub turn_prefix: Option<WrittenSummary>,
+}
+
+/// The summarizer sees the message clipped (see `clipped`).
+pub fn is_clipped(message: &Message, max_chars: usize) -> bool {
+    let long = |text: &str| text.len() > max_chars && text.chars().count() > max_chars;
+    match &message.body {
+        MessageBody::Tool { content, .. } => long(content),
+        MessageBody::Assistant { tool_calls, .. } => tool_calls
+            .iter()
+            .any(|call| long(&call.arguments.to_string())),
+        _ => false,
+    }
 }
 
 /// The message as a summarizer prompt shows it: tool outputs and call

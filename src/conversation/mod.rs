@@ -240,44 +240,141 @@ pub const SYNTHETIC_RESULT_PREFIX: &str = "synthetic-result-";
 pub const NO_RESULT_NOTE: &str =
     "[compactd] No result was recorded for this tool call (the turn was interrupted).";
 
-/// Makes a history safe to send to a model: a tool call that is followed by
-/// another turn without a result gets a synthetic error result right after
-/// its batch of results, and a result whose call is nowhere before it is
-/// dropped. Calls at the very end (still running) are left alone.
-pub fn repair_for_model(messages: Vec<Message>) -> Vec<Message> {
-    use std::collections::HashSet;
-    let mut out: Vec<Message> = Vec::with_capacity(messages.len());
-    let mut open: Vec<(String, String)> = Vec::new(); // (call id, tool name) awaiting a result
-    let mut seen_calls: HashSet<String> = HashSet::new();
-    let close_open = |out: &mut Vec<Message>, open: &mut Vec<(String, String)>| {
-        for (call_id, name) in open.drain(..) {
-            out.push(Message {
-                id: format!("{SYNTHETIC_RESULT_PREFIX}{call_id}"),
-                body: MessageBody::Tool {
-                    tool_call_id: call_id,
-                    tool_name: Some(name),
-                    content: NO_RESULT_NOTE.to_string(),
-                    is_error: true,
-                },
-                usage: None,
+/// A result compactd made up for a call that never got one.
+pub fn synthetic_result(call_id: &str, tool_name: &str) -> Message {
+    Message {
+        id: format!("{SYNTHETIC_RESULT_PREFIX}{call_id}"),
+        body: MessageBody::Tool {
+            tool_call_id: call_id.to_string(),
+            tool_name: Some(tool_name.to_string()),
+            content: NO_RESULT_NOTE.to_string(),
+            is_error: true,
+        },
+        usage: None,
+    }
+}
+
+/// Why a tool result is kept out of the history a model sees (it stays in
+/// the log).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OffHistory {
+    /// The conversation moved on before it arrived: its call was already
+    /// closed as interrupted, with a synthetic result.
+    Late,
+    /// Its call already has a result.
+    Duplicate,
+    /// No earlier message made its call.
+    Orphan,
+}
+
+impl OffHistory {
+    /// Why, for a client: the result answers `call_id`.
+    pub fn describe(self, call_id: &str) -> String {
+        match self {
+            OffHistory::Late => format!(
+                "the result for tool call `{call_id}` arrived after the conversation moved on; the call stays closed as interrupted in the model's history, and this result is logged but not part of it"
+            ),
+            OffHistory::Duplicate => format!(
+                "tool call `{call_id}` already has a result; this second one is logged but not part of the model's history"
+            ),
+            OffHistory::Orphan => format!(
+                "no earlier message calls `{call_id}`; this result is logged but not part of the model's history"
+            ),
+        }
+    }
+}
+
+/// What one message means for the tool calls around it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CallStep {
+    /// A tool result answering a call of the open batch: it is history.
+    Answers,
+    /// A tool result kept out of the history, and why.
+    Off(OffHistory),
+    /// Any other message: it closes the open batch; these calls (id,
+    /// tool name) got no result and are closed as interrupted, each by a
+    /// synthetic result placed before this message.
+    Turn { interrupted: Vec<(String, String)> },
+}
+
+/// Follows tool calls through a conversation, message by message. The one
+/// rule for results: a result belongs to the history only while its call's
+/// batch is open, from the assistant message that made the call to the next
+/// message that is not a tool result. A result arriving later (its call
+/// already closed as interrupted), a second result for a call, or one whose
+/// call never came, stays out of what a model sees: providers reject a
+/// result that does not follow its call.
+#[derive(Debug, Clone, Default)]
+pub struct CallTracker {
+    /// Calls of the open batch still waiting for a result: (id, name).
+    open: Vec<(String, String)>,
+    /// Every call seen: answered (or closed) yet?
+    calls: std::collections::HashMap<String, bool>,
+}
+
+impl CallTracker {
+    pub fn observe(&mut self, message: &Message) -> CallStep {
+        if let Some(call_id) = message.answers() {
+            if let Some(at) = self.open.iter().position(|(id, _)| id == call_id) {
+                self.open.remove(at);
+                self.calls.insert(call_id.to_string(), true);
+                return CallStep::Answers;
+            }
+            return CallStep::Off(match self.calls.get(call_id) {
+                None => OffHistory::Orphan,
+                Some(_) if self.closed_unanswered(call_id) => OffHistory::Late,
+                Some(_) => OffHistory::Duplicate,
             });
         }
-    };
+        let interrupted = std::mem::take(&mut self.open);
+        for call in message.tool_calls() {
+            // A call id used again starts over: its new batch may answer it.
+            self.calls.insert(call.id.clone(), false);
+            self.open.push((call.id.clone(), call.name.clone()));
+        }
+        CallStep::Turn { interrupted }
+    }
+
+    /// A call that was closed without an answer (`false` in `calls` and
+    /// not open).
+    fn closed_unanswered(&self, call_id: &str) -> bool {
+        self.calls.get(call_id) == Some(&false)
+    }
+
+    /// Calls still waiting for a result (the last batch, not closed yet).
+    pub fn open_calls(&self) -> &[(String, String)] {
+        &self.open
+    }
+
+    /// Closes the open batch without synthetic results: its call is no
+    /// longer in the history (a compaction summarized it), so a result
+    /// arriving later is late.
+    pub fn close_open(&mut self) {
+        self.open.clear();
+    }
+}
+
+/// Makes a history safe to send to a model: a tool call that is followed by
+/// another turn without a result gets a synthetic error result right after
+/// its batch of results, and a result that does not answer a call of the
+/// open batch (late, second, or without a call; see `CallTracker`) is
+/// dropped. Calls at the very end (still running) are left alone.
+pub fn repair_for_model<M>(messages: Vec<M>) -> Vec<M>
+where
+    M: std::borrow::Borrow<Message> + From<Message>,
+{
+    let mut out: Vec<M> = Vec::with_capacity(messages.len());
+    let mut tracker = CallTracker::default();
     for message in messages {
-        match message.answers() {
-            Some(call_id) => {
-                if !seen_calls.contains(call_id) {
-                    continue;
-                }
-                open.retain(|(id, _)| id != call_id);
-                out.push(message);
-            }
-            None => {
-                close_open(&mut out, &mut open);
-                for call in message.tool_calls() {
-                    seen_calls.insert(call.id.clone());
-                    open.push((call.id.clone(), call.name.clone()));
-                }
+        match tracker.observe(message.borrow()) {
+            CallStep::Answers => out.push(message),
+            CallStep::Off(_) => {}
+            CallStep::Turn { interrupted } => {
+                out.extend(
+                    interrupted
+                        .iter()
+                        .map(|(id, name)| M::from(synthetic_result(id, name))),
+                );
                 out.push(message);
             }
         }
@@ -383,6 +480,37 @@ mod tests {
             "orphan dropped, c2 closed before u2, trailing c3 left running"
         );
         assert!(validate_history(&repaired, true).is_ok());
+    }
+
+    #[test]
+    fn late_and_second_results_stay_out_of_the_history() {
+        let history = vec![
+            Message::user("u1", "go"),
+            Message::assistant("a1", "", vec![call("c1"), call("c2")]),
+            Message::tool_result("t2", "c2", "ok", false),
+            Message::tool_result("t2b", "c2", "again", false),
+            Message::user("u2", "stop, do something else"),
+            Message::tool_result("t1", "c1", "finally", false),
+            Message::assistant("a2", "ok", vec![]),
+        ];
+        let mut tracker = CallTracker::default();
+        let steps: Vec<CallStep> = history.iter().map(|m| tracker.observe(m)).collect();
+        assert_eq!(steps[3], CallStep::Off(OffHistory::Duplicate));
+        assert_eq!(
+            steps[4],
+            CallStep::Turn {
+                interrupted: vec![("c1".into(), "read".into())]
+            }
+        );
+        assert_eq!(steps[5], CallStep::Off(OffHistory::Late));
+        let repaired = repair_for_model(history);
+        let ids: Vec<&str> = repaired.iter().map(|m| m.id.as_str()).collect();
+        assert_eq!(
+            ids,
+            ["u1", "a1", "t2", "synthetic-result-c1", "u2", "a2"],
+            "the late result does not follow the synthetic one"
+        );
+        assert!(validate_history(&repaired, false).is_ok());
     }
 
     #[test]

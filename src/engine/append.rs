@@ -2,7 +2,8 @@
 //! first and applied only once written, so a change the client saw
 //! acknowledged is always in the log, and a failed write changes nothing.
 //! A session opened read-only refuses them all, except that settings given
-//! when it is reopened are left out instead.
+//! when it is reopened are left out instead; so does a session following
+//! an agent's transcript, whose conversation only the agent changes.
 
 use super::{Access, EngineError, EngineResult, OpenSession};
 use crate::conversation::Message;
@@ -10,15 +11,27 @@ use crate::files::{disk, FileEvent, FileOp, FileTools};
 use crate::store::{apply_settings, LogEntry, SessionSettings, TokenCount};
 use crate::tokens;
 
+/// What an append did.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Appended {
+    /// The messages' ids, in order.
+    pub ids: Vec<String>,
+    /// A file event was recorded.
+    pub touched_files: bool,
+    /// Tool results logged but kept out of the model's history (late,
+    /// second, or without a call), each as `messages[i]: why`.
+    pub warnings: Vec<String>,
+}
+
 /// Appends messages: each gets an id (the client's, if unused), the
 /// file events of the tool calls they complete are hashed from disk and
 /// logged right after the result that completed them, then all of it is
-/// applied. Returns the ids, and whether any file event was recorded.
+/// applied.
 pub fn append(
     open: &mut OpenSession,
     mut messages: Vec<Message>,
     tools: &FileTools,
-) -> EngineResult<(Vec<String>, bool)> {
+) -> EngineResult<Appended> {
     open.check_writable()?;
     open.session
         .assign_ids(&mut messages)
@@ -46,12 +59,25 @@ pub fn append(
     }
     open.log.append(&entries, false)?;
     let ids = messages.iter().map(|m| m.id.clone()).collect();
-    open.session
+    let answers: Vec<String> = messages
+        .iter()
+        .map(|m| m.answers().unwrap_or_default().to_string())
+        .collect();
+    let off_history = open
+        .session
         .push_counted(messages.into_iter().zip(counts.into_iter().map(Some)));
     for (_, event) in &file_events {
         open.session.apply_file_event(event);
     }
-    Ok((ids, !file_events.is_empty()))
+    let warnings = off_history
+        .into_iter()
+        .map(|(i, why)| format!("messages[{i}]: {}", why.describe(&answers[i])))
+        .collect();
+    Ok(Appended {
+        ids,
+        touched_files: !file_events.is_empty(),
+        warnings,
+    })
 }
 
 /// Fills each event's content hash from the file as it is now, right after
@@ -115,10 +141,12 @@ pub fn set_auto_compact(open: &mut OpenSession, enabled: bool) -> EngineResult<(
 
 /// Settings given when a session is reopened replace the stored ones:
 /// those that differ are logged, then applied. A read-only session keeps
-/// the settings its log gives it.
+/// the settings its log gives it; a followed one is no session to open.
 pub fn change_settings(open: &mut OpenSession, requested: SessionSettings) -> EngineResult<()> {
-    if open.access() == Access::ReadOnly {
-        return Ok(());
+    match open.access() {
+        Access::ReadOnly => return Ok(()),
+        Access::Follows => return open.check_writable(),
+        Access::Write => {}
     }
     let session = &open.session;
     let changed = SessionSettings {

@@ -26,7 +26,8 @@ pub fn triggers_fired(config: &Config, session: &Session) -> Vec<TriggerKind> {
 }
 
 /// Automatic compaction is allowed for the session: this process may
-/// write it (not opened read-only), the environment's kill switch is off,
+/// write it (not opened read-only, not following an agent, which compacts
+/// by itself), the environment's kill switch is off,
 /// the session's own switch (else the config's `autoCompact`) is on, and
 /// the circuit breaker has not tripped.
 pub fn allowed(config: &Config, session: &Session, access: Access) -> bool {
@@ -94,8 +95,7 @@ fn prune_suffices(config: &Config, session: &Session) -> bool {
     let Ok(job) = session.plan(&options, 0) else {
         return false;
     };
-    let after = job.correction.context(job.tokens_without_summary);
-    after < auto_compact_at(config, context_window(config, session))
+    job.job.context_without_summary() < auto_compact_at(config, context_window(config, session))
 }
 
 /// Feeds an automatic compaction's outcome to the session's breaker:

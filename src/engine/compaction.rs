@@ -3,17 +3,21 @@
 //! the meter, write its summaries, conclude what the summaries mean for
 //! the session, and apply the record (log first, then memory).
 
+use std::sync::atomic::{AtomicU32, Ordering};
+
 use super::window;
 use super::{EngineError, EngineResult, OpenSession};
 use crate::compaction::retention::Required;
-use crate::compaction::summary::JobSummaries;
-use crate::compaction::{self, CompactionJob, CompactionRecord, JobTarget, PlanOptions};
+use crate::compaction::summary::{JobSummaries, SummaryInput};
+use crate::compaction::{
+    self, CompactionJob, CompactionRecord, JobTarget, PlanOptions, PlannedJob,
+};
 use crate::compaction::{Strategy, Trigger};
 use crate::config::Config;
 use crate::session::Session;
 use crate::store::LogEntry;
 use crate::summarize::driver::{self, DriverSettings};
-use crate::summarize::{self, ProgressSink, Summarizer};
+use crate::summarize::{self, Progress, ProgressSink, Summarizer};
 use crate::tokens::Encoding;
 
 /// The options the configuration gives, for one strategy and tail.
@@ -65,14 +69,16 @@ pub struct NotPlanned {
 }
 
 /// Plans a compaction of the session as it stands; `tokensBefore` is the
-/// meter's reading.
+/// meter's reading. Cheap: the job shares the session's messages, and its
+/// summarizer inputs are built by `PlannedJob::prepare`, which the server
+/// runs off the state owner.
 pub fn plan(
     config: &Config,
     session: &Session,
     strategy: Strategy,
     keep_recent_tokens: u64,
     instructions: Option<String>,
-) -> Result<CompactionJob, NotPlanned> {
+) -> Result<PlannedJob, NotPlanned> {
     let tokens_before = window::meter(config, session).context_tokens;
     let options = plan_options(config, strategy, keep_recent_tokens, instructions);
     session
@@ -95,7 +101,7 @@ pub fn overflow_keep(config: &Config, session: &Session) -> u64 {
         .filter_map(|keep| {
             let options = plan_options(config, Strategy::Checkpoint, keep, None);
             let job = session.plan(&options, 0).ok()?;
-            Some((keep, job.correction.context(job.tokens_without_summary)))
+            Some((keep, job.job.context_without_summary()))
         })
         .collect();
     planned
@@ -122,19 +128,64 @@ impl JobSummarizer {
     }
 
     /// Writes the main summary and a split turn's prefix; never fails (the
-    /// ladder ends with the offline summarizer).
+    /// ladder ends with the offline summarizer). Progress is one rising
+    /// sequence over both (see `RisingProgress`).
     pub async fn run(&self, job: &CompactionJob, progress: ProgressSink<'_>) -> JobSummaries {
         let mut summaries = JobSummaries::default();
-        for (output, input) in [
-            (&mut summaries.main, &job.input),
-            (&mut summaries.turn_prefix, &job.turn_prefix),
+        let weight = |input: &Option<SummaryInput>| {
+            input
+                .as_ref()
+                .map(|i| i.tokens.iter().sum::<u64>().max(1))
+                .unwrap_or(0)
+        };
+        let (main, prefix) = (weight(&job.input), weight(&job.turn_prefix));
+        let rising = RisingProgress::new(progress);
+        let mut start = 0.0;
+        for (output, input, weight) in [
+            (&mut summaries.main, &job.input, main),
+            (&mut summaries.turn_prefix, &job.turn_prefix, prefix),
         ] {
             if let Some(input) = input {
+                let span = 100.0 * weight as f64 / (main + prefix) as f64;
+                let part = |p: Progress| rising.report(start, span, p);
                 let summarizer = self.summarizer.as_ref();
-                *output = Some(driver::summarize(summarizer, input, self.settings, progress).await);
+                *output = Some(driver::summarize(summarizer, input, self.settings, &part).await);
+                start += span;
             }
         }
         summaries
+    }
+}
+
+/// One rising sequence of percentages over a job's parts. The driver
+/// reports each summary from 0 to 100 (and starts over when it chunks
+/// smaller or falls down the ladder); a job with a split turn writes two.
+/// Each part gets its share of 0–100 by its input's size, and a report
+/// never goes below one already made.
+pub struct RisingProgress<'a> {
+    sink: ProgressSink<'a>,
+    highest: AtomicU32,
+}
+
+impl<'a> RisingProgress<'a> {
+    pub fn new(sink: ProgressSink<'a>) -> RisingProgress<'a> {
+        RisingProgress {
+            sink,
+            highest: AtomicU32::new(0),
+        }
+    }
+
+    /// Reports `progress` of a part that spans `span` percent from `start`.
+    pub fn report(&self, start: f64, span: f64, progress: Progress) {
+        let percentage = progress.percentage.map(|p| {
+            let scaled = (start + f64::from(p.min(100)) * span / 100.0).floor() as u32;
+            let scaled = scaled.min(100);
+            self.highest.fetch_max(scaled, Ordering::SeqCst).max(scaled)
+        });
+        (self.sink)(Progress {
+            message: progress.message,
+            percentage,
+        });
     }
 }
 
@@ -153,22 +204,30 @@ pub enum Conclusion {
     Handoff(CompactionRecord),
 }
 
-/// Records a finished job and decides what it does. A job planned before
+/// The record of a job whose summaries are written (`CompactionJob::record`,
+/// with its retention check, whose cost grows with what was summarized: the
+/// server makes it off the state owner).
+pub fn record(
+    job: &CompactionJob,
+    summaries: &JobSummaries,
+    trigger: Trigger,
+    duration_ms: u64,
+) -> CompactionRecord {
+    job.record(summaries, trigger, super::now_ms(), duration_ms)
+}
+
+/// Decides what a finished job's record does. A job planned before
 /// another compaction was applied is stale and changes nothing.
 pub fn conclude(
     session: &Session,
     job: &CompactionJob,
-    summaries: &JobSummaries,
-    trigger: Trigger,
-    created_at: u64,
-    duration_ms: u64,
+    record: CompactionRecord,
 ) -> EngineResult<Conclusion> {
     if job.generation != session.compactions().len() {
         return Err(EngineError::Failed(
             "compaction superseded by another one, history unchanged".into(),
         ));
     }
-    let record = job.record(summaries, trigger, created_at, duration_ms);
     if job.target == JobTarget::Handoff {
         return Ok(Conclusion::Handoff(record));
     }
@@ -209,6 +268,14 @@ pub fn handoff_reason(new_session_id: &str) -> String {
     format!("handoff written to the new session {new_session_id}; this session is unchanged")
 }
 
+/// The first message of the session a handoff starts, as a prompt to
+/// start a fresh agent session with.
+pub fn handoff_prompt(record: &CompactionRecord) -> String {
+    compaction::handoff_message(&record.full_summary())
+        .text()
+        .to_string()
+}
+
 /// A dry run: the plan, and the tokens after it with the summary's size
 /// estimated as a tenth of what it replaces (at most the reserve), plus
 /// the file sections, as the provider would count them (overhead
@@ -225,7 +292,7 @@ pub fn preview(
     strategy: Strategy,
     keep_recent_tokens: u64,
 ) -> Result<Preview, NotPlanned> {
-    let job = plan(config, session, strategy, keep_recent_tokens, None)?;
+    let job = plan(config, session, strategy, keep_recent_tokens, None)?.prepare();
     let summarized_tokens: u64 = job
         .input
         .iter()

@@ -40,6 +40,7 @@ pub fn header(id: &str, created_at: u64, settings: SessionSettings) -> LogEntry 
         session_id: id.to_string(),
         created_at,
         settings,
+        follows: None,
     })
 }
 
@@ -86,10 +87,7 @@ fn write_new(
             "could not write the session log: {e}"
         )));
     }
-    Ok(OpenSession {
-        session: replay(id, entries, env),
-        log,
-    })
+    Ok(OpenSession::new(replay(id, entries, env), log))
 }
 
 /// A session opened from the store, and what could not be read in its log.
@@ -110,6 +108,7 @@ pub fn open(
     settings: SessionSettings,
     env: &SessionEnv,
 ) -> EngineResult<Opened> {
+    refuse_follow_log(store, id)?;
     let lock = store.lock(id)?;
     let Some(resumed) = store.resume(id, env.summary_prefix.clone())? else {
         let log = store.open_log(id, lock, false)?;
@@ -128,6 +127,7 @@ pub fn open(
 /// now, without its lock (another process may be writing it). Every change
 /// to it is refused.
 pub fn open_read_only(store: &SessionStore, id: &str, env: &SessionEnv) -> EngineResult<Opened> {
+    refuse_follow_log(store, id)?;
     let Some(resumed) = store.resume(id, env.summary_prefix.clone())? else {
         return Err(EngineError::Invalid(format!(
             "sessionId: there is no session `{id}` to open read-only"
@@ -135,6 +135,16 @@ pub fn open_read_only(store: &SessionStore, id: &str, env: &SessionEnv) -> Engin
     };
     let log = store.read_only_log(id)?;
     Ok(opened(id, resumed, log, env))
+}
+
+/// A log whose header names an agent's transcript is compactd's log of a
+/// followed session (`engine::follow`): its conversation is the
+/// transcript, which only `conversation/follow` reads.
+fn refuse_follow_log(store: &SessionStore, id: &str) -> EngineResult<()> {
+    match store.follows(id)? {
+        Some(followed) => Err(EngineError::follows(id, &followed)),
+        None => Ok(()),
+    }
 }
 
 /// A session resumed from its log, in this environment.
@@ -145,39 +155,37 @@ fn opened(id: &str, resumed: store::Resumed, log: SessionLog, env: &SessionEnv) 
     let mut session = resumed.session;
     env.configure(&mut session);
     Opened {
-        open: OpenSession { session, log },
+        open: OpenSession::new(session, log),
         resumed: true,
         warnings: resumed.warnings,
     }
 }
 
 /// A new session holding an imported transcript, with the file events of
-/// its tool calls. `already_open`: the id names a session open in memory.
-/// The new log is taken (locked, and refused if one exists) before the
-/// transcript is turned into entries.
+/// its tool calls. The caller has checked that no session with this id is
+/// open in memory. The new log is taken (locked, and refused if one
+/// exists) before the transcript is turned into entries.
 pub fn import(
     store: &SessionStore,
     id: &str,
-    already_open: bool,
-    imported: &mut Imported,
+    mut imported: Imported,
     tools: &FileTools,
     env: &SessionEnv,
 ) -> EngineResult<OpenSession> {
-    let exists = || {
-        EngineError::Invalid(format!(
-            "sessionId: `{id}` already exists; an import always creates a new session"
-        ))
-    };
-    if already_open {
-        return Err(exists());
-    }
     let log = store.create_log(id).map_err(|e| match e {
-        StoreError::Exists { .. } => exists(),
+        StoreError::Exists { .. } => already_exists(id),
         e => e.into(),
     })?;
     imported.track_files(tools, &env.workspace);
-    let entries = imported.log_entries(id, now_ms());
+    let entries = imported.into_log_entries(id, now_ms());
     write_new(log, id, entries, env)
+}
+
+/// An import under an id that is taken.
+pub fn already_exists(id: &str) -> EngineError {
+    EngineError::Invalid(format!(
+        "sessionId: `{id}` already exists; an import always creates a new session"
+    ))
 }
 
 /// A new session whose log holds everything logged in `source_id` before
@@ -185,10 +193,12 @@ pub fn import(
 /// compaction undoes it.
 pub fn branch(
     store: &SessionStore,
-    source_id: &str,
+    source: &OpenSession,
     before_message_id: &str,
     env: &SessionEnv,
 ) -> EngineResult<OpenSession> {
+    source.check_logged()?;
+    let source_id = source.session.id.as_str();
     let loaded = store
         .load(source_id)?
         .ok_or_else(|| EngineError::Failed("the session log is missing".into()))?;

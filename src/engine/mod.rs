@@ -12,18 +12,23 @@ pub mod append;
 pub mod auto;
 pub mod compaction;
 pub mod create;
+pub mod follow;
 pub mod window;
 
 use crate::config::Config;
 use crate::files::Workspace;
 use crate::session::Session;
-use crate::store::{SessionLog, StoreError};
+use crate::store::{FollowedTranscript, SessionLog, StoreError};
 
 /// A session with its log: what the server keeps open.
 #[derive(Debug)]
 pub struct OpenSession {
     pub session: Session,
     pub log: SessionLog,
+    /// The agent transcript the session mirrors (`engine::follow`): its
+    /// conversation comes from there, and `log` is compactd's own log of
+    /// it.
+    pub follows: Option<FollowedTranscript>,
 }
 
 /// What this process may do with an open session.
@@ -34,25 +39,68 @@ pub enum Access {
     /// It read a snapshot of a log another process may be writing: nothing
     /// changes the session here, automatic compaction included.
     ReadOnly,
+    /// It mirrors an agent's transcript: only the agent changes the
+    /// conversation, so nothing else does here either, automatic
+    /// compaction included. compactd writes only its own log of it (under
+    /// that log's lock): the compactions a client asks for, recorded
+    /// without changing the mirror.
+    Follows,
 }
 
 impl OpenSession {
+    pub fn new(session: Session, log: SessionLog) -> OpenSession {
+        OpenSession {
+            session,
+            log,
+            follows: None,
+        }
+    }
+
     pub fn access(&self) -> Access {
-        if self.log.is_read_only() {
+        if self.follows.is_some() {
+            Access::Follows
+        } else if self.log.is_read_only() {
             Access::ReadOnly
         } else {
             Access::Write
         }
     }
 
-    /// Refuses every change to a session opened read-only, before anything
-    /// is planned, counted or written.
+    /// Refuses every change to a session opened read-only or following an
+    /// agent, before anything is planned, counted or written.
     pub fn check_writable(&self) -> EngineResult<()> {
         match self.access() {
             Access::Write => Ok(()),
             Access::ReadOnly => Err(EngineError::Refused(StoreError::ReadOnly {
                 id: self.session.id.clone(),
             })),
+            Access::Follows => Err(self.refusal()),
+        }
+    }
+
+    /// Refuses a compaction of a session opened read-only. A followed
+    /// session may be compacted: the compaction is recorded in compactd's
+    /// own log of it (`engine::follow::record_own`).
+    pub fn check_compactable(&self) -> EngineResult<()> {
+        match self.access() {
+            Access::ReadOnly => self.check_writable(),
+            Access::Write | Access::Follows => Ok(()),
+        }
+    }
+
+    /// Refuses what needs the conversation in the session's log (a
+    /// branch): a followed session's is the agent's transcript.
+    pub fn check_logged(&self) -> EngineResult<()> {
+        match self.access() {
+            Access::Follows => Err(self.refusal()),
+            Access::Write | Access::ReadOnly => Ok(()),
+        }
+    }
+
+    fn refusal(&self) -> EngineError {
+        match &self.follows {
+            Some(followed) => EngineError::follows(&self.session.id, followed),
+            None => EngineError::Failed("no transcript followed".into()),
         }
     }
 }
@@ -74,6 +122,27 @@ pub enum EngineError {
     /// (`ReadOnly`). Never `Io`, which is `Failed`.
     #[error(transparent)]
     Refused(StoreError),
+    /// The session follows an agent's transcript: only the agent changes
+    /// its conversation (`conversation/open` of its log is refused too).
+    #[error("session `{id}` follows {agent}'s transcript {path}: only {agent} changes its conversation, so it is read-only here (conversation/follow opens it; conversation/compact records a summary in compactd's own log of it; strategy `handoff` starts a new session)")]
+    Follows {
+        id: String,
+        /// The agent's name as people know it.
+        agent: String,
+        path: String,
+    },
+}
+
+impl EngineError {
+    pub fn follows(id: &str, followed: &FollowedTranscript) -> EngineError {
+        let agent = crate::follow::Agent::from_name(&followed.agent)
+            .map_or(followed.agent.clone(), |a| a.display_name().to_string());
+        EngineError::Follows {
+            id: id.to_string(),
+            agent,
+            path: followed.path.display().to_string(),
+        }
+    }
 }
 
 impl From<StoreError> for EngineError {

@@ -46,13 +46,15 @@ mod pipeline {
         }
     }
 
-    /// Plans, summarizes offline and applies one compaction.
+    /// Plans, summarizes offline and applies one compaction. Its
+    /// `tokensBefore` is in the terms of its `tokensAfter`: the
+    /// calibrated count.
     pub(super) fn compact(
         s: &mut Session,
         options: &PlanOptions,
     ) -> Result<CompactionRecord, String> {
-        let before = s.estimated_tokens();
-        let job = s.plan(options, before)?;
+        let before = s.calibrated_tokens();
+        let job = s.plan(options, before)?.prepare();
         let record = job.record(&summaries(&job), Trigger::Manual, 0, 0);
         s.apply_compaction(record.clone());
         Ok(record)
@@ -78,7 +80,8 @@ mod pipeline {
         assert!(before.context_tokens > 1010);
         let job = s
             .plan(&options(Strategy::Checkpoint, 1), before.context_tokens)
-            .unwrap();
+            .unwrap()
+            .prepare();
         assert_eq!(
             job.target,
             JobTarget::Checkpoint {
@@ -106,10 +109,11 @@ mod pipeline {
 
 /// Property tests: whatever the history and whatever the sequence of
 /// compactions, the view sent to a model stays valid, nothing appended is
-/// lost, and replaying the log gives the same view.
+/// lost, the meter is the calibrated count of exactly what is sent, and
+/// replaying the log gives the same view and meter.
 mod invariants {
     use super::pipeline::{compact, options};
-    use super::{Message, Role, Session};
+    use super::{tokens, Message, Role, Session, Usage};
     use crate::compaction::Strategy as Kind;
     use crate::conversation::{validate_history, ToolCall};
     use crate::store::{self, LogEntry};
@@ -119,12 +123,25 @@ mod invariants {
     #[derive(Debug, Clone)]
     enum Turn {
         User(usize),
-        Text(usize),
+        /// An assistant's text; `reports`: with the provider's usage.
+        Text {
+            len: usize,
+            reports: bool,
+        },
         /// Parallel calls: (output size, answered?, failed?) each; results
         /// arrive in the order of `order`.
         Tools {
             calls: Vec<(usize, bool, bool)>,
             reversed: bool,
+            reports: bool,
+        },
+        /// A result arriving on its own for an earlier call: `pick` chooses
+        /// among the calls still without a result (even) or all calls
+        /// (odd), so it is late, a second result, or (right after its
+        /// call) on time.
+        Late {
+            pick: usize,
+            len: usize,
         },
     }
 
@@ -137,7 +154,8 @@ mod invariants {
     fn turn() -> impl Strategy<Value = Turn> {
         prop_oneof![
             (1usize..400).prop_map(Turn::User),
-            (1usize..400).prop_map(Turn::Text),
+            (1usize..400, prop::bool::weighted(0.7))
+                .prop_map(|(len, reports)| Turn::Text { len, reports }),
             (
                 prop::collection::vec(
                     (
@@ -147,9 +165,15 @@ mod invariants {
                     ),
                     1..4
                 ),
-                any::<bool>()
+                any::<bool>(),
+                prop::bool::weighted(0.5)
             )
-                .prop_map(|(calls, reversed)| Turn::Tools { calls, reversed }),
+                .prop_map(|(calls, reversed, reports)| Turn::Tools {
+                    calls,
+                    reversed,
+                    reports
+                }),
+            (any::<usize>(), 1usize..2000).prop_map(|(pick, len)| Turn::Late { pick, len }),
         ]
     }
 
@@ -168,18 +192,32 @@ mod invariants {
         ]
     }
 
-    fn messages_of(turns: &[Turn], next: &mut usize) -> Vec<Message> {
+    /// Calls made so far, and whether each got a result.
+    type Calls = Vec<(String, bool)>;
+
+    /// The messages of `turns`; an assistant message that reports usage
+    /// has an empty one, which `report_usage` fills in.
+    fn messages_of(turns: &[Turn], next: &mut usize, calls_made: &mut Calls) -> Vec<Message> {
         let mut out = Vec::new();
         let text = |n: usize, seed: usize| "word ".repeat(n / 5 + 1) + &seed.to_string();
+        let assistant = |n: usize, text: String, calls, reports: bool| {
+            let mut message = Message::assistant(format!("a{n}"), text, calls);
+            message.usage = reports.then(Usage::default);
+            message
+        };
         for t in turns {
             *next += 1;
             let n = *next;
             match t {
                 Turn::User(len) => out.push(Message::user(format!("u{n}"), text(*len, n))),
-                Turn::Text(len) => {
-                    out.push(Message::assistant(format!("a{n}"), text(*len, n), vec![]))
+                Turn::Text { len, reports } => {
+                    out.push(assistant(n, text(*len, n), vec![], *reports))
                 }
-                Turn::Tools { calls, reversed } => {
+                Turn::Tools {
+                    calls,
+                    reversed,
+                    reports,
+                } => {
                     let ids: Vec<String> = (0..calls.len()).map(|j| format!("c{n}-{j}")).collect();
                     let tool_calls = ids
                         .iter()
@@ -189,7 +227,8 @@ mod invariants {
                             arguments: serde_json::json!({"path": format!("src/{id}.rs")}),
                         })
                         .collect();
-                    out.push(Message::assistant(format!("a{n}"), "", tool_calls));
+                    out.push(assistant(n, String::new(), tool_calls, *reports));
+                    calls_made.extend(ids.iter().zip(calls).map(|(id, c)| (id.clone(), c.1)));
                     let mut results: Vec<Message> = calls
                         .iter()
                         .zip(&ids)
@@ -208,9 +247,98 @@ mod invariants {
                     }
                     out.extend(results);
                 }
+                Turn::Late { pick, len } => {
+                    let unanswered: Vec<usize> = (0..calls_made.len())
+                        .filter(|&i| !calls_made[i].1)
+                        .collect();
+                    let chosen = match (pick % 2, unanswered.len(), calls_made.len()) {
+                        (_, _, 0) => continue,
+                        (0, n, _) if n > 0 => unanswered[pick / 2 % n],
+                        (_, _, all) => pick / 2 % all,
+                    };
+                    calls_made[chosen].1 = true;
+                    let call = calls_made[chosen].0.clone();
+                    out.push(Message::tool_result(
+                        format!("late{n}"),
+                        call,
+                        text(*len, n),
+                        false,
+                    ));
+                }
             }
         }
         out
+    }
+
+    /// A provider that counts `OVERHEAD` tokens compactd never sees (its
+    /// own framing, say) and two of its tokens per token of compactd's: an
+    /// exact fit, so the calibration must find it exactly.
+    const OVERHEAD: u64 = 700;
+    fn provider(held: u64) -> u64 {
+        OVERHEAD + 2 * held
+    }
+
+    /// Our count of messages as `history()` gives them.
+    fn count(session: &Session, messages: &[Message]) -> u64 {
+        messages
+            .iter()
+            .map(|m| tokens::count_message(session.encoding(), m))
+            .sum()
+    }
+
+    /// Fills in the usage of each assistant message that reports one, as
+    /// the provider would report the request it answers: what `history()`
+    /// sent for it, the synthetic results closing the calls its arrival
+    /// interrupts included.
+    fn report_usage(session: &Session, batch: &mut [Message]) {
+        let mut scratch = session.clone();
+        for message in batch.iter_mut() {
+            if message.usage.is_some() {
+                let mut probe = scratch.clone();
+                probe.push(vec![message.clone()]);
+                let history = probe.history();
+                let (last, sent) = history.split_last().unwrap();
+                assert_eq!(last.id, message.id, "calls at the end stay pending");
+                message.usage = Some(Usage {
+                    input: provider(count(&probe, sent)),
+                    ..Usage::default()
+                });
+            }
+            scratch.push(vec![message.clone()]);
+        }
+    }
+
+    /// The meter is the calibration applied once to our count of what
+    /// `history()` sends: after the latest current report, that report
+    /// plus the scaled count of what follows it; without one, the
+    /// overhead plus the scaled count of everything. (Scaling rounds, so
+    /// it is applied to the sum, never message by message.) And the
+    /// calibration, fed what was sent for each report, finds the
+    /// provider's exact fit once its scale applies.
+    fn check_meter(session: &Session, current: &[String]) -> Result<(), TestCaseError> {
+        let history = session.history();
+        let correction = session.correction();
+        let meter = session.meter(1_000_000, 900_000);
+        let report = history
+            .iter()
+            .rposition(|m| m.usage.is_some() && current.contains(&m.id));
+        let expected = match report {
+            Some(at) => {
+                prop_assert_eq!(meter.source, tokens::MeterSource::Usage);
+                let reported = history[at].usage.unwrap().context_tokens();
+                reported + correction.scaled(count(session, &history[at + 1..]))
+            }
+            None => {
+                prop_assert_eq!(meter.source, tokens::MeterSource::Estimate);
+                correction.context(count(session, &history))
+            }
+        };
+        prop_assert_eq!(meter.context_tokens, expected, "{:?}", correction);
+        if correction.scale != 1.0 {
+            prop_assert!((correction.scale - 2.0).abs() < 1e-9, "{:?}", correction);
+            prop_assert_eq!(correction.overhead, OVERHEAD, "{:?}", correction);
+        }
+        Ok(())
     }
 
     proptest! {
@@ -224,14 +352,20 @@ mod invariants {
                 session_id: "p".into(),
                 created_at: 0,
                 settings: store::SessionSettings { system_prompt: Some("sys".into()), ..Default::default() },
+                follows: None,
             })];
             let mut next = 0;
             let mut appended = 0;
+            let mut calls_made = Vec::new();
+            // Ids appended since the latest compaction: their usage is current.
+            let mut current: Vec<String> = Vec::new();
             for step in steps {
                 match step {
                     Step::Append(turns) => {
-                        let mut batch = messages_of(&turns, &mut next);
+                        let mut batch = messages_of(&turns, &mut next, &mut calls_made);
                         session.assign_ids(&mut batch).unwrap();
+                        report_usage(&session, &mut batch);
+                        current.extend(batch.iter().map(|m| m.id.clone()));
                         appended += batch.len();
                         log.extend(batch.iter().cloned().map(LogEntry::message));
                         session.push(batch);
@@ -244,6 +378,7 @@ mod invariants {
                             prop_assert!(record.tokens_after <= record.tokens_before + 2_000 || strategy == Kind::Checkpoint,
                                 "{strategy:?} grew the view: {} → {}", record.tokens_before, record.tokens_after);
                             log.push(LogEntry::Compaction(Box::new(record)));
+                            current.clear();
                         }
                     }
                 }
@@ -252,10 +387,14 @@ mod invariants {
                 prop_assert_eq!(history.first().map(|m| m.role()), Some(Role::System));
                 prop_assert_eq!(session.all_messages().count(), appended, "nothing appended is lost");
                 prop_assert!(session.totals_match_recount(), "running totals match a recount");
+                prop_assert_eq!(session.estimated_tokens(), count(&session, &history), "our count is exactly what is sent");
+                check_meter(&session, &current)?;
             }
             let replayed = store::replay("p", log, "PREFIX".into());
             prop_assert_eq!(replayed.history(), session.history(), "the log replays to the same view");
             prop_assert_eq!(replayed.estimated_tokens(), session.estimated_tokens());
+            prop_assert_eq!(replayed.correction(), session.correction(), "and the same calibration");
+            prop_assert_eq!(replayed.meter(1_000_000, 900_000), session.meter(1_000_000, 900_000));
         }
     }
 }
@@ -307,6 +446,52 @@ mod split_turn {
     }
 }
 
+mod progress {
+    use crate::engine::compaction::RisingProgress;
+    use crate::summarize::Progress;
+    use std::sync::Mutex;
+
+    #[test]
+    fn two_parts_report_one_rising_sequence() {
+        let seen: Mutex<Vec<Option<u32>>> = Mutex::new(Vec::new());
+        let sink = |p: Progress| seen.lock().unwrap().push(p.percentage);
+        let rising = RisingProgress::new(&sink);
+        let report = |start: f64, span: f64, percentage: Option<u32>| {
+            let message = String::new();
+            rising.report(
+                start,
+                span,
+                Progress {
+                    message,
+                    percentage,
+                },
+            );
+        };
+        // The main summary (three quarters of the input): chunks, then a
+        // re-chunk that starts over, then a report without a percentage.
+        for p in [Some(0), Some(40), Some(80), Some(10), None] {
+            report(0.0, 75.0, p);
+        }
+        // The split turn's prefix: the driver starts again from 0.
+        for p in [Some(0), Some(50), Some(100)] {
+            report(75.0, 25.0, p);
+        }
+        assert_eq!(
+            *seen.lock().unwrap(),
+            [
+                Some(0),
+                Some(30),
+                Some(60),
+                Some(60),
+                None,
+                Some(75),
+                Some(87),
+                Some(100)
+            ]
+        );
+    }
+}
+
 /// The overhead the client never sends: learned from usage, carried into
 /// the meter after a compaction and into `tokensAfter`, never counted
 /// twice, and the same after the log is replayed.
@@ -346,6 +531,7 @@ mod overhead {
             session_id: "o".into(),
             created_at: 0,
             settings,
+            follows: None,
         })
     }
 

@@ -205,7 +205,7 @@ pub fn patch_ops(patch: &str) -> Vec<(FileOp, String)> {
 }
 
 /// A call whose result said it succeeded.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SucceededCall {
     pub call: ToolCall,
     /// The assistant message that made the call.
@@ -216,7 +216,7 @@ pub struct SucceededCall {
 /// is not an error answers it; a call still unanswered when the
 /// conversation moves on (a new user or assistant message) was
 /// interrupted and never counts, as the model is told for such calls.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct PendingCalls {
     waiting: Vec<SucceededCall>,
 }

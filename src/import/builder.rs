@@ -1,273 +1,132 @@
-//! What every foreign importer shares: collect items in source order, then
-//! give messages unique ids and turn foreign compactions into ours.
-//! Importers may still change a collected message (merge split lines,
-//! attach usage reported later) until `finish`.
+//! The batch side of importing: the events a reader gave for a whole
+//! transcript become the entries of a session log (`collect`), each foreign
+//! compaction placed as our compaction record (`place`, which a followed
+//! transcript uses too).
 
-use std::collections::HashSet;
+use std::collections::HashMap;
 
+use super::emit::{Event, ForeignCompaction};
 use super::{Format, Imported, Skips};
+use crate::compaction::CompactionRecord;
 use crate::compaction::Strategy;
-use crate::compaction::{CompactionRecord, Trigger};
 use crate::conversation::Message;
 use crate::session::Session;
 use crate::store::{LogEntry, SessionSettings};
 
-/// Where a foreign compaction's kept part starts.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum FirstKept {
-    /// The first message at or after this item index is the first kept.
-    Item(usize),
-    /// Everything before the compaction was summarized.
-    Nothing,
-}
-
-/// A compaction as another tool recorded it.
-#[derive(Debug, Clone)]
-pub struct ForeignCompaction {
-    pub summary: String,
-    pub first_kept: FirstKept,
-    pub tokens_before: u64,
-    pub read_files: Vec<String>,
-    pub modified_files: Vec<String>,
-    pub trigger: Trigger,
-    pub line: usize,
-}
-
-#[derive(Debug, Clone)]
-pub enum Item {
-    Message {
-        preferred_id: Option<String>,
-        message: Message,
-        line: usize,
-    },
+enum Item {
+    Message { message: Message, line: usize },
     Settings(SessionSettings),
     Compaction(ForeignCompaction),
 }
 
-pub struct Builder {
-    format: Format,
-    pub settings: SessionSettings,
-    pub items: Vec<Item>,
-    pub skipped: Skips,
-}
-
-impl Builder {
-    pub fn new(format: Format) -> Builder {
-        Builder {
-            format,
-            settings: SessionSettings::default(),
-            items: Vec::new(),
-            skipped: Skips::default(),
-        }
-    }
-
-    /// Adds a message; returns its item index.
-    pub fn message(&mut self, line: usize, preferred_id: Option<&str>, message: Message) -> usize {
-        self.items.push(Item::Message {
-            preferred_id: preferred_id.filter(|id| !id.is_empty()).map(str::to_string),
-            message,
-            line,
-        });
-        self.items.len() - 1
-    }
-
-    pub fn has_messages(&self) -> bool {
-        self.items.iter().any(|i| matches!(i, Item::Message { .. }))
-    }
-
-    pub fn message_mut(&mut self, index: usize) -> Option<&mut Message> {
-        match self.items.get_mut(index) {
-            Some(Item::Message { message, .. }) => Some(message),
-            _ => None,
-        }
-    }
-
-    /// Changes the model (or other settings) from here on; before any
-    /// message it sets the starting settings.
-    pub fn settings(&mut self, change: SessionSettings) {
-        let has_messages = self.has_messages();
-        // The first model named is the session's, even when the source
-        // names it only after the first messages (Codex's turn_context).
-        let first_model = self.settings.model.is_none() && self.current_model().is_none();
-        if !has_messages || first_model && change.system_prompt.is_none() {
-            merge_settings(&mut self.settings, change);
-            return;
-        }
-        let current = self.current_model();
-        if change.model.is_some() && change.model != current
-            || change.system_prompt.is_some()
-            || change.context_window.is_some()
-        {
-            self.items.push(Item::Settings(change));
-        }
-    }
-
-    fn current_model(&self) -> Option<String> {
-        self.items
-            .iter()
-            .rev()
-            .find_map(|i| match i {
-                Item::Settings(s) if s.model.is_some() => s.model.clone(),
-                _ => None,
-            })
-            .or_else(|| self.settings.model.clone())
-    }
-
-    pub fn compaction(&mut self, compaction: ForeignCompaction) {
-        self.items.push(Item::Compaction(compaction));
-    }
-
-    /// The line's JSON, or `None` after counting it as unreadable.
-    pub fn readable<'a>(&mut self, line: &'a super::Line) -> Option<&'a serde_json::Value> {
-        match &line.value {
-            Ok(value) => Some(value),
-            Err(why) => {
-                self.skip_because(line.number, "unreadable lines", why);
-                None
+/// A whole transcript's events as an import: the conversation's settings,
+/// then messages (in their final form), settings changes and compactions
+/// in order. A `Restart` cannot occur here (batch readers know the whole
+/// transcript), and would only drop what came before it.
+pub(crate) fn collect(format: Format, events: Vec<Event>, mut skipped: Skips) -> Imported {
+    let (settings, items) = fold(events);
+    let has_compactions = items.iter().any(|i| matches!(i, Item::Compaction(_)));
+    // Only compactions need the session: their record says how much they
+    // summarized and what the context was afterwards.
+    let mut session = has_compactions.then(|| {
+        Session::new(
+            "import".into(),
+            settings.model.clone(),
+            settings.context_window,
+            settings.system_prompt.clone(),
+            crate::compaction::DEFAULT_SUMMARY_PREFIX
+                .trim_end()
+                .to_string(),
+        )
+    });
+    let mut entries = Vec::with_capacity(items.len());
+    let mut message_lines = Vec::new();
+    let mut compactions = 0usize;
+    for item in items {
+        match item {
+            Item::Message { message, line } => {
+                if let Some(session) = &mut session {
+                    session.push(vec![message.clone()]);
+                }
+                message_lines.push(line);
+                entries.push(LogEntry::message(message));
+            }
+            Item::Settings(change) => {
+                if let (Some(session), Some(_)) = (&mut session, &change.model) {
+                    session.set_model(change.model.clone());
+                }
+                entries.push(LogEntry::Settings(change));
+            }
+            Item::Compaction(foreign) => {
+                let session = session.as_mut().expect("created when compactions exist");
+                match place(session, &foreign, format, compactions + 1) {
+                    Ok(record) => {
+                        compactions += 1;
+                        entries.push(LogEntry::Compaction(Box::new(record)));
+                    }
+                    Err((kind, why)) => skipped.add(foreign.line, kind, why),
+                }
             }
         }
     }
-
-    pub fn skip(&mut self, line: usize, kind: &str) {
-        self.skipped.add(line, kind, None);
+    Imported {
+        format,
+        settings,
+        entries,
+        message_lines,
+        skipped,
+        subagents: Vec::new(),
     }
+}
 
-    pub fn skip_because(&mut self, line: usize, kind: &str, detail: impl Into<String>) {
-        self.skipped.add(line, kind, Some(detail.into()));
-    }
-
-    /// Skips a line whose type is not conversation: one the source writes
-    /// for itself (`bookkeeping`), one without a type, or an unknown one.
-    pub fn skip_line_type(&mut self, line: usize, kind: &str, bookkeeping: &[&str]) {
-        match kind {
-            "" => self.skip_because(line, "unreadable lines", "no `type`"),
-            kind if bookkeeping.contains(&kind) => self.skip(line, &format!("{kind} lines")),
-            other => self.skip(line, &format!("unknown line type `{other}`")),
-        }
-    }
-
-    /// Assigns ids (the source's where unique) and resolves compactions
-    /// against the messages before them.
-    pub fn finish(self) -> Imported {
-        let Builder {
-            format,
-            settings,
-            items,
-            mut skipped,
-        } = self;
-        let ids = message_ids(&items);
-        let has_compactions = items.iter().any(|i| matches!(i, Item::Compaction(_)));
-        // Only compactions need the session: their record says how much
-        // they summarized and what the context was afterwards.
-        let mut session = has_compactions.then(|| {
-            Session::new(
-                "import".into(),
-                settings.model.clone(),
-                settings.context_window,
-                settings.system_prompt.clone(),
-                crate::compaction::DEFAULT_SUMMARY_PREFIX
-                    .trim_end()
-                    .to_string(),
-            )
-        });
-        let mut entries = Vec::with_capacity(items.len());
-        let mut message_lines = Vec::new();
-        let mut compactions = 0usize;
-        for (index, item) in items.iter().enumerate() {
-            match item {
-                Item::Message { message, line, .. } => {
-                    let mut message = message.clone();
-                    message.id = ids[index].clone().expect("assigned above");
-                    if let Some(session) = &mut session {
-                        session.push(vec![message.clone()]);
-                    }
-                    message_lines.push(*line);
-                    entries.push(LogEntry::message(message));
-                }
-                Item::Settings(change) => {
-                    if let Some(session) = &mut session {
-                        if change.model.is_some() {
-                            session.set_model(change.model.clone());
-                        }
-                    }
-                    entries.push(LogEntry::Settings(change.clone()));
-                }
-                Item::Compaction(foreign) => {
-                    let session = session.as_mut().expect("created when compactions exist");
-                    let number = compactions + 1;
-                    match place(session, foreign, &ids[..index], format, number) {
-                        Ok(entry) => {
-                            compactions = number;
-                            entries.push(entry);
-                        }
-                        Err((kind, why)) => skipped.add(foreign.line, kind, why),
-                    }
+/// The conversation's settings, and the items in order with every
+/// message in its final form.
+fn fold(events: Vec<Event>) -> (SessionSettings, Vec<Item>) {
+    let mut settings = SessionSettings::default();
+    let mut items: Vec<Item> = Vec::with_capacity(events.len());
+    let mut by_id: HashMap<String, usize> = HashMap::new();
+    for event in events {
+        match event {
+            Event::Message { message, line } => {
+                by_id.insert(message.id.clone(), items.len());
+                items.push(Item::Message { message, line });
+            }
+            Event::Amend(amended) => {
+                if let Some(Item::Message { message, .. }) =
+                    by_id.get(&amended.id).and_then(|i| items.get_mut(*i))
+                {
+                    *message = amended;
                 }
             }
-        }
-        Imported {
-            format,
-            settings,
-            entries,
-            message_lines,
-            skipped,
-            subagents: Vec::new(),
-        }
-    }
-}
-
-/// The id of the message at each item index: the source's where it is
-/// unique and not of the shape we generate, else the next free `m<n>`.
-fn message_ids(items: &[Item]) -> Vec<Option<String>> {
-    let mut used: HashSet<String> = HashSet::new();
-    let mut ids: Vec<Option<String>> = vec![None; items.len()];
-    let mut next = 1usize;
-    for (index, item) in items.iter().enumerate() {
-        if let Item::Message { preferred_id, .. } = item {
-            let id = match preferred_id {
-                Some(id) if !used.contains(id) && !looks_generated(id) => id.clone(),
-                _ => loop {
-                    let candidate = format!("m{next}");
-                    next += 1;
-                    if !used.contains(&candidate) {
-                        break candidate;
-                    }
-                },
-            };
-            used.insert(id.clone());
-            ids[index] = Some(id);
+            Event::Settings(change) => items.push(Item::Settings(change)),
+            Event::Facts(facts) => merge_settings(&mut settings, facts),
+            Event::Compaction(compaction) => items.push(Item::Compaction(compaction)),
+            Event::MaxOutputTokens(_) => {}
+            Event::Restart => {
+                items.clear();
+                by_id.clear();
+            }
         }
     }
-    ids
+    (settings, items)
 }
 
-/// A foreign compaction as our log entry, applied to `session` (whose
-/// context after it is the record's `tokensAfter`); `earlier_ids` are the
-/// message ids of the items before it. `Err`: the kind of skip, and why.
-fn place(
+/// A foreign compaction as our compaction record, applied to `session`
+/// (whose context after it is the record's `tokensAfter`). `number` counts
+/// the compactions placed so far, this one included. `Err`: the kind of
+/// skip, and why.
+pub(crate) fn place(
     session: &mut Session,
     foreign: &ForeignCompaction,
-    earlier_ids: &[Option<String>],
     format: Format,
     number: usize,
-) -> Result<LogEntry, (&'static str, Option<String>)> {
-    let first_kept_id = match foreign.first_kept {
-        FirstKept::Nothing => None,
-        FirstKept::Item(at) => Some(
-            earlier_ids
-                .get(at..)
-                .into_iter()
-                .flatten()
-                .find_map(|id| id.clone())
-                .ok_or(("compactions that keep no earlier message", None))?,
-        ),
-    };
-    let mut record = record(session, foreign, first_kept_id, format, number)
+) -> Result<CompactionRecord, (&'static str, Option<String>)> {
+    let mut record = record(session, foreign, foreign.first_kept.clone(), format, number)
         .map_err(|why| ("compactions that could not be placed", Some(why)))?;
     session.apply_compaction(record.clone());
     // As the meter shows it: with the overhead the usage so far shows.
     record.tokens_after = session.calibrated_tokens();
-    Ok(LogEntry::Compaction(Box::new(record)))
+    Ok(record)
 }
 
 fn record(
@@ -314,12 +173,6 @@ fn record(
         created_at: 0,
         duration_ms: 0,
     })
-}
-
-/// `m<digits>`, the shape of the ids we generate.
-fn looks_generated(id: &str) -> bool {
-    id.strip_prefix('m')
-        .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
 }
 
 fn merge_settings(base: &mut SessionSettings, change: SessionSettings) {

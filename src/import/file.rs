@@ -23,6 +23,20 @@ pub fn read_regular(path: &Path, max_bytes: u64) -> Result<Vec<u8>, String> {
     read_bounded(file, opened.len(), max_bytes)
 }
 
+/// Opens a regular file for reading, checked before and after opening
+/// (as `read_regular` does): anything else is an error, never a wait.
+pub(crate) fn open_regular(path: &Path) -> std::io::Result<File> {
+    let not_regular = || std::io::Error::other("not a regular file");
+    if !std::fs::metadata(path)?.is_file() {
+        return Err(not_regular());
+    }
+    let file = open(path).map_err(std::io::Error::other)?;
+    if !file.metadata()?.is_file() {
+        return Err(not_regular());
+    }
+    Ok(file)
+}
+
 #[cfg(unix)]
 fn open(path: &Path) -> Result<File, String> {
     use std::os::unix::fs::OpenOptionsExt;

@@ -6,12 +6,17 @@
 //! Every importer produces the same thing: a list of our session log
 //! entries (messages, settings changes, compactions), so an imported
 //! conversation replays, meters and compacts exactly like one a client
-//! appended.
+//! appended. The agents' formats are read one line at a time (`emit`): a
+//! batch import feeds its reader every line, a followed transcript
+//! (`engine::follow`) the lines as they are written.
 
 mod builder;
 pub mod claude_code;
 pub mod codex;
+pub(crate) mod emit;
 mod file;
+
+pub(crate) use file::open_regular;
 pub mod openai;
 pub mod pi;
 
@@ -21,7 +26,8 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-pub(crate) use builder::{Builder, FirstKept, ForeignCompaction};
+pub(crate) use builder::place;
+pub(crate) use emit::{Emitter, Event, Reader};
 
 use crate::conversation::Message;
 use crate::files::{FileTools, Workspace};
@@ -195,15 +201,26 @@ impl Imported {
 
     /// The whole log of a new session holding this conversation.
     pub fn log_entries(&self, session_id: &str, created_at: u64) -> Vec<LogEntry> {
-        let header = LogEntry::Header(SessionHeader {
+        std::iter::once(self.header(session_id, created_at))
+            .chain(self.entries.iter().cloned())
+            .collect()
+    }
+
+    /// `log_entries` without a copy of the conversation.
+    pub fn into_log_entries(self, session_id: &str, created_at: u64) -> Vec<LogEntry> {
+        std::iter::once(self.header(session_id, created_at))
+            .chain(self.entries)
+            .collect()
+    }
+
+    fn header(&self, session_id: &str, created_at: u64) -> LogEntry {
+        LogEntry::Header(SessionHeader {
             version: LOG_VERSION,
             session_id: session_id.to_string(),
             created_at,
             settings: self.settings.clone(),
-        });
-        std::iter::once(header)
-            .chain(self.entries.iter().cloned())
-            .collect()
+            follows: None,
+        })
     }
 
     /// The conversation as a session, compactions applied.
@@ -241,9 +258,86 @@ pub fn read_file(
     Ok(imported)
 }
 
+/// A whole transcript through its reader: the batch import.
+pub(crate) fn read_all(reader: &mut dyn Reader, format: Format, lines: &[Line]) -> Imported {
+    let mut out = Emitter::new(format);
+    emit::feed(reader, lines, &mut out);
+    reader.finish(&mut out);
+    let events = out.drain();
+    builder::collect(format, events, out.skipped)
+}
+
+/// The reader of an agent's transcript format, to follow a file as it
+/// grows; `None` for formats no agent writes line by line. pi's reader is
+/// given the path of the file read so far (`pi::active_path`) and told to
+/// `follow` once caught up.
+pub(crate) fn line_reader(format: Format) -> Option<Box<dyn Reader + Send>> {
+    match format {
+        Format::ClaudeCode => Some(Box::new(claude_code::Reader::default())),
+        Format::Codex => Some(Box::new(codex::Reader::default())),
+        Format::Pi => Some(Box::new(pi::Reader::default())),
+        Format::Compactd | Format::Openai => None,
+    }
+}
+
+/// The format of a JSONL transcript, from its first lines.
+pub fn detect_head(bytes: &[u8]) -> Option<Format> {
+    detect_lines(&split_lines(bytes)).ok()
+}
+
+/// The user's first request in a transcript's first lines (for pi, the
+/// name the session was given, if any), as its reader sees it: slash
+/// commands, harness text and Codex's own context are not requests.
+pub fn first_prompt(format: Format, bytes: &[u8]) -> Option<String> {
+    let lines = split_lines(bytes);
+    let values = || lines.iter().filter_map(|l| l.value.as_ref().ok());
+    if format == Format::Pi {
+        let named = values().find_map(|v| {
+            (v.get("type")?.as_str()? == "session_info").then(|| v.get("name")?.as_str())?
+        });
+        if let Some(name) = named.filter(|n| !n.trim().is_empty()) {
+            return Some(name.to_string());
+        }
+    }
+    let mut reader = line_reader(format)?;
+    let mut out = Emitter::new(format);
+    for line in &lines {
+        if let Some(value) = out.readable(line) {
+            reader.line(line.number, value, &mut out);
+        }
+        for event in out.drain() {
+            match event {
+                Event::Message { message, .. }
+                    if message.role() == crate::conversation::Role::User
+                        && (format != Format::Codex || codex::is_users_own(message.text())) =>
+                {
+                    return Some(message.text().to_string());
+                }
+                Event::Restart => return None,
+                _ => {}
+            }
+        }
+    }
+    None
+}
+
+/// One line of a JSONL text: its 1-based number and its JSON, or why it
+/// could not be read.
+pub(crate) fn parse_line(number: usize, bytes: &[u8]) -> Line {
+    Line {
+        number,
+        value: match std::str::from_utf8(bytes) {
+            Err(_) => Err("not UTF-8 text".to_string()),
+            Ok(text) => {
+                serde_json::from_str::<Value>(text).map_err(|e| format!("invalid JSON ({e})"))
+            }
+        },
+    }
+}
+
 /// One line of a JSONL file: its 1-based number and its JSON, or why it
 /// could not be read.
-pub(crate) struct Line {
+pub struct Line {
     pub number: usize,
     pub value: Result<Value, String>,
 }

@@ -4,7 +4,8 @@
 
 use serde_json::Value;
 
-use super::{content_text, Builder, Format, Imported};
+use super::emit::Emitter;
+use super::{builder, content_text, Format, Imported};
 use crate::conversation::{Message, MessageBody, ToolCall, Usage};
 use crate::store::SessionSettings;
 
@@ -18,8 +19,9 @@ pub fn from_value(value: &Value) -> Result<Imported, String> {
             .ok_or("a JSON object without a `messages` or `history` array")?,
         _ => return Err("JSON that is neither an array nor an object".into()),
     };
-    let mut builder = Builder::new(Format::Openai);
+    let mut out = Emitter::new(Format::Openai);
     let mut first_error = None;
+    let mut system_prompt = false;
     for (index, item) in array.iter().enumerate() {
         // Array positions stand in for line numbers, 1-based like them.
         let number = index + 1;
@@ -27,36 +29,37 @@ pub fn from_value(value: &Value) -> Result<Imported, String> {
             Ok(messages) => {
                 for message in messages {
                     // A leading system message is the session's system prompt.
-                    let leading =
-                        builder.items.is_empty() && builder.settings.system_prompt.is_none();
+                    let leading = !out.has_messages() && !system_prompt;
                     match (&message.body, leading) {
                         (MessageBody::System { content }, true) => {
-                            builder.settings(SessionSettings {
+                            system_prompt = true;
+                            out.settings(SessionSettings {
                                 system_prompt: Some(content.clone()),
                                 ..SessionSettings::default()
                             })
                         }
                         _ => {
                             let id = item.get("id").and_then(Value::as_str);
-                            builder.message(number, id, message);
+                            out.message(number, id, message, false);
                         }
                     }
                 }
             }
             Err(why) => {
                 first_error.get_or_insert_with(|| why.clone());
-                builder.skip_because(number, "unreadable messages", why);
+                out.skip_because(number, "unreadable messages", why);
             }
         }
     }
-    if builder.items.is_empty() && builder.settings.system_prompt.is_none() && !array.is_empty() {
+    if !out.has_messages() && !system_prompt && !array.is_empty() {
         return Err(format!(
             "not an OpenAI chat message array: none of its {} items is a message ({})",
             array.len(),
             first_error.unwrap_or_default()
         ));
     }
-    Ok(builder.finish())
+    let events = out.drain();
+    Ok(builder::collect(Format::Openai, events, out.skipped))
 }
 
 /// Usually one message; a SWE-agent observation answering several calls

@@ -2,56 +2,93 @@
 //! `session` header, then entries without ids; a compaction names its first
 //! kept entry by index) and the tree one (entries with `id`/`parentId`; the
 //! conversation is the path from the last entry to the root, a compaction
-//! names `firstKeptEntryId`). pi's compactions become ours.
+//! names `firstKeptEntryId`). pi's compactions become ours. Read one entry
+//! at a time: a whole file knows its path first (`active_path`); a
+//! followed one grows along its path, and moving to another branch asks
+//! for the file to be read again.
 
 use std::collections::{HashMap, HashSet};
 
 use serde_json::Value;
 
-use super::{content_text, Builder, FirstKept, ForeignCompaction, Format, Imported, Line};
+use super::emit::{Emitter, ForeignCompaction};
+use super::{content_text, Format, Imported, Line};
 use crate::compaction::Trigger;
 use crate::conversation::{Message, MessageBody, ToolCall, Usage};
 use crate::store::SessionSettings;
 
 pub(crate) fn import(lines: &[Line]) -> Imported {
-    let mut builder = Builder::new(Format::Pi);
-    let on_path = active_path(lines);
-    // Entry index (pi counts parsed entries only) and entry id → item index
-    // of the message built from it.
-    let mut by_index: HashMap<usize, usize> = HashMap::new();
-    let mut by_id: HashMap<String, usize> = HashMap::new();
-    let mut entry_index = 0usize;
-    for line in lines {
-        let Some(entry) = builder.readable(line) else {
-            continue;
-        };
-        let index = entry_index;
-        entry_index += 1;
-        let entry_id = entry.get("id").and_then(Value::as_str);
-        if let (Some(path), Some(id)) = (&on_path, entry_id) {
-            if entry.get("type").and_then(Value::as_str) != Some("session") && !path.contains(id) {
-                builder.skip(line.number, "entries on other branches of the session tree");
-                continue;
-            }
-        }
-        // Items added from here on start at this index.
-        let first_item = builder.items.len();
-        entry_to_items(&mut builder, line.number, entry, &by_index, &by_id);
-        if builder.items.len() > first_item {
-            by_index.insert(index, first_item);
-            if let Some(id) = entry_id {
-                by_id.insert(id.to_string(), first_item);
-            }
+    let entries = lines.iter().filter_map(|l| l.value.as_ref().ok());
+    super::read_all(
+        &mut Reader::on_path(active_path(entries)),
+        Format::Pi,
+        lines,
+    )
+}
+
+/// A pi session, one entry at a time.
+#[derive(Debug, Default)]
+pub(crate) struct Reader {
+    /// The ids on the conversation's path, when the whole file is known
+    /// (tree layout): entries off it are skipped.
+    path: Option<HashSet<String>>,
+    /// The newest entry on the path. While following, an entry whose
+    /// parent is another one means pi moved to another branch.
+    leaf: Option<String>,
+    /// Per parsed entry (pi counts them), the position of the first message
+    /// given at or after it.
+    positions: Vec<usize>,
+    /// Entry id → the same, for entries on the path.
+    by_id: HashMap<String, usize>,
+}
+
+impl Reader {
+    /// For a whole file: `path` from `active_path`.
+    pub fn on_path(path: Option<HashSet<String>>) -> Reader {
+        Reader {
+            path,
+            ..Reader::default()
         }
     }
-    builder.finish()
+}
+
+impl super::emit::Reader for Reader {
+    /// From here on the file grows: the path is the chain of entries as
+    /// they are appended.
+    fn caught_up(&mut self) {
+        self.path = None;
+    }
+
+    fn line(&mut self, number: usize, entry: &Value, out: &mut Emitter) {
+        self.positions.push(out.next_position());
+        let id = entry.get("id").and_then(Value::as_str);
+        let is_header = entry.get("type").and_then(Value::as_str) == Some("session");
+        if let (Some(id), false) = (id, is_header) {
+            match &self.path {
+                Some(path) if !path.contains(id) => {
+                    out.skip(number, "entries on other branches of the session tree");
+                    return;
+                }
+                Some(_) => {}
+                None if entry.get("parentId").is_some() && self.leaf.is_some() => {
+                    let parent = entry.get("parentId").and_then(Value::as_str);
+                    if parent != self.leaf.as_deref() {
+                        out.restart();
+                        return;
+                    }
+                }
+                None => {}
+            }
+            self.leaf = Some(id.to_string());
+            self.by_id.insert(id.to_string(), out.next_position());
+        }
+        entry_to_events(self, number, entry, out);
+    }
 }
 
 /// For the tree layout, the ids on the path from the last entry to the root.
-fn active_path(lines: &[Line]) -> Option<HashSet<String>> {
-    let entries: Vec<&Value> = lines
-        .iter()
-        .filter_map(|l| l.value.as_ref().ok())
+pub(crate) fn active_path<'a>(entries: impl Iterator<Item = &'a Value>) -> Option<HashSet<String>> {
+    let entries: Vec<&Value> = entries
         .filter(|e| e.get("type").and_then(Value::as_str) != Some("session"))
         .collect();
     let parent_of: HashMap<&str, Option<&str>> = entries
@@ -80,72 +117,61 @@ fn active_path(lines: &[Line]) -> Option<HashSet<String>> {
     Some(path)
 }
 
-fn entry_to_items(
-    builder: &mut Builder,
-    line: usize,
-    entry: &Value,
-    by_index: &HashMap<usize, usize>,
-    by_id: &HashMap<String, usize>,
-) {
+fn entry_to_events(reader: &Reader, line: usize, entry: &Value, out: &mut Emitter) {
     let id = entry.get("id").and_then(Value::as_str);
     match entry.get("type").and_then(Value::as_str).unwrap_or("") {
-        "session" => builder.settings(SessionSettings {
-            model: str_field(entry, "modelId"),
-            ..SessionSettings::default()
-        }),
-        "model_change" => builder.settings(SessionSettings {
+        "session" | "model_change" => out.settings(SessionSettings {
             model: str_field(entry, "modelId"),
             ..SessionSettings::default()
         }),
         "message" => match entry.get("message").map(message_from) {
             Some(Ok(Some(message))) => {
-                builder.message(line, id, message);
+                out.message(line, id, message, false);
             }
-            Some(Ok(None)) => builder.skip(line, "bash executions excluded from the context (!!)"),
-            Some(Err(why)) => builder.skip_because(line, "unreadable messages", why),
-            None => builder.skip_because(line, "unreadable messages", "no `message`"),
+            Some(Ok(None)) => out.skip(line, "bash executions excluded from the context (!!)"),
+            Some(Err(why)) => out.skip_because(line, "unreadable messages", why),
+            None => out.skip_because(line, "unreadable messages", "no `message`"),
         },
         "custom_message" => {
             let content = content_text(entry.get("content"));
-            builder.message(line, id, Message::user("", content));
+            out.message(line, id, Message::user("", content), false);
         }
         "branch_summary" => {
             let summary = str_field(entry, "summary").unwrap_or_default();
-            builder.message(line, id, Message::user("", branch_summary_text(&summary)));
+            let message = Message::user("", branch_summary_text(&summary));
+            out.message(line, id, message, false);
         }
-        "compaction" => compaction(builder, line, entry, by_index, by_id),
-        kind @ ("thinking_level_change" | "custom" | "label" | "session_info") => builder.skip(
+        "compaction" => compaction(reader, line, entry, out),
+        kind @ ("thinking_level_change" | "custom" | "label" | "session_info") => out.skip(
             line,
             &format!("{kind} entries (not part of the conversation)"),
         ),
-        other => builder.skip(line, &format!("unknown entry type `{other}`")),
+        other => out.skip(line, &format!("unknown entry type `{other}`")),
     }
 }
 
 /// A pi compaction, placed at its first kept message.
-fn compaction(
-    builder: &mut Builder,
-    line: usize,
-    entry: &Value,
-    by_index: &HashMap<usize, usize>,
-    by_id: &HashMap<String, usize>,
-) {
-    let first_kept = entry
+fn compaction(reader: &Reader, line: usize, entry: &Value, out: &mut Emitter) {
+    let position = entry
         .get("firstKeptEntryIndex")
         .and_then(Value::as_u64)
-        .and_then(|i| first_item_from(by_index, i as usize))
+        .and_then(|i| reader.positions.get(i as usize).copied())
         .or_else(|| {
             entry
                 .get("firstKeptEntryId")
                 .and_then(Value::as_str)
-                .and_then(|id| by_id.get(id).copied())
+                .and_then(|id| reader.by_id.get(id).copied())
         });
-    let Some(first_kept) = first_kept else {
-        builder.skip_because(
+    let Some(position) = position else {
+        out.skip_because(
             line,
             "compactions that could not be placed",
             "its first kept entry is not a message of this session",
         );
+        return;
+    };
+    let Some(first_kept) = out.first_id_from(position) else {
+        out.skip(line, "compactions that keep no earlier message");
         return;
     };
     let files = |key: &str| -> Vec<String> {
@@ -160,29 +186,20 @@ fn compaction(
             })
             .unwrap_or_default()
     };
-    builder.compaction(ForeignCompaction {
+    out.compaction(ForeignCompaction {
         summary: str_field(entry, "summary").unwrap_or_default(),
-        first_kept: FirstKept::Item(first_kept),
+        first_kept: Some(first_kept),
         tokens_before: entry
             .get("tokensBefore")
             .and_then(Value::as_u64)
             .unwrap_or(0),
+        tokens_after: None,
         read_files: files("readFiles"),
         modified_files: files("modifiedFiles"),
         // pi does not record whether it was asked or hit its limit.
         trigger: Trigger::Threshold,
         line,
     });
-}
-
-/// The item built from the entry at `index`, or from the next entry that
-/// built one (the index may name a non-message entry).
-fn first_item_from(by_index: &HashMap<usize, usize>, index: usize) -> Option<usize> {
-    by_index
-        .iter()
-        .filter(|(entry, _)| **entry >= index)
-        .min_by_key(|(entry, _)| **entry)
-        .map(|(_, item)| *item)
 }
 
 fn branch_summary_text(summary: &str) -> String {

@@ -106,6 +106,8 @@ methods! {
     DID_CHANGE_CONFIGURATION = "workspace/didChangeConfiguration", Notification, lsp;
     /// Server → client: creates a progress token (clients that advertised `window.workDoneProgress`).
     WORK_DONE_PROGRESS_CREATE = "window/workDoneProgress/create", ServerRequest, lsp;
+    /// The user cancelled a progress compactd created: the compaction stops as with `$/cancelRequest`.
+    WORK_DONE_PROGRESS_CANCEL = "window/workDoneProgress/cancel", Notification(WorkDoneProgressCancelParams), lsp;
     /// Opens a new session, or resumes one from its log.
     OPEN = "conversation/open", Request(OpenParams => OpenResult);
     /// Appends messages to a session.
@@ -130,6 +132,12 @@ methods! {
     REPORT_ERROR = "conversation/reportError", Request(ReportErrorParams => ReportErrorResult);
     /// A transcript in another tool's format becomes a new session.
     IMPORT = "conversation/import", Request(ImportParams => ImportResult);
+    /// Mirrors an agent's transcript (Claude Code, Codex, pi) as a read-only session that follows it as it grows.
+    FOLLOW = "conversation/follow", Request(FollowParams => FollowResult);
+    /// Stops following a transcript.
+    UNFOLLOW = "conversation/unfollow", Request(SessionParams => UnfollowResult);
+    /// The agents' recent sessions for a workspace.
+    LIST_AGENT_SESSIONS = "conversation/listAgentSessions", Request(ListAgentSessionsParams => ListAgentSessionsResult);
     /// Follows a session: its notifications reach this connection too (the shared sidecar; on stdio the one client gets them all).
     SUBSCRIBE = "conversation/subscribe", Request(SessionParams => SubscribeResult);
     /// Stops following a session.
@@ -142,6 +150,8 @@ methods! {
     DID_COMPACT = "conversation/didCompact", ServerNotification(DidCompactNotification);
     /// Server → client: the circuit breaker stopped auto-compaction of a session.
     AUTO_COMPACT_STOPPED = "conversation/autoCompactStopped", ServerNotification(AutoCompactStoppedNotification);
+    /// Server → client: `follow: "auto"` started following an agent's session.
+    DID_FOLLOW = "conversation/didFollow", ServerNotification(DidFollowNotification);
     /// Server → client: progress of a long request.
     PROGRESS = "$/progress", ServerNotification, lsp;
     /// A session's file ledger.

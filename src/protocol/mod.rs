@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 
 pub use crate::compaction::trigger::TriggerKind;
 pub use crate::compaction::{Strategy, Trigger};
-pub use crate::config::{Config, SummarizerConfig, SummarizerProvider};
+pub use crate::config::{Config, FollowMode, SummarizerConfig, SummarizerProvider};
 pub use crate::conversation::{Message, MessageBody, Role, ToolCall, Usage};
 pub use crate::files::watch::WatchMode;
 pub use crate::files::{FileToolRule, ToolOperation};
@@ -21,10 +21,12 @@ pub use crate::store::Durability;
 use crate::compaction::CompactionRecord;
 
 mod files;
+mod follow;
 mod lsp;
 pub mod methods;
 mod shared;
 pub use files::*;
+pub use follow::*;
 pub use lsp::*;
 pub use shared::*;
 
@@ -47,6 +49,14 @@ pub mod error_codes {
 pub enum ProgressToken {
     Number(i64),
     String(String),
+}
+
+/// `window/workDoneProgress/cancel`'s params, as LSP defines them: the
+/// token of the progress the user cancelled. A schema of its own, because
+/// a client sends it (the generated clients type every method they send).
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct WorkDoneProgressCancelParams {
+    pub token: ProgressToken,
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
@@ -113,6 +123,13 @@ pub struct AppendResult {
     /// A compaction of this session is running (auto-compaction starts
     /// one when a trigger fires and it is allowed).
     pub compacting: bool,
+    /// Tool results that were logged but are not part of the model's
+    /// history: a result arriving after the conversation moved on (its call
+    /// already closed as interrupted), a second result for a call, or one
+    /// whose call never came. One line each, `messages[i]: why`; absent
+    /// when there are none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
@@ -187,6 +204,10 @@ pub struct CompactResult {
     /// `handoff`: the new session that starts with the handoff message.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub handoff_session_id: Option<String>,
+    /// `handoff`: that message's text, a prompt to start a fresh agent
+    /// session with (a followed agent's, say).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub handoff_prompt: Option<String>,
     /// What the summarizer's provider reported for its calls.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub usage: Option<Usage>,
@@ -217,6 +238,7 @@ impl CompactResult {
             recall: record.recall,
             pruned_message_ids: record.pruned_message_ids.clone(),
             handoff_session_id: None,
+            handoff_prompt: None,
             usage: record.usage,
             duration_ms: record.duration_ms,
         }
@@ -446,6 +468,12 @@ pub struct MeterInfo {
     /// undeclared system prompt and tools, the provider's framing). Learned
     /// from usage; 0 before any was reported and nothing was declared.
     pub overhead_tokens: u64,
+    /// A session following an agent (`conversation/follow`): where the
+    /// agent compacts by itself and how that is known, as of this reading
+    /// (`autoCompactAt` is its `at`, else the window). It changes when the
+    /// agent's model or stated window does. Absent for other sessions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_auto_compact: Option<AutoCompactPoint>,
 }
 
 impl From<crate::tokens::Meter> for MeterInfo {
@@ -456,6 +484,7 @@ impl From<crate::tokens::Meter> for MeterInfo {
             percent: meter.percent(),
             auto_compact_at: meter.auto_compact_at,
             overhead_tokens: meter.overhead_tokens,
+            agent_auto_compact: None,
             source: match meter.source {
                 crate::tokens::MeterSource::Usage => MeterSource::Usage,
                 crate::tokens::MeterSource::Estimate => MeterSource::Estimate,
@@ -578,6 +607,12 @@ pub fn schemas() -> Vec<(&'static str, serde_json::Value)> {
             "AutoCompactStoppedNotification",
             AutoCompactStoppedNotification
         ),
+        schema!("FollowParams", FollowParams),
+        schema!("FollowResult", FollowResult),
+        schema!("UnfollowResult", UnfollowResult),
+        schema!("ListAgentSessionsParams", ListAgentSessionsParams),
+        schema!("ListAgentSessionsResult", ListAgentSessionsResult),
+        schema!("DidFollowNotification", DidFollowNotification),
         schema!("SubscribeResult", SubscribeResult),
         schema!("UnsubscribeResult", UnsubscribeResult),
         schema!("AuthenticateParams", AuthenticateParams),
@@ -590,6 +625,7 @@ pub fn schemas() -> Vec<(&'static str, serde_json::Value)> {
         schema!("DidSaveTextDocumentParams", DidSaveTextDocumentParams),
         schema!("DidCloseTextDocumentParams", DidCloseTextDocumentParams),
         schema!("DidChangeWatchedFilesParams", DidChangeWatchedFilesParams),
+        schema!("WorkDoneProgressCancelParams", WorkDoneProgressCancelParams),
         ("methods", methods::table_json()),
     ]
 }

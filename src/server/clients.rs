@@ -16,14 +16,18 @@
 //! - **Progress goes to the token's connection.** A token (the client's
 //!   `workDoneToken`, or one created with `window/workDoneProgress/create`)
 //!   belongs to the connection that asked for the work. Clients choose
-//!   their tokens as they choose ids, so a WebSocket client's
-//!   `workDoneToken` is handled as `<token>@<connection>` too, and
-//!   progress under it is sent with the client's own token.
+//!   their tokens as they choose ids, so a WebSocket client's token is
+//!   handled as `<token>@<connection>` too (`window/workDoneProgress/cancel`
+//!   names it the same way), and progress under it is sent with the
+//!   client's own token. Each connection has its own `ProgressTokens`
+//!   (LSP 3.17: a created token is used once that connection accepted it,
+//!   never when it refused it).
 
 use std::collections::{HashMap, HashSet};
 
-use lsp_server::{Message, Notification, RequestId, Response};
+use lsp_server::{Notification, RequestId, Response};
 
+use super::progress::ProgressTokens;
 use super::Phase;
 use crate::protocol::ProgressToken;
 use crate::transport::{ConnectionId, Outbox, STDIO};
@@ -32,8 +36,9 @@ use crate::transport::{ConnectionId, Outbox, STDIO};
 pub(crate) struct Client {
     pub out: Outbox,
     pub phase: Phase,
-    /// It creates progress tokens on request (`window.workDoneProgress`).
-    pub work_done_progress: bool,
+    /// The progress tokens compactd asked it to create (it can when it
+    /// advertised `window.workDoneProgress`), and what became of them.
+    pub progress: ProgressTokens,
     /// Sessions whose notifications it gets.
     pub subscriptions: HashSet<String>,
 }
@@ -71,7 +76,7 @@ impl Clients {
         let client = Client {
             out,
             phase: Phase::Uninitialized,
-            work_done_progress: false,
+            progress: ProgressTokens::default(),
             subscriptions: HashSet::new(),
         };
         self.clients.insert(id, client);
@@ -134,13 +139,6 @@ impl Clients {
         }
     }
 
-    /// Sends to one connection.
-    pub fn send_to(&self, conn: ConnectionId, message: impl Into<Message>) {
-        if let Some(client) = self.clients.get(&conn) {
-            client.out.send(message);
-        }
-    }
-
     pub fn send_json_to(&self, conn: ConnectionId, value: serde_json::Value) {
         if let Some(client) = self.clients.get(&conn) {
             client.out.send_json(value);
@@ -157,6 +155,14 @@ impl Clients {
             if follows {
                 client.out.send(notification.clone());
             }
+        }
+    }
+
+    /// Sends a notification to every connection.
+    pub fn broadcast(&self, method: &str, params: impl serde::Serialize) {
+        let notification = Notification::new(method.to_string(), params);
+        for client in self.clients.values() {
+            client.out.send(notification.clone());
         }
     }
 
@@ -189,6 +195,12 @@ impl Clients {
         internal
     }
 
+    /// The dispatcher's token for one a client names (in
+    /// `window/workDoneProgress/cancel`).
+    pub fn token_of(&self, conn: ConnectionId, token: &ProgressToken) -> ProgressToken {
+        Self::internal_token(conn, token)
+    }
+
     fn internal_token(conn: ConnectionId, token: &ProgressToken) -> ProgressToken {
         match token {
             _ if conn == STDIO => token.clone(),
@@ -197,23 +209,36 @@ impl Clients {
         }
     }
 
-    /// A token the server created on the current connection.
-    pub fn own_created_token(&mut self, token: &ProgressToken) {
-        if let Some(conn) = self.current {
-            self.tokens.insert(token.clone(), (conn, token.clone()));
+    /// Asks a connection to create a progress token (when it advertised
+    /// `window.workDoneProgress`); the dispatcher's name for it.
+    pub fn create_token(&mut self, conn: ConnectionId) -> Option<ProgressToken> {
+        let client = self.clients.get_mut(&conn)?;
+        let theirs = client.progress.create(&client.out)?;
+        Some(self.accept_token(conn, theirs))
+    }
+
+    /// Sends one progress value to the connection `token` belongs to,
+    /// under the token that connection knows, as its `ProgressTokens`
+    /// allow (held back until a created token is accepted, dropped when
+    /// refused). The token is forgotten once its progress ends.
+    pub fn send_progress(&mut self, token: &ProgressToken, value: serde_json::Value) {
+        let Some((conn, theirs)) = self.tokens.get(token).cloned() else {
+            return;
+        };
+        let ends = value["kind"] == "end";
+        if let Some(client) = self.clients.get_mut(&conn) {
+            client.progress.send(&client.out, &theirs, value);
+        }
+        if ends {
+            self.tokens.remove(token);
         }
     }
 
-    /// Where progress under `token` goes, and the token as its connection
-    /// knows it.
-    pub fn progress_target(&self, token: &ProgressToken) -> Option<(Outbox, ProgressToken)> {
-        let (conn, theirs) = self.tokens.get(token)?;
-        let client = self.clients.get(conn)?;
-        Some((client.out.clone(), theirs.clone()))
-    }
-
-    /// The token's progress ended: forget its owner.
-    pub fn token_done(&mut self, token: &ProgressToken) {
-        self.tokens.remove(token);
+    /// A connection's answer to a request of ours (a token's creation);
+    /// false when it answers nothing we asked that connection.
+    pub fn answered(&mut self, conn: ConnectionId, response: &Response) -> bool {
+        self.clients
+            .get_mut(&conn)
+            .is_some_and(|client| client.progress.answered(&client.out, response))
     }
 }

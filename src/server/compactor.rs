@@ -9,17 +9,19 @@ use std::time::Instant;
 
 use lsp_server::RequestId;
 
-use super::{send_progress, JobResult, RpcError, Server};
-use crate::compaction::summary::JobSummaries;
+use lsp_server::ErrorCode;
+
+use super::{JobResult, RpcError, Server};
 use crate::compaction::trigger::{AttemptVerdict, TriggerKind};
-use crate::compaction::{CompactionJob, CompactionRecord};
+use crate::compaction::{CompactionJob, CompactionRecord, PlannedJob};
+use crate::engine;
 use crate::engine::compaction::{Conclusion, JobSummarizer, NotPlanned};
-use crate::engine::{self, now_ms};
+use crate::engine::Access;
 use crate::protocol::{
     methods, AutoCompactStoppedNotification, CompactResult, DidCompactNotification, ProgressToken,
     ReportErrorResult, Strategy, Trigger,
 };
-use crate::summarize::Progress;
+use crate::summarize::{Progress, ProgressSink};
 
 /// Who waits for a job's answer, and in what shape.
 #[derive(Debug, Clone)]
@@ -43,17 +45,26 @@ pub(crate) struct RunningJob {
     pub owner: Option<RequestId>,
     pub waiters: Vec<Waiter>,
     pub abort: tokio::task::AbortHandle,
+    /// The token its progress goes under: the client's, or one created
+    /// when the job started.
     pub progress: Option<ProgressToken>,
 }
 
-/// A job whose summaries are written, back on the state owner.
+/// A progress report from a running job, on its way to the client through
+/// the state owner (which knows whether its token may be used yet).
+pub(crate) struct JobProgress {
+    pub session_id: String,
+    pub key: u64,
+    pub progress: Progress,
+}
+
+/// A job whose summaries are written and recorded (or why not), back on
+/// the state owner.
 pub(crate) struct Finished {
     pub key: u64,
     pub session_id: String,
     pub trigger: Trigger,
-    pub job: CompactionJob,
-    pub summaries: JobSummaries,
-    pub started: Instant,
+    pub outcome: Result<(CompactionJob, CompactionRecord), String>,
     pub auto: bool,
 }
 
@@ -63,6 +74,8 @@ pub(crate) struct CompactionRequest {
     pub keep_recent_tokens: u64,
     pub instructions: Option<String>,
     pub trigger: Trigger,
+    /// The client's `workDoneToken`; without one, a token is created when
+    /// the client can create them, once the compaction will run.
     pub progress: Option<ProgressToken>,
     pub waiter: Option<Waiter>,
     pub auto: bool,
@@ -75,7 +88,7 @@ pub(crate) fn start(server: &mut Server, session_id: &str, request: CompactionRe
         job.waiters.extend(request.waiter);
         return;
     }
-    let open = match server.writable_session(session_id) {
+    let open = match server.compactable_session(session_id) {
         Ok(open) => open,
         Err(error) => {
             if let Some(waiter) = request.waiter {
@@ -91,8 +104,8 @@ pub(crate) fn start(server: &mut Server, session_id: &str, request: CompactionRe
         request.keep_recent_tokens,
         request.instructions.clone(),
     );
-    let job = match planned {
-        Ok(job) => job,
+    let planned = match planned {
+        Ok(planned) => planned,
         Err(NotPlanned {
             reason,
             tokens_before,
@@ -107,53 +120,49 @@ pub(crate) fn start(server: &mut Server, session_id: &str, request: CompactionRe
             return;
         }
     };
-    spawn(server, session_id, request, job);
+    spawn(server, session_id, request, planned);
 }
 
-/// Sends `$/progress begin` and summarizes in a background task, whose
-/// result comes back to the state owner through the job channel.
-fn spawn(server: &mut Server, session_id: &str, request: CompactionRequest, job: CompactionJob) {
-    let progress = request.progress.clone();
+/// Starts the progress (creating a token if need be) and runs the job in
+/// a background task: its summarizer inputs are prepared on a blocking
+/// thread (their cost grows with what is summarized; the state owner only
+/// planned), then summarized. Progress and result come back to the state
+/// owner through the job channel.
+fn spawn(server: &mut Server, session_id: &str, request: CompactionRequest, planned: PlannedJob) {
+    let progress = request
+        .progress
+        .clone()
+        .or_else(|| server.create_progress_token());
     if let Some(token) = &progress {
-        server.send_progress(
-            token,
-            serde_json::json!({
-                "kind": "begin",
-                "title": "Compacting conversation",
-                "cancellable": true,
-                "message": format!("{}: {} messages", request.strategy.as_str(), job.messages_summarized),
-                "percentage": 0
-            }),
-        );
+        let begin = serde_json::json!({
+            "kind": "begin",
+            "title": "Compacting conversation",
+            "cancellable": true,
+            "message": format!("{}: {} messages", request.strategy.as_str(), planned.job.messages_summarized),
+            "percentage": 0
+        });
+        server.send_progress(token, begin);
     }
     server.next_job += 1;
     let key = server.next_job;
-    let summarizer = JobSummarizer::new(&server.config, job.encoding);
-    let target = progress
-        .as_ref()
-        .and_then(|t| server.clients.progress_target(t));
+    let summarizer = JobSummarizer::new(&server.config, planned.job.encoding);
     let job_results = server.job_results_tx.clone();
     let task_session = session_id.to_string();
     let (trigger, auto) = (request.trigger, request.auto);
     let handle = tokio::spawn(async move {
-        let started = Instant::now();
-        let report = |p: Progress| {
-            if let Some((out, token)) = &target {
-                send_progress(
-                    out,
-                    token,
-                    serde_json::json!({"kind": "report", "message": p.message, "percentage": p.percentage}),
-                );
-            }
+        let report = |progress: Progress| {
+            let _ = job_results.send(JobResult::Progress(JobProgress {
+                session_id: task_session.clone(),
+                key,
+                progress,
+            }));
         };
-        let summaries = summarizer.run(&job, &report).await;
+        let outcome = run(planned, summarizer, trigger, &report).await;
         let _ = job_results.send(JobResult::Compaction(Box::new(Finished {
             key,
             session_id: task_session,
             trigger,
-            job,
-            summaries,
-            started,
+            outcome,
             auto,
         })));
     });
@@ -167,6 +176,71 @@ fn spawn(server: &mut Server, session_id: &str, request: CompactionRequest, job:
             progress,
         },
     );
+}
+
+/// The job's work, off the state owner: its summarizer inputs and its
+/// record (whose retention check grows with what was summarized) on
+/// blocking threads, the summaries in between. A panic there becomes an
+/// error the waiters are answered with.
+async fn run(
+    planned: PlannedJob,
+    summarizer: JobSummarizer,
+    trigger: Trigger,
+    report: ProgressSink<'_>,
+) -> Result<(CompactionJob, CompactionRecord), String> {
+    let started = Instant::now();
+    let job = tokio::task::spawn_blocking(move || planned.prepare())
+        .await
+        .map_err(|e| format!("preparing the compaction failed: {e}"))?;
+    let summaries = summarizer.run(&job, report).await;
+    let duration_ms = started.elapsed().as_millis() as u64;
+    tokio::task::spawn_blocking(move || {
+        let record = engine::compaction::record(&job, &summaries, trigger, duration_ms);
+        (job, record)
+    })
+    .await
+    .map_err(|e| format!("recording the compaction failed: {e}"))
+}
+
+/// Passes a running job's progress on under its token; a job that was
+/// cancelled or replaced meanwhile reports nothing more.
+pub(crate) fn report(server: &mut Server, report: JobProgress) {
+    let Some(token) = server
+        .running
+        .get(&report.session_id)
+        .filter(|job| job.key == report.key)
+        .and_then(|job| job.progress.clone())
+    else {
+        return;
+    };
+    let mut value = serde_json::json!({"kind": "report", "message": report.progress.message});
+    // LSP's percentage is optional: left out when unknown, never null.
+    if let Some(percentage) = report.progress.percentage {
+        value["percentage"] = percentage.into();
+    }
+    server.send_progress(&token, value);
+}
+
+/// Cancels the running compaction of a session: the task is aborted (the
+/// history stays as it was), its progress ends, and everyone waiting on it
+/// is answered with -32800.
+pub(crate) fn cancel(server: &mut Server, session_id: &str) {
+    let Some(job) = server.running.remove(session_id) else {
+        return;
+    };
+    job.abort.abort();
+    if let Some(token) = &job.progress {
+        let end = serde_json::json!({"kind": "end", "message": "cancelled"});
+        server.send_progress(token, end);
+    }
+    for waiter in job.waiters {
+        server.respond(waiter.id().clone(), Err(cancelled()));
+    }
+}
+
+/// The answer to a cancelled request.
+pub(crate) fn cancelled() -> RpcError {
+    RpcError::new(ErrorCode::RequestCanceled, "request cancelled")
 }
 
 /// Applies a finished job and answers everyone waiting on it.
@@ -185,11 +259,8 @@ pub(crate) fn finish(server: &mut Server, finished: Finished) {
             Ok(r) => format!("{} → {} tokens", r.tokens_before, r.tokens_after),
             Err(e) => e.message.clone(),
         };
-        server.send_progress(
-            token,
-            serde_json::json!({"kind": "end", "message": message}),
-        );
-        server.clients.token_done(token);
+        let end = serde_json::json!({"kind": "end", "message": message});
+        server.send_progress(token, end);
     }
     if let Some(result) = result.as_ref().ok().filter(|r| r.compacted) {
         server.notify_session(
@@ -220,16 +291,17 @@ pub(crate) fn finish(server: &mut Server, finished: Finished) {
 /// What the engine concludes from the summaries, carried out: applied,
 /// left out, or handed off to a new session.
 fn apply(server: &mut Server, finished: &Finished) -> Result<CompactResult, RpcError> {
+    let (job, record) = finished.outcome.as_ref().map_err(|why| {
+        RpcError::internal(format!("compaction failed, history unchanged: {why}"))
+    })?;
     let open = server.session_mut(&finished.session_id)?;
-    let conclusion = engine::compaction::conclude(
-        &open.session,
-        &finished.job,
-        &finished.summaries,
-        finished.trigger,
-        now_ms(),
-        finished.started.elapsed().as_millis() as u64,
-    )?;
+    let followed = open.access() == Access::Follows;
+    let conclusion = engine::compaction::conclude(&open.session, job, record.clone())?;
     match conclusion {
+        // Only the agent changes what its model sees.
+        Conclusion::Apply(record) if followed => {
+            server.record_own_compaction(&finished.session_id, record)
+        }
         Conclusion::Apply(record) => {
             engine::compaction::apply(open, record.clone())?;
             Ok(CompactResult::from_record(&record))
@@ -254,6 +326,7 @@ fn handoff(
     let mut result = CompactResult::handed_off(record, tokens);
     result.reason = Some(engine::compaction::handoff_reason(&new_id));
     server.clients.follow_on(source_id, &new_id);
+    result.handoff_prompt = Some(engine::compaction::handoff_prompt(record));
     result.handoff_session_id = Some(new_id);
     server.send_meter(&opened.session);
     server.insert_session(opened);
@@ -312,7 +385,6 @@ pub(crate) fn maybe_auto_compact(server: &mut Server, session_id: &str) -> Vec<T
     let Some(start_now) = decision.start else {
         return decision.fired;
     };
-    let progress = server.progress_token(None);
     tracing::info!(
         "session {session_id}: auto-compacting ({:?}, triggers {:?}, keep {})",
         start_now.strategy,
@@ -327,7 +399,7 @@ pub(crate) fn maybe_auto_compact(server: &mut Server, session_id: &str) -> Vec<T
             keep_recent_tokens: start_now.keep_recent_tokens,
             instructions: None,
             trigger: Trigger::Threshold,
-            progress,
+            progress: None,
             waiter: None,
             auto: true,
         },

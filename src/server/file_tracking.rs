@@ -215,6 +215,7 @@ impl Server {
         let paths: std::collections::BTreeSet<PathBuf> = self
             .sessions
             .values()
+            .filter(|open| open.access() == Access::Write)
             .flat_map(|open| open.session.file_ledger.ledger.records())
             .map(|record| record.path.clone())
             .collect();
@@ -236,22 +237,29 @@ impl Server {
         self.file_tracking
             .reconfigure(&self.config, &self.job_results_tx);
         let env = self.session_env();
-        for open in self.sessions.values_mut() {
+        // A followed session keeps its agent's workspace.
+        for open in self
+            .sessions
+            .values_mut()
+            .filter(|open| open.access() != Access::Follows)
+        {
             env.configure(&mut open.session);
         }
         self.sync_watches();
     }
 
-    /// Points the watcher at the directories of every open session's
-    /// ledger files, most recently touched first (sessions taking turns),
-    /// then the workspace roots; the watcher keeps the cap.
+    /// Points the watcher at the folders of followed transcripts, then the
+    /// directories of the ledger files of every session disk changes reach
+    /// (`file_targets`), most recently touched first (sessions taking
+    /// turns), then the workspace roots; the watcher keeps the cap.
     pub fn sync_watches(&mut self) {
-        let Some(watcher) = self.file_tracking.watcher.as_mut() else {
+        if self.file_tracking.watcher.is_none() {
             return;
-        };
+        }
         let per_session: Vec<Vec<PathBuf>> = self
             .sessions
             .values()
+            .filter(|open| open.access() == Access::Write)
             .map(|open| {
                 open.session
                     .file_ledger
@@ -263,9 +271,18 @@ impl Server {
             })
             .collect();
         let longest = per_session.iter().map(Vec::len).max().unwrap_or(0);
-        let dirs = (0..longest)
-            .flat_map(|rank| per_session.iter().filter_map(move |dirs| dirs.get(rank)))
-            .cloned()
+        // Followed transcripts' folders first: their meters depend on them.
+        let follow_dirs = self.follow_watch_dirs();
+        let Some(watcher) = self.file_tracking.watcher.as_mut() else {
+            return;
+        };
+        let dirs = follow_dirs
+            .into_iter()
+            .chain(
+                (0..longest)
+                    .flat_map(|rank| per_session.iter().filter_map(move |dirs| dirs.get(rank)))
+                    .cloned(),
+            )
             .chain(self.file_tracking.workspace.roots.iter().cloned());
         watcher.set_dirs(dirs.collect::<Vec<_>>());
     }

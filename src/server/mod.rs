@@ -11,7 +11,10 @@
 mod clients;
 mod compactor;
 mod file_tracking;
+mod follow;
 mod handlers;
+mod importer;
+mod progress;
 mod routes;
 pub mod shared;
 
@@ -93,6 +96,10 @@ impl From<EngineError> for RpcError {
                 code: error_codes::SESSION_READ_ONLY,
                 message: e.to_string(),
             },
+            e @ EngineError::Follows { .. } => RpcError {
+                code: error_codes::SESSION_READ_ONLY,
+                message: e.to_string(),
+            },
             EngineError::Refused(e @ StoreError::Io { .. }) => RpcError::internal(e.to_string()),
         }
     }
@@ -124,8 +131,14 @@ pub(crate) enum Phase {
 /// What a background job hands back to the state owner.
 pub(crate) enum JobResult {
     Compaction(Box<compactor::Finished>),
+    /// A running compaction's progress (`report`), for its token.
+    Progress(compactor::JobProgress),
+    /// An import whose session is built.
+    Import(Box<importer::FinishedImport>),
     /// The file watcher saw changes on disk.
     FilesChanged(Vec<crate::files::watch::DiskChange>),
+    /// Time to look at the followed transcripts again.
+    FollowPoll,
 }
 
 /// Where the config files were looked for at `initialize`, so that
@@ -147,13 +160,16 @@ pub(crate) struct Server {
     pub sessions: HashMap<String, OpenSession>,
     /// The running compaction of each session.
     pub running: HashMap<String, compactor::RunningJob>,
+    /// Ids of sessions being imported, with the import's request.
+    pub importing: HashMap<String, RequestId>,
     next_job: u64,
     /// Where background jobs (compactions, the watcher) send their results
     /// to the state owner.
     pub job_results_tx: mpsc::UnboundedSender<JobResult>,
-    next_server_request: u64,
     options: ServeOptions,
     pub file_tracking: FileTracking,
+    /// The agent transcripts followed, and auto-follow.
+    pub following: follow::Following,
 }
 
 /// Serves one client until `exit` or end of input. Returns the process
@@ -222,11 +238,12 @@ impl Server {
             config_dirs: ConfigDirs::default(),
             sessions: HashMap::new(),
             running: HashMap::new(),
+            importing: HashMap::new(),
             next_job: 0,
             job_results_tx,
-            next_server_request: 0,
             options,
             file_tracking: FileTracking::default(),
+            following: follow::Following::default(),
         };
         (server, job_results)
     }
@@ -303,6 +320,12 @@ impl Server {
                             "server not initialized: send `initialize` first",
                         )))
                     }
+                    // Configuration, watcher and data dir stay as the
+                    // first `initialize` set them; on the shared sidecar
+                    // each connection initializes once.
+                    Phase::Running if request.method == methods::INITIALIZE => {
+                        Reply::Now(Err(self.already_initialized()))
+                    }
                     Phase::ShuttingDown => Reply::Now(Err(RpcError::new(
                         ErrorCode::InvalidRequest,
                         "server is shutting down: only `exit` is accepted",
@@ -333,22 +356,30 @@ impl Server {
                 if notification.method == methods::CANCEL_REQUEST {
                     self.cancel_for(conn, &mut notification.params);
                 }
+                if notification.method == methods::WORK_DONE_PROGRESS_CANCEL {
+                    self.cancel_progress_for(conn, &mut notification.params);
+                }
                 routes::notification(self, notification);
                 None
             }
             Message::Response(response) => {
                 // Answers to our own requests (progress token creation).
-                if let Err(error) = response.response_result {
-                    tracing::warn!(
-                        "client answered {} with error {}: {}",
-                        response.id,
-                        error.code,
-                        error.message
-                    );
+                if !self.clients.answered(conn, &response) {
+                    tracing::warn!("a response to no request of ours: {}", response.id);
                 }
                 None
             }
         }
+    }
+
+    /// The answer to a second `initialize` on one connection.
+    fn already_initialized(&self) -> RpcError {
+        let message = if self.clients.is_shared() {
+            "connection already initialized: `initialize` may be sent once per connection (a shared compactd keeps the configuration it started with; open another connection for another client)"
+        } else {
+            "server already initialized: `initialize` may be sent once (the configuration, the file watcher and dataDir stay as they are; use workspace/didChangeConfiguration for live settings)"
+        };
+        RpcError::new(ErrorCode::InvalidRequest, message)
     }
 
     /// `exit` ends the process on stdio; on the shared sidecar it closes
@@ -384,6 +415,16 @@ impl Server {
         }
     }
 
+    /// `window/workDoneProgress/cancel` names the client's token; the
+    /// dispatcher's is `clients`' translation of it.
+    fn cancel_progress_for(&self, conn: ConnectionId, params: &mut serde_json::Value) {
+        let token = serde_json::from_value::<ProgressToken>(params["token"].clone());
+        if let Ok(token) = token {
+            params["token"] = serde_json::to_value(self.clients.token_of(conn, &token))
+                .expect("tokens serialize");
+        }
+    }
+
     /// Answers a request, on the connection it came from.
     pub fn respond(&mut self, id: RequestId, result: RpcResult<serde_json::Value>) {
         let response = match result {
@@ -411,23 +452,46 @@ impl Server {
     }
 
     pub fn session_mut(&mut self, id: &str) -> RpcResult<&mut OpenSession> {
+        self.unreserved(id)?;
         self.sessions.get_mut(id).ok_or_else(|| no_session(id))
     }
 
     pub fn session(&self, id: &str) -> RpcResult<&OpenSession> {
+        self.unreserved(id)?;
         self.sessions.get(id).ok_or_else(|| no_session(id))
     }
 
-    /// A session to compact: refused up front when it is open read-only,
-    /// before a progress token or a plan exists for it.
+    /// Refuses an id whose session is being imported: it exists once the
+    /// import is answered.
+    pub fn unreserved(&self, id: &str) -> RpcResult<()> {
+        match self.importing.get(id) {
+            Some(request) => Err(RpcError::invalid_params(format!(
+                "sessionId: `{id}` is being imported (request {request}); it opens when that request is answered"
+            ))),
+            None => Ok(()),
+        }
+    }
+
+    /// A session to change (an overflow's recovery compacts it): refused
+    /// up front when it is open read-only or follows an agent, before a
+    /// progress token or a plan exists for it.
     pub fn writable_session(&self, id: &str) -> RpcResult<&OpenSession> {
         let open = self.session(id)?;
         open.check_writable()?;
         Ok(open)
     }
 
+    /// A session a client may compact: refused when it is open read-only.
+    /// A followed one is compacted into compactd's own log of it.
+    pub fn compactable_session(&self, id: &str) -> RpcResult<&OpenSession> {
+        let open = self.session(id)?;
+        open.check_compactable()?;
+        Ok(open)
+    }
+
     pub fn meter_info(&self, session: &Session) -> MeterInfo {
-        engine::window::meter(&self.config, session).into()
+        self.follow_meter(session)
+            .unwrap_or_else(|| engine::window::meter(&self.config, session).into())
     }
 
     pub fn send_meter(&self, session: &Session) {
@@ -455,37 +519,17 @@ impl Server {
         self.sync_watches();
     }
 
-    /// A progress token for a long request: the client's, or one we create
-    /// when the client advertised `window.workDoneProgress`.
-    /// The token belongs to the connection being served, which asked for
-    /// the work.
-    pub fn progress_token(&mut self, client_token: Option<ProgressToken>) -> Option<ProgressToken> {
-        if client_token.is_some() {
-            return client_token;
-        }
+    /// A progress token compactd asks the connection being served to
+    /// create, for work it asked for (`None` when it cannot create them).
+    pub fn create_progress_token(&mut self) -> Option<ProgressToken> {
         let conn = self.clients.current?;
-        if !self.clients.get(conn).is_some_and(|c| c.work_done_progress) {
-            return None;
-        }
-        self.next_server_request += 1;
-        let token = ProgressToken::String(format!("compactd/{}", self.next_server_request));
-        self.clients.send_to(
-            conn,
-            lsp_server::Request::new(
-                RequestId::from(format!("compactd-progress-{}", self.next_server_request)),
-                methods::WORK_DONE_PROGRESS_CREATE.to_string(),
-                serde_json::json!({ "token": token }),
-            ),
-        );
-        self.clients.own_created_token(&token);
-        Some(token)
+        self.clients.create_token(conn)
     }
 
-    /// Sends `$/progress` to the connection its token belongs to.
-    pub fn send_progress(&self, token: &ProgressToken, value: serde_json::Value) {
-        if let Some((out, theirs)) = self.clients.progress_target(token) {
-            send_progress(&out, &theirs, value);
-        }
+    /// Sends `$/progress` to the connection its token belongs to, as LSP
+    /// 3.17 has it there (`progress::ProgressTokens`).
+    pub fn send_progress(&mut self, token: &ProgressToken, value: serde_json::Value) {
+        self.clients.send_progress(token, value);
     }
 
     /// Sends a notification about a session to its subscribers.
@@ -505,7 +549,18 @@ impl Server {
                 compactor::finish(self, *finished);
                 self.clients.current = None;
             }
-            JobResult::FilesChanged(changes) => self.on_disk_changes(changes),
+            JobResult::Progress(progress) => compactor::report(self, progress),
+            JobResult::Import(finished) => {
+                // The importer follows the session it imported.
+                self.clients.current = self.clients.connection_of(&finished.request);
+                importer::finish(self, *finished);
+                self.clients.current = None;
+            }
+            JobResult::FilesChanged(changes) => {
+                self.follow_disk_changes(&changes);
+                self.on_disk_changes(changes);
+            }
+            JobResult::FollowPoll => self.on_follow_poll(),
         }
     }
 }

@@ -8,10 +8,11 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 
 use super::handlers::{
-    append, branch, cancel, check, compact, compactions, did_change, did_change_configuration,
-    did_change_watched_files, did_close, did_open, did_save, files_did, files_list,
-    files_unchanged_since_read, history, import, lifecycle, open, pin, preview, report_error,
-    set_auto_compact, subscribe, unsubscribe,
+    append, branch, cancel, cancel_progress, check, compact, compactions, did_change,
+    did_change_configuration, did_change_watched_files, did_close, did_open, did_save, files_did,
+    files_list, files_unchanged_since_read, follow, history, import, lifecycle,
+    list_agent_sessions, open, pin, preview, report_error, set_auto_compact, subscribe, unfollow,
+    unsubscribe,
 };
 use super::{parse_params, Reply, RpcError, RpcResult, Server};
 use crate::protocol::{methods, FileOp};
@@ -71,7 +72,12 @@ const REQUESTS: &[(&str, RequestRoute)] = &[
     (methods::REPORT_ERROR, |s, id, p| {
         later(s, id, p, report_error::start)
     }),
-    (methods::IMPORT, |s, _, p| now(s, p, import::handle)),
+    (methods::IMPORT, |s, id, p| later(s, id, p, import::start)),
+    (methods::FOLLOW, |s, _, p| now(s, p, follow::handle)),
+    (methods::UNFOLLOW, |s, _, p| now(s, p, unfollow::handle)),
+    (methods::LIST_AGENT_SESSIONS, |s, _, p| {
+        now(s, p, list_agent_sessions::handle)
+    }),
     (methods::SUBSCRIBE, |s, _, p| now(s, p, subscribe::handle)),
     (methods::UNSUBSCRIBE, |s, _, p| {
         now(s, p, unsubscribe::handle)
@@ -83,9 +89,16 @@ const REQUESTS: &[(&str, RequestRoute)] = &[
 ];
 
 const NOTIFICATIONS: &[(&str, NotificationRoute)] = &[
-    (methods::INITIALIZED, |_, _| Ok(())),
+    // Auto-follow starts once the client is ready for notifications.
+    (methods::INITIALIZED, |s, _| {
+        s.apply_follow_mode();
+        Ok(())
+    }),
     (methods::CANCEL_REQUEST, |s, p| {
         parse_params(p).map(|p| cancel::handle(s, p))
+    }),
+    (methods::WORK_DONE_PROGRESS_CANCEL, |s, p| {
+        parse_params(p).map(|p| cancel_progress::handle(s, p))
     }),
     (methods::SET_TRACE, |_, _| Ok(())),
     // The WebSocket edge takes it as a connection's first message; a later
@@ -242,6 +255,9 @@ mod tests {
                 "conversation/pin",
                 "conversation/reportError",
                 "conversation/import",
+                "conversation/follow",
+                "conversation/unfollow",
+                "conversation/listAgentSessions",
                 "conversation/subscribe",
                 "conversation/unsubscribe",
                 "files/list",
@@ -254,6 +270,7 @@ mod tests {
                 "conversation/tokens",
                 "conversation/didCompact",
                 "conversation/autoCompactStopped",
+                "conversation/didFollow",
                 "$/progress",
                 "files/didChange",
             ]

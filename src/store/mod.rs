@@ -10,7 +10,7 @@ mod lock;
 mod log;
 
 use std::fs::OpenOptions;
-use std::io::{self, BufReader};
+use std::io::{self, BufRead, BufReader};
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -94,6 +94,20 @@ pub struct SessionHeader {
     pub created_at: u64,
     #[serde(flatten)]
     pub settings: SessionSettings,
+    /// The agent transcript this session follows (`conversation/follow`):
+    /// the conversation is read from there, and this log holds only
+    /// compactd's own entries about it (its compactions, pins).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub follows: Option<FollowedTranscript>,
+}
+
+/// An agent's transcript, as a followed session's log names it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FollowedTranscript {
+    /// `claude-code`, `codex` or `pi`.
+    pub agent: String,
+    pub path: PathBuf,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -236,6 +250,26 @@ impl SessionStore {
             warnings: report.warnings,
             torn_tail: report.torn_tail,
         }))
+    }
+
+    /// The agent transcript a log follows, from its header (the first
+    /// line only); `None` for a session of its own or no log.
+    pub fn follows(&self, id: &str) -> Result<Option<FollowedTranscript>, StoreError> {
+        let path = self.path_for(id)?;
+        let file = match std::fs::File::open(&path) {
+            Ok(file) => file,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(io_error(&path)(e)),
+        };
+        let mut first = String::new();
+        // Headers are small; a first line past this is no follow header.
+        io::Read::take(BufReader::new(file), 64 << 10)
+            .read_line(&mut first)
+            .map_err(io_error(&path))?;
+        Ok(match serde_json::from_str::<LogEntry>(&first) {
+            Ok(LogEntry::Header(header)) => header.follows,
+            _ => None,
+        })
     }
 
     fn read(&self, id: &str, each: impl FnMut(LogEntry)) -> Result<Option<ReadReport>, StoreError> {

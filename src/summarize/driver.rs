@@ -184,7 +184,7 @@ async fn run_chunked(
         if messages.len() == 1 && chunk_tokens > limit {
             // One message larger than a chunk: keep its head and tail.
             let chars = (limit as usize).saturating_mul(3).max(256);
-            messages[0] = with_text(&messages[0], &clip_middle(messages[0].text(), chars));
+            messages[0] = with_text(&messages[0], &clip_middle(messages[0].text(), chars)).into();
         }
         let request = SummaryRequest {
             previous_summary: None,
@@ -284,7 +284,7 @@ fn elide_tool_outputs(input: &SummaryInput) -> SummaryInput {
     let mut out = input.clone();
     for (message, tokens) in out.request.messages.iter_mut().zip(out.tokens.iter_mut()) {
         if message.answers().is_some() {
-            *message = with_text(message, ELIDED);
+            *message = with_text(message, ELIDED).into();
             *tokens = crate::tokens::PER_MESSAGE_OVERHEAD + 6;
         }
     }
@@ -382,7 +382,7 @@ mod tests {
         SummaryInput::new(
             SummaryRequest {
                 previous_summary: None,
-                messages,
+                messages: messages.into_iter().map(Into::into).collect(),
                 partial_summaries: Vec::new(),
                 instructions: None,
                 max_tool_output_chars: 2000,
@@ -422,7 +422,7 @@ mod tests {
         ];
         let request = SummaryRequest {
             previous_summary: None,
-            messages,
+            messages: messages.into_iter().map(Into::into).collect(),
             partial_summaries: Vec::new(),
             instructions: None,
             max_tool_output_chars: 2000,

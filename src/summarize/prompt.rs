@@ -185,7 +185,10 @@ mod tests {
                     }],
                 ),
                 Message::tool_result("t1", "c1", long_output, false),
-            ],
+            ]
+            .into_iter()
+            .map(Into::into)
+            .collect(),
             partial_summaries: Vec::new(),
             instructions: instructions.map(str::to_string),
             max_tool_output_chars: 300,
@@ -252,8 +255,8 @@ mod tests {
     fn terminal_escapes_do_not_reach_the_model() {
         let request = SummaryRequest {
             messages: vec![
-                Message::user("u1", "\u{1b}[1mbold\u{1b}[22m request"),
-                Message::tool_result("t1", "c1", "\u{1b}[31merror\u{1b}[39m: failed", true),
+                Message::user("u1", "\u{1b}[1mbold\u{1b}[22m request").into(),
+                Message::tool_result("t1", "c1", "\u{1b}[31merror\u{1b}[39m: failed", true).into(),
             ],
             ..request(None, None)
         };

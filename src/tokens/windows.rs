@@ -2,6 +2,8 @@
 //! config names one. Longest prefix wins.
 
 const WINDOWS: &[(&str, u64)] = &[
+    // Claude Code 2.1.330's default model; its `modelUsage` states the window.
+    ("claude-opus-5", 1_000_000),
     ("claude-opus-4", 200_000),
     ("claude-sonnet-4", 200_000),
     ("claude-haiku-4", 200_000),

@@ -166,7 +166,7 @@ impl Outbox {
     }
 
     /// An outbox and the receiving end a writer drains.
-    pub(crate) fn channel() -> (Outbox, mpsc::UnboundedReceiver<Outgoing>) {
+    pub(crate) fn pair() -> (Outbox, mpsc::UnboundedReceiver<Outgoing>) {
         let (tx, rx) = mpsc::unbounded_channel();
         (Outbox { tx }, rx)
     }
@@ -175,13 +175,41 @@ impl Outbox {
     pub fn is_closed(&self) -> bool {
         self.tx.is_closed()
     }
+
+    /// An outbox whose output a test reads from the other half.
+    #[cfg(test)]
+    pub fn channel() -> (Outbox, Sent) {
+        let (tx, rx) = mpsc::unbounded_channel();
+        (Outbox { tx }, Sent(rx))
+    }
+}
+
+/// What an outbox made by `Outbox::channel` sent.
+#[cfg(test)]
+pub struct Sent(mpsc::UnboundedReceiver<Outgoing>);
+
+#[cfg(test)]
+impl Sent {
+    /// Everything sent since the last call, each message as JSON.
+    pub fn take(&mut self) -> Vec<serde_json::Value> {
+        let mut out = Vec::new();
+        while let Ok(outgoing) = self.0.try_recv() {
+            out.push(match outgoing {
+                Outgoing::Message(message) => {
+                    serde_json::to_value(message).expect("messages serialize")
+                }
+                Outgoing::Json(value) => value,
+            });
+        }
+        out
+    }
 }
 
 /// Starts the writer task; it ends when every `Outbox` is dropped.
 pub fn spawn_writer<W: AsyncWrite + Unpin + Send + 'static>(
     mut output: W,
 ) -> (Outbox, tokio::task::JoinHandle<io::Result<()>>) {
-    let (outbox, mut rx) = Outbox::channel();
+    let (outbox, mut rx) = Outbox::pair();
     let handle = tokio::spawn(async move {
         while let Some(outgoing) = rx.recv().await {
             let bytes = match &outgoing {

@@ -223,7 +223,7 @@ impl Gate {
                 return;
             }
         }
-        let (out, queued) = Outbox::channel();
+        let (out, queued) = Outbox::pair();
         let writer = tokio::spawn(write(sender, queued));
         let peer = peer.to_string();
         tracing::info!("connection {id} from {peer}");

@@ -419,7 +419,15 @@ fn function_lengths(path: &Path) -> Vec<(usize, usize, String)> {
         .fold(trimmed, |rest, prefix| {
             rest.strip_prefix(prefix).unwrap_or(rest)
         });
-        if !signature.starts_with("fn ") || line.trim_end().ends_with(';') {
+        // Declarations, and one-line functions (`fn f() {}`).
+        let end = line.trim_end();
+        if !signature.starts_with("fn ") || end.ends_with(';') || end.ends_with("{}") {
+            continue;
+        }
+        // A body on the signature's line (`fn f() {}`) ends there.
+        let opened = line.matches('{').count();
+        if opened > 0 && opened == line.matches('}').count() {
+            out.push((1, i + 1, trimmed.to_string()));
             continue;
         }
         // An empty body on the signature's line: one line, not up to the

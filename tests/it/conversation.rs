@@ -226,9 +226,78 @@ fn cancel_answers_minus_32800_and_leaves_history_untouched() {
         serde_json::to_string(&before["messages"]).unwrap(),
         serde_json::to_string(&after["messages"]).unwrap()
     );
-    assert!(server
-        .received_notifications("conversation/didCompact")
-        .is_empty());
-    let log = std::fs::read_to_string(dir.path().join(format!("{id}.jsonl"))).unwrap();
-    assert!(!log.contains("\"type\":\"compaction\""));
+    server.assert_not_compacted(&id);
+}
+
+#[test]
+fn a_late_tool_result_is_logged_but_stays_out_of_the_history() {
+    use compactd::conversation::{validate_history, Message};
+    let dir = tempfile::tempdir().unwrap();
+    let mut server = Server::start(dir.path(), json!({}));
+    let id = server.open(json!({"sessionId": "late"}));
+    let call = |id: &str| json!({"id": id, "name": "bash", "arguments": {"command": "cargo test"}});
+    let before = server.append(
+        &id,
+        json!([
+            {"id": "u1", "role": "user", "content": "run the tests"},
+            {"id": "a1", "role": "assistant", "content": "", "toolCalls": [call("c1"), call("c2")]},
+            {"id": "t2", "role": "tool", "toolCallId": "c2", "content": "ok"},
+            {"id": "u2", "role": "user", "content": "never mind, look at the docs"}
+        ]),
+    );
+    // c1's result arrives after the conversation moved on, then a second
+    // result for c2 and one for a call nobody made.
+    let appended = server.append(
+        &id,
+        json!([
+            {"id": "t1", "role": "tool", "toolCallId": "c1", "content": "test result: ok. 40 passed"},
+            {"id": "t2b", "role": "tool", "toolCallId": "c2", "content": "ok again"},
+            {"id": "t9", "role": "tool", "toolCallId": "c9", "content": "?"}
+        ]),
+    );
+    let warnings: Vec<&str> = appended["warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| w.as_str().unwrap())
+        .collect();
+    assert_eq!(warnings.len(), 3, "{warnings:?}");
+    assert!(
+        warnings[0].starts_with(
+            "messages[0]: the result for tool call `c1` arrived after the conversation moved on"
+        ),
+        "{warnings:?}"
+    );
+    assert!(
+        warnings[1].contains("`c2` already has a result"),
+        "{warnings:?}"
+    );
+    assert!(
+        warnings[2].contains("no earlier message calls `c9`"),
+        "{warnings:?}"
+    );
+    assert_eq!(appended["ids"], json!(["t1", "t2b", "t9"]), "all logged");
+
+    let history = server
+        .request("conversation/history", json!({"sessionId": id}))
+        .unwrap();
+    let messages: Vec<Message> = serde_json::from_value(history["messages"].clone()).unwrap();
+    let ids: Vec<&str> = messages.iter().map(|m| m.id.as_str()).collect();
+    assert_eq!(ids, ["u1", "a1", "t2", "synthetic-result-c1", "u2"]);
+    assert_eq!(validate_history(&messages, false), Ok(()));
+    // The meter counts what is sent: the late results add nothing.
+    assert_eq!(appended["meter"], before["meter"]);
+    assert_eq!(history["meter"], before["meter"]);
+    let log = std::fs::read_to_string(dir.path().join("late.jsonl")).unwrap();
+    assert!(log.contains("40 passed"), "the late result is in the log");
+
+    // Resumed from the log, the view is the same.
+    server.shutdown_and_exit();
+    let mut server = Server::start(dir.path(), json!({}));
+    server.open(json!({"sessionId": "late"}));
+    let resumed = server
+        .request("conversation/history", json!({"sessionId": "late"}))
+        .unwrap();
+    assert_eq!(resumed["messages"], history["messages"]);
+    assert_eq!(resumed["meter"], history["meter"]);
 }

@@ -900,3 +900,81 @@ fn stats_and_compact_read_foreign_compactions() {
         "claude-code",
     );
 }
+
+#[test]
+fn a_large_import_runs_while_other_sessions_are_served() {
+    let data = tempfile::tempdir().unwrap();
+    let work = tempfile::tempdir().unwrap();
+    // About 24 MB of OpenAI chat messages: seconds of reading, parsing,
+    // writing and counting, against well under a millisecond per request.
+    let text = "Refactor the lexer so that every token carries its span. ".repeat(180);
+    let messages: Vec<Value> = (0..2400)
+        .map(|i| {
+            let role = if i % 2 == 0 { "user" } else { "assistant" };
+            json!({"role": role, "content": format!("{i}: {text}")})
+        })
+        .collect();
+    let big = work.path().join("big.json");
+    std::fs::write(&big, serde_json::to_string(&messages).unwrap()).unwrap();
+    assert!(std::fs::metadata(&big).unwrap().len() > 20_000_000);
+
+    let mut server = Server::start(data.path(), json!({}));
+    let other = server.open(json!({}));
+    let import = server.send_request(
+        "conversation/import",
+        json!({"path": big, "sessionId": "big"}),
+    );
+    let busy = server.send_request("conversation/history", json!({"sessionId": "big"}));
+    let reopen = server.send_request("conversation/open", json!({"sessionId": "big"}));
+    let append = server.send_request(
+        "conversation/append",
+        json!({"sessionId": other, "messages": [{"role": "user", "content": "still here"}]}),
+    );
+    // The other session is served while the import runs: its answer comes
+    // first, and the session being imported is refused, saying why.
+    assert_eq!(server.response(append).unwrap()["ids"], json!(["m1"]));
+    for id in [busy, reopen] {
+        let err = server.response(id).unwrap_err();
+        assert_eq!(err.code, -32602);
+        assert!(
+            err.message.contains("`big` is being imported"),
+            "{}",
+            err.message
+        );
+    }
+    assert!(
+        !server.received.iter().any(|m| m["id"] == json!(import)),
+        "the import answered before the requests sent after it"
+    );
+    let imported = server.response(import).unwrap();
+    assert_eq!(imported["messages"], 2400);
+    let history = server
+        .request("conversation/history", json!({"sessionId": "big"}))
+        .unwrap();
+    assert_eq!(history["messages"].as_array().unwrap().len(), 2400);
+    let again = server
+        .request(
+            "conversation/import",
+            json!({"path": big, "sessionId": "big"}),
+        )
+        .unwrap_err();
+    assert!(
+        again.message.contains("already exists"),
+        "{}",
+        again.message
+    );
+    // Written off the state owner like every new log: under the session's
+    // lock, each message with its token count (so a resume counts nothing).
+    let log = std::fs::read_to_string(data.path().join("big.jsonl")).unwrap();
+    let counted = log
+        .lines()
+        .map(|line| serde_json::from_str::<Value>(line).unwrap())
+        .filter(|entry| entry["type"] == "message" && entry["tokens"]["count"].as_u64() > Some(0))
+        .count();
+    assert_eq!(counted, 2400);
+    let mut second = Server::start(data.path(), json!({}));
+    let locked = second
+        .request("conversation/open", json!({"sessionId": "big"}))
+        .unwrap_err();
+    assert_eq!(locked.code, -32010, "{locked:?}");
+}

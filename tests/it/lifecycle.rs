@@ -212,3 +212,66 @@ fn a_frame_split_around_a_finishing_job_is_read_whole() {
     let appended = server.response(1000).unwrap();
     assert_eq!(appended["ids"].as_array().unwrap().len(), 1);
 }
+
+#[test]
+fn a_second_initialize_is_refused_and_changes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let elsewhere = tempfile::tempdir().unwrap();
+    let mut server = Server::start(dir.path(), json!({"autoCompactTokenLimit": 1234}));
+    let err = server
+        .request(
+            "initialize",
+            json!({"processId": null, "capabilities": {},
+                   "initializationOptions": {"dataDir": elsewhere.path(), "autoCompactTokenLimit": 99}}),
+        )
+        .unwrap_err();
+    assert_eq!(err.code, -32600, "{err:?}");
+    assert!(err.message.contains("already initialized"), "{err:?}");
+    let opened = server
+        .request("conversation/open", json!({"sessionId": "s"}))
+        .unwrap();
+    assert_eq!(opened["meter"]["autoCompactAt"], 1234, "configuration kept");
+    assert!(dir.path().join("s.jsonl").is_file(), "dataDir kept");
+    assert_eq!(std::fs::read_dir(elsewhere.path()).unwrap().count(), 0);
+    let stderr = server.exit_and_stderr();
+    assert_eq!(
+        stderr.matches("sessions in").count(),
+        1,
+        "configured (and the watcher started) once: {stderr}"
+    );
+}
+
+#[test]
+fn configuration_changes_without_settings_keep_the_initialization_options() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut server = Server::start(
+        dir.path(),
+        json!({"autoCompactTokenLimit": 1234, "keepRecentTokens": 77}),
+    );
+    let id = server.open(json!({}));
+    for settings in [
+        json!(null),
+        json!({}),
+        json!({"compactd": null}),
+        json!({"compactd": {}}),
+    ] {
+        server.notify(
+            "workspace/didChangeConfiguration",
+            json!({"settings": settings}),
+        );
+        let check = server
+            .request("conversation/check", json!({"sessionId": id}))
+            .unwrap();
+        assert_eq!(check["meter"]["autoCompactAt"], 1234, "{settings}");
+    }
+    server.notify("workspace/didChangeConfiguration", json!({}));
+    // A real change still applies, replacing initializationOptions whole.
+    server.notify(
+        "workspace/didChangeConfiguration",
+        json!({"settings": {"compactd": {"autoCompactTokenLimit": 4321}}}),
+    );
+    let check = server
+        .request("conversation/check", json!({"sessionId": id}))
+        .unwrap();
+    assert_eq!(check["meter"]["autoCompactAt"], 4321);
+}

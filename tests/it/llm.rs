@@ -616,7 +616,10 @@ fn a_real_model_streams_and_answers_without_streaming() {
                 vec![],
             ),
             Message::user("u2", "Now add a test."),
-        ],
+        ]
+        .into_iter()
+        .map(Into::into)
+        .collect(),
         partial_summaries: Vec::new(),
         instructions: None,
         max_tool_output_chars: 200,
@@ -661,7 +664,7 @@ fn a_real_model_streams_and_answers_without_streaming() {
 
     // The real server's overflow error is classified as one.
     let huge = SummaryRequest {
-        messages: vec![Message::user("u1", "word ".repeat(9000))],
+        messages: vec![Message::user("u1", "word ".repeat(9000)).into()],
         ..request
     };
     let config = SummarizerConfig {

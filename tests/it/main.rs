@@ -4,6 +4,7 @@
 mod fixture;
 mod support;
 
+mod agents;
 mod architecture;
 mod cli;
 mod compaction;
@@ -11,6 +12,7 @@ mod conversation;
 mod crash;
 mod engine;
 mod files;
+mod follow;
 mod front_ends;
 mod import;
 mod lifecycle;
@@ -18,10 +20,12 @@ mod llm;
 mod locking;
 mod overhead;
 mod persistence;
+mod progress;
 mod robustness;
 mod schemas;
 mod secrets;
 mod shared;
+mod statusline;
 mod store;
 mod summarizers;
 mod tokens;

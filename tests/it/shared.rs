@@ -713,3 +713,91 @@ async fn progress_and_cancellation_stay_with_the_connection_that_asked() {
         .iter()
         .all(|m| m["method"] != "window/workDoneProgress/create"));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn created_tokens_follow_lsp_on_each_connection_and_initialize_is_once_per_connection() {
+    let config = "keepRecentTokens = 10\n[summarizer]\nprovider = \"test\"\ndelayMs = 30000\n";
+    let server = Shared::start_configured(&[], config);
+    let creates = json!({"capabilities": {"window": {"workDoneProgress": true}}});
+    let mut a = server.client().await;
+    let mut b = server.client().await;
+    a.request("initialize", creates.clone()).await.unwrap();
+    // A second initialize on a connection is refused, as on stdio; another
+    // connection's first one is its own.
+    let again = a.request("initialize", creates.clone()).await.unwrap_err();
+    assert_eq!(again["code"], -32600);
+    assert!(
+        again["message"]
+            .as_str()
+            .unwrap()
+            .contains("already initialized"),
+        "{again}"
+    );
+    b.request("initialize", creates).await.unwrap();
+    for (client, session) in [(&mut a, "a"), (&mut b, "b")] {
+        client
+            .request("conversation/open", json!({"sessionId": session}))
+            .await
+            .unwrap();
+        let messages: Vec<Value> = (0..8).map(user).collect();
+        client
+            .request(
+                "conversation/append",
+                json!({"sessionId": session, "messages": messages}),
+            )
+            .await
+            .unwrap();
+    }
+    // Each connection is asked to create its own token: both are called
+    // `compactd/1`, and neither gets progress before it answered.
+    let mut created = Vec::new();
+    for (client, session) in [(&mut a, "a"), (&mut b, "b")] {
+        client
+            .send(json!({"jsonrpc": "2.0", "id": 50, "method": "conversation/compact", "params": {"sessionId": session}}))
+            .await;
+        let create = client
+            .next_where(|m| m["method"] == "window/workDoneProgress/create")
+            .await;
+        assert_eq!(create["params"]["token"], "compactd/1");
+        assert!(client.received.iter().all(|m| m["method"] != "$/progress"));
+        created.push(create["id"].clone());
+    }
+    // a accepts: its held begin arrives. b refuses: it gets nothing.
+    a.send(json!({"jsonrpc": "2.0", "id": created[0], "result": null}))
+        .await;
+    let begin = a.next_where(|m| m["method"] == "$/progress").await;
+    assert_eq!(begin["params"]["token"], "compactd/1");
+    assert_eq!(begin["params"]["value"]["kind"], "begin");
+    b.send(json!({"jsonrpc": "2.0", "id": created[1], "error": {"code": -32603, "message": "no progress UI"}}))
+        .await;
+    // b cancels `compactd/1`: its own compaction stops, a's goes on.
+    b.notify(
+        "window/workDoneProgress/cancel",
+        json!({"token": "compactd/1"}),
+    )
+    .await;
+    assert_eq!(b.response(50).await.unwrap_err()["code"], -32800);
+    let check = a
+        .request("conversation/check", json!({"sessionId": "a"}))
+        .await
+        .unwrap();
+    assert_eq!(check["compacting"], true, "b's cancel stopped a's work");
+    // a cancels its own from its progress: it ends, then -32800.
+    a.notify(
+        "window/workDoneProgress/cancel",
+        json!({"token": "compactd/1"}),
+    )
+    .await;
+    let end = a.next_where(|m| m["method"] == "$/progress").await;
+    assert_eq!(end["params"]["value"]["kind"], "end");
+    assert_eq!(a.response(50).await.unwrap_err()["code"], -32800);
+    let history = b
+        .request("conversation/history", json!({"sessionId": "b"}))
+        .await
+        .unwrap();
+    assert_eq!(history["messages"].as_array().unwrap().len(), 8);
+    assert!(
+        b.received.iter().all(|m| m["method"] != "$/progress"),
+        "no progress under a refused token"
+    );
+}

@@ -46,7 +46,10 @@ fn request() -> SummaryRequest {
                 }],
             ),
             Message::tool_result("t1", "c1", "fn parse() {}", false),
-        ],
+        ]
+        .into_iter()
+        .map(Into::into)
+        .collect(),
         partial_summaries: Vec::new(),
         instructions: None,
         max_tool_output_chars: 2000,

@@ -27,8 +27,14 @@ pub struct Server {
     next_id: i64,
     /// Every message received, in arrival order.
     pub received: Vec<Value>,
+    /// For each request sent, how many messages had been received then:
+    /// its answer is among the later ones (a raw frame may reuse its id).
+    sent_at: std::collections::HashMap<i64, usize>,
     /// How long `next` waits before failing the test.
     pub patience: Duration,
+    /// Accept every progress token the server asks to create, as editors
+    /// do (`start_with_progress`).
+    pub accept_progress_tokens: bool,
     pub data_dir: PathBuf,
     _home: tempfile::TempDir,
 }
@@ -102,7 +108,9 @@ impl Server {
             stderr_reader: Some(stderr_reader),
             next_id: 0,
             received: Vec::new(),
+            sent_at: std::collections::HashMap::new(),
             patience: PATIENCE,
+            accept_progress_tokens: false,
             data_dir: data_dir.to_path_buf(),
             _home: home,
         }
@@ -135,10 +143,19 @@ impl Server {
         result
     }
 
-    /// Starts a server whose client advertises `window.workDoneProgress`,
-    /// so every compaction (automatic ones included) reports `$/progress`
-    /// begin and end: a definite signal that a job finished.
+    /// Starts a server whose client advertises `window.workDoneProgress`
+    /// and accepts every token the server creates, so every compaction
+    /// (automatic ones included) reports `$/progress` begin and end: a
+    /// definite signal that a job finished.
     pub fn start_with_progress(data_dir: &Path, options: Value) -> Server {
+        let mut server = Server::start_creating_progress(data_dir, options);
+        server.accept_progress_tokens = true;
+        server
+    }
+
+    /// Starts a server whose client advertises `window.workDoneProgress`
+    /// but leaves answering `window/workDoneProgress/create` to the test.
+    pub fn start_creating_progress(data_dir: &Path, options: Value) -> Server {
         let mut server = Server::spawn(data_dir);
         server.initialize_with(json!({"window": {"workDoneProgress": true}}), options);
         server
@@ -187,6 +204,7 @@ impl Server {
     pub fn send_request(&mut self, method: &str, params: Value) -> i64 {
         self.next_id += 1;
         let id = self.next_id;
+        self.sent_at.insert(id, self.received.len());
         self.send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
         id
     }
@@ -196,10 +214,15 @@ impl Server {
         self.response(id)
     }
 
-    /// Reads until the response to `id` arrives.
+    /// The response to `id`: one already received since it was sent
+    /// (while waiting for another), else read until it arrives.
     pub fn response(&mut self, id: i64) -> Result<Value, RpcError> {
-        let message =
-            self.next_where(|m| m.get("id") == Some(&json!(id)) && m.get("method").is_none());
+        let answers = |m: &Value| m.get("id") == Some(&json!(id)) && m.get("method").is_none();
+        let since = self.sent_at.get(&id).copied().unwrap_or(0);
+        let message = match self.received[since..].iter().find(|m| answers(m)) {
+            Some(message) => message.clone(),
+            None => self.next_where(answers),
+        };
         if let Some(error) = message.get("error") {
             return Err(RpcError {
                 code: error["code"].as_i64().unwrap(),
@@ -222,6 +245,9 @@ impl Server {
                 panic!("compactd closed its output; stderr:\n{}", self.stderr())
             }
         };
+        if self.accept_progress_tokens && message["method"] == "window/workDoneProgress/create" {
+            self.send(json!({"jsonrpc": "2.0", "id": message["id"], "result": null}));
+        }
         self.received.push(message.clone());
         message
     }
@@ -233,6 +259,14 @@ impl Server {
                 return message;
             }
         }
+    }
+
+    /// No compaction of session `id` was announced or logged.
+    pub fn assert_not_compacted(&self, id: &str) {
+        let announced = self.received_notifications("conversation/didCompact");
+        assert!(announced.is_empty(), "{announced:?}");
+        let log = std::fs::read_to_string(self.data_dir.join(format!("{id}.jsonl"))).unwrap();
+        assert!(!log.contains("\"type\":\"compaction\""), "{log}");
     }
 
     /// Notifications received so far with this method.
@@ -358,22 +392,33 @@ pub fn cli() -> Command {
 /// running after `PATIENCE` is killed and fails the test instead of hanging
 /// it.
 pub fn output_within_patience(command: &mut Command) -> std::process::Output {
+    output_within(command, PATIENCE)
+}
+
+/// `output_within_patience` with another bound.
+pub fn output_within(command: &mut Command, patience: Duration) -> std::process::Output {
     let child = command
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
+    wait_with_patience(child, patience)
+}
+
+/// Waits for a spawned child's output; one still running after `patience`
+/// is killed and fails the test instead of hanging it.
+pub fn wait_with_patience(child: Child, patience: Duration) -> std::process::Output {
     let pid = child.id();
     let (tx, rx) = mpsc::channel();
     std::thread::spawn(move || {
         let _ = tx.send(child.wait_with_output());
     });
-    match rx.recv_timeout(PATIENCE) {
+    match rx.recv_timeout(patience) {
         Ok(output) => output.unwrap(),
         Err(_) => {
             let _ = Command::new("kill").args(["-9", &pid.to_string()]).status();
-            panic!("{command:?} was still running after {PATIENCE:?}");
+            panic!("process {pid} was still running after {patience:?}");
         }
     }
 }

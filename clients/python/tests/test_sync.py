@@ -1,5 +1,6 @@
 """The blocking client against the real binary."""
 
+import json
 import os
 import queue
 import signal
@@ -19,6 +20,27 @@ from compactd_client import (
     methods,
 )
 
+
+# A Claude Code transcript as Claude Code writes it: a prompt and a response
+# with its usage (5 + 1000 + 7).
+CLAUDE_CODE_TRANSCRIPT = "".join(
+    json.dumps(line) + "\n"
+    for line in [
+        {"type": "user", "uuid": "u1", "sessionId": "s1", "message": {"role": "user", "content": "hi"}},
+        {
+            "type": "assistant",
+            "uuid": "a1",
+            "sessionId": "s1",
+            "message": {
+                "id": "msg_1",
+                "role": "assistant",
+                "model": "claude-sonnet-4-5",
+                "content": [{"type": "text", "text": "hello"}],
+                "usage": {"input_tokens": 5, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 1000, "output_tokens": 7},
+            },
+        },
+    ]
+)
 
 def test_lifecycle_initialize_advertises_every_method_and_close_exits_zero(spawn_args: Dict[str, Any]) -> None:
     client = CompactdClient.spawn(**spawn_args)
@@ -113,6 +135,14 @@ def test_every_method_of_the_table_has_a_typed_function_that_the_server_accepts(
         assert client.report_error("all", "Rate limit exceeded", status=429)["kind"] == "rateLimit"
         imported = client.import_(content='[{"role":"user","content":"hi"}]', format="openai", session_id="imported")
         assert imported["messages"] == 1
+        transcript = workspace / "claude-code.jsonl"
+        transcript.write_text(CLAUDE_CODE_TRANSCRIPT)
+        followed = client.follow(path=str(transcript))
+        meter = followed["meter"]
+        assert (followed["agentName"], meter["contextTokens"], meter["source"]) == ("Claude Code", 1012, "usage")
+        assert isinstance(client.list_agent_sessions(workspace=str(workspace))["sessions"], list)
+        session_id = followed["sessionId"]
+        assert client.unfollow(session_id) == {"sessionId": session_id, "unfollowed": True}
 
         client.files_did_read(str(main), session_id="all")
         client.files_did_modify("src/lib.rs", session_id="all")
@@ -123,6 +153,7 @@ def test_every_method_of_the_table_has_a_typed_function_that_the_server_accepts(
         client.did_save({"uri": uri}, text="fn main() { run() }\n")
         client.did_close({"uri": uri})
         client.did_change_watched_files([{"uri": (workspace / "src" / "gen.rs").as_uri(), "type": 1}])
+        client.work_done_progress_cancel("no-such-progress")  # no compaction runs under it: ignored
         statuses = {f["displayPath"]: f["status"] for f in client.files_list("all")["files"]}
         assert statuses["src/lib.rs"] == "modified"
         assert statuses["src/new.rs"] == "created"
@@ -214,6 +245,26 @@ def test_the_server_creates_progress_tokens_for_auto_compaction_and_the_client_a
         token, begin = progress.get(timeout=PATIENCE)
         assert begin["kind"] == "begin"
         assert progress.get(timeout=PATIENCE) == (token, {"kind": "end", "message": begin_end_message(done)})
+
+
+def test_cancelling_an_automatic_compaction_from_its_progress(
+    spawn_args: Dict[str, Any], slow_summarizer: Dict[str, Any]
+) -> None:
+    progress: "queue.Queue[Tuple[Any, Dict[str, Any]]]" = queue.Queue()
+    config = {**slow_summarizer, "autoCompactTokenLimit": 2000}
+    with CompactdClient.spawn(**spawn_args, configuration=config) as client:
+        client.on_progress(lambda token, value: progress.put((token, value)))
+        client.open(session_id="auto")
+        assert client.append("auto", conversation(6))["compacting"] is True
+        token, begin = progress.get(timeout=PATIENCE)
+        assert begin["kind"] == "begin"
+        client.work_done_progress_cancel(token)
+        ended = progress.get(timeout=PATIENCE)
+        while ended[1]["kind"] != "end":  # reports on their way before the cancel
+            ended = progress.get(timeout=PATIENCE)
+        assert ended[0] == token and "cancel" in ended[1]["message"]
+        assert len(client.history("auto")["messages"]) == 24
+        assert client.compactions("auto")["compactions"] == []
 
 
 def begin_end_message(done: Dict[str, Any]) -> str:

@@ -22,6 +22,18 @@ import {
 } from '../src';
 import { conversation, isolated, next, SLOW_SUMMARIZER, spawnIsolated, withClient } from './support/server';
 
+/** A Claude Code transcript as Claude Code writes it: a prompt and a response with its usage (5 + 1000 + 7). */
+const CLAUDE_CODE_TRANSCRIPT = [
+  { type: 'user', uuid: 'u1', sessionId: 's1', message: { role: 'user', content: 'hi' } },
+  {
+    type: 'assistant', uuid: 'a1', sessionId: 's1',
+    message: {
+      id: 'msg_1', role: 'assistant', model: 'claude-sonnet-4-5', content: [{ type: 'text', text: 'hello' }],
+      usage: { input_tokens: 5, cache_creation_input_tokens: 0, cache_read_input_tokens: 1000, output_tokens: 7 },
+    },
+  },
+].map((line) => JSON.stringify(line) + '\n').join('');
+
 describe('lifecycle', () => {
   test('initialize advertises every request and notification of the table; close exits 0', async () => {
     const client = await spawnIsolated();
@@ -117,6 +129,12 @@ describe('a conversation', () => {
       assert.equal((await client.branch({ sessionId: 'all', beforeMessageId: ids[4] })).messageCount, 4);
       assert.equal((await client.reportError({ sessionId: 'all', status: 429, message: 'Rate limit exceeded' })).kind, 'rateLimit');
       assert.equal((await client.import({ content: '[{"role":"user","content":"hi"}]', format: 'openai', sessionId: 'imported' })).messages, 1);
+      const transcript = join(workspace, 'claude-code.jsonl');
+      writeFileSync(transcript, CLAUDE_CODE_TRANSCRIPT);
+      const followed = await client.follow({ path: transcript });
+      assert.deepEqual([followed.agentName, followed.meter.contextTokens, followed.meter.source], ['Claude Code', 1012, 'usage']);
+      assert.ok(Array.isArray((await client.listAgentSessions({ workspace })).sessions));
+      assert.deepEqual(await client.unfollow({ sessionId: followed.sessionId }), { sessionId: followed.sessionId, unfollowed: true });
       await client.filesDidRead({ sessionId: 'all', path: join(workspace, 'src/main.rs') });
       await client.filesDidModify({ sessionId: 'all', path: 'src/lib.rs' });
       await client.filesDidCreate({ sessionId: 'all', path: 'src/new.rs' });
@@ -126,6 +144,8 @@ describe('a conversation', () => {
       await client.didSave({ textDocument: { uri }, text: 'fn main() { run() }\n' });
       await client.didClose({ textDocument: { uri } });
       await client.didChangeWatchedFiles({ changes: [{ uri: pathToFileURL(join(workspace, 'src/gen.rs')).href, type: 1 }] });
+      // No compaction runs under this token: the server ignores it.
+      await client.workDoneProgressCancel({ token: 'no-such-progress' });
       const statuses = Object.fromEntries((await client.filesList({ sessionId: 'all' })).files.map((f) => [f.displayPath, f.status]));
       assert.deepEqual(
         [statuses['src/lib.rs'], statuses['src/new.rs'], statuses['src/old.rs'], statuses['src/main.rs'], statuses['src/gen.rs']],
@@ -156,13 +176,18 @@ describe('a conversation', () => {
 
   test('the server creates progress tokens for auto-compaction; the client answers and reports them', async () => {
     await withClient({ configuration: { keepRecentTokens: 400, autoCompactTokenLimit: 2000 } }, async (client) => {
-      const progress: [string | number, WorkDoneProgressValue][] = [];
+      type Reported = [string | number, WorkDoneProgressValue];
+      const progress: Reported[] = [];
       client.onUnhandledProgress((token, value) => progress.push([token, value]));
       const compacted = next<DidCompactNotification>('auto-compaction', (h) => client.onDidCompact(h));
+      // Progress under a token the server created waits for the client's
+      // answer to window/workDoneProgress/create, so it may follow didCompact.
+      const ended = next<Reported>('progress end', (h) => client.onUnhandledProgress((token, value) => h([token, value])), ([, v]) => v.kind === 'end');
       await client.open({ sessionId: 'auto' });
       assert.equal((await client.append({ sessionId: 'auto', messages: conversation(6) })).compacting, true);
       const done = await compacted;
       assert.equal(done.trigger, 'threshold');
+      await ended;
       assert.deepEqual(progress.map(([, v]) => v.kind), ['begin', 'end']);
       assert.equal(progress[0][0], progress[1][0]);
     });
@@ -191,6 +216,20 @@ describe('cancellation', () => {
       assert.deepEqual(await client.history({ sessionId: 'c' }), before);
       assert.deepEqual((await client.compactions({ sessionId: 'c' })).compactions, []);
       await assert.rejects(client.compact({ sessionId: 'c' }, { signal: controller.signal }), (e: Error) => e instanceof RequestAborted && isCancelled(e));
+    });
+  });
+
+  test('workDoneProgressCancel stops an automatic compaction from its progress; the history is untouched', async () => {
+    await withClient({ configuration: { ...SLOW_SUMMARIZER, autoCompactTokenLimit: 2000 } }, async (client) => {
+      const began = next<[string | number, WorkDoneProgressValue]>('progress begin', (h) => client.onUnhandledProgress((token, value) => h([token, value])), ([, v]) => v.kind === 'begin');
+      const ended = next<WorkDoneProgressValue>('progress end', (h) => client.onUnhandledProgress((_, value) => h(value)), (v) => v.kind === 'end');
+      await client.open({ sessionId: 'a' });
+      assert.equal((await client.append({ sessionId: 'a', messages: conversation(6) })).compacting, true);
+      const [token] = await began;
+      await client.workDoneProgressCancel({ token });
+      assert.match((await ended).message ?? '', /cancel/);
+      assert.equal((await client.history({ sessionId: 'a' })).messages.length, 24);
+      assert.deepEqual((await client.compactions({ sessionId: 'a' })).compactions, []);
     });
   });
 });

@@ -27,4 +27,4 @@ command('CompactAuto', 'auto', {
 })
 command('CompactSummary', 'summary', { nargs = 0, desc = 'compactd: the last summary' })
 command('CompactFiles', 'files', { nargs = 0, desc = 'compactd: the file ledger in the quickfix list' })
-command('CompactFollow', 'follow', { nargs = 1, desc = 'compactd: follow a session another client drives {sessionId}' })
+command('CompactWatch', 'watch', { nargs = 1, desc = 'compactd: watch a session on a shared compactd {sessionId}' })

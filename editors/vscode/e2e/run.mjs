@@ -4,21 +4,30 @@
 // Chromium, appends a conversation through compactd's public API, and
 // asserts from the page that the status bar shows the meter, that Compact
 // Conversation shows the compacted message, and that the meter drops; then
-// opens the summary, toggles auto-compact and previews a compaction.
+// opens the summary, toggles auto-compact and previews a compaction. Then,
+// with `compactd.follow` at the extension's default (`auto`), it writes a
+// Claude Code transcript line by line into the temporary HOME's
+// ~/.claude/projects/<workspace>/ as Claude Code does, and asserts that the
+// status bar follows it (`Claude Code 13.6k/200k (7%)`, then more), that the
+// tooltip names the transcript and where Claude Code compacts, and runs
+// Show Tracked Files, Follow Agent Session… and Write Handoff on it.
 // Screenshots and the code-server log go to e2e-artifacts/.
 //
 // With --shared the extension attaches to a shared compactd (`compactd
 // serve --listen`, `compactd.server.connect: auto`) instead of starting
-// one, runs the same steps over WebSocket, and then follows the session a
-// test agent drives from its own process (compactd-client over WebSocket):
-// the status bar shows the agent's meter as it appends and compacts.
+// one, runs the same steps over WebSocket, and then, in place of the Claude
+// Code part (a shared compactd keeps its own configuration, so the
+// extension's `compactd.follow` does not reach it), watches the session a
+// test agent drives from its own process (Watch Shared Session…,
+// compactd-client over WebSocket): the status bar shows the agent's meter
+// as it appends and compacts.
 //
 // Needs: compactd.vsix (npm run package), the compactd binary (COMPACTD_BIN,
 // default ../../target/debug/compactd), code-server (e2e/install-code-server.sh,
 // cached) and Debian's chromium (CHROMIUM, default /usr/bin/chromium).
 
 import { execFileSync, spawn } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { appendFileSync, existsSync, mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
@@ -243,10 +252,13 @@ async function main() {
     await runCommand(page, 'compactd: Toggle Auto-Compact');
     await page.locator('.notifications-toasts', { hasText: 'compactd: auto-compact is off for e2e-demo.' }).waitFor();
 
-    if (sharedMode) await followTheAgent(page, meter, shared);
+    // A shared compactd keeps its own configuration (the extension's
+    // `compactd.follow: auto` is not applied to it), so with --shared the
+    // window watches a test agent's session instead of following Claude Code.
+    const followed = sharedMode ? await watchTheAgent(page, meter, shared) : await followClaudeCode(page, scratch, workspace);
 
     writeFileSync(join(artifacts, 'browser-console.log'), consoleLines.join('\n'));
-    step(`passed: meter ${before} → ${after}, "${announcement}"`);
+    step(`passed: meter ${before} → ${after}, "${announcement}"; ${sharedMode ? "watched the agent's session" : 'followed Claude Code'}: ${followed.join(' → ')}`);
     console.log('e2e: 1 passed, 0 failed');
   } catch (error) {
     if (browser) {
@@ -308,33 +320,44 @@ async function startShared(scratch, env) {
   };
 }
 
-/** A test agent in this process drives a session; the window follows it and shows its meter. */
-async function followTheAgent(page, meter, shared) {
+/**
+ * A test agent in this process drives a session on the shared compactd; the
+ * window watches it (Watch Shared Session…) and shows its meter. Returns the
+ * texts the meter showed.
+ */
+async function watchTheAgent(page, meter, shared) {
   const agent = await client.CompactdClient.connect({ discoveryFile: shared.discoveryFile, clientInfo: { name: 'e2e-agent' } });
+  const shown = [];
+  const show = async (what) => {
+    shown.push((await meter.innerText()).trim());
+    step(`${what}: the status bar shows ${shown.at(-1)}`);
+  };
   try {
     const { conversation } = await import('./fixture-extension/conversation.js').then((m) => m.default ?? m);
     await agent.open({ sessionId: 'agent-1', model: 'gpt-4o', contextWindow: 200000 });
     const first = await agent.append({ sessionId: 'agent-1', messages: conversation(6) });
     step(`the agent appended to agent-1: ${first.meter.contextTokens} tokens`);
-    await runCommand(page, 'compactd: Follow a Session…');
-    await page.locator('.quick-input-widget', { hasText: 'Follow a session another client drives' }).waitFor();
+    await runCommand(page, 'compactd: Watch Shared Session…');
+    await page.locator('.quick-input-widget', { hasText: 'Watch a session another client drives' }).waitFor();
     await page.keyboard.type('agent-1');
     await page.keyboard.press('Enter');
-    await page.locator('.notifications-toasts', { hasText: `compactd: following agent-1 on ${shared.url}` }).waitFor();
+    await page.locator('.notifications-toasts', { hasText: `compactd: watching agent-1 on ${shared.url}` }).waitFor();
     await waitForMeter(page, meter, first.meter.contextTokens, '/200k');
-    step(`the status bar shows the agent's meter: ${(await meter.innerText()).trim()}`);
+    await show("the agent's meter");
     await page.screenshot({ path: join(artifacts, '06-agent-meter.png') });
-    // The agent goes on in its own process; the window follows.
+    // The agent goes on in its own process; the window shows it.
     const second = await agent.append({ sessionId: 'agent-1', messages: conversation(12).slice(24) });
     await waitForMeter(page, meter, second.meter.contextTokens, '/200k');
+    await show('the agent appended more');
     const compacted = await agent.compact({ sessionId: 'agent-1', keepRecentTokens: 200 });
     if (!compacted.compacted) throw new Error(`the agent's compaction did not apply: ${compacted.reason}`);
     await waitForMeter(page, meter, compacted.tokensAfter, '/200k');
-    step(`the agent compacted: ${compacted.tokensBefore} → ${compacted.tokensAfter}; the status bar shows ${(await meter.innerText()).trim()}`);
+    await show(`the agent compacted (${compacted.tokensBefore} → ${compacted.tokensAfter})`);
     await page.screenshot({ path: join(artifacts, '07-agent-compacted.png') });
   } finally {
     await agent.close();
   }
+  return shown;
 }
 
 /** Waits until the status bar's meter shows `tokens` (as rounded for display) of a `window` like `/200k`. */
@@ -350,6 +373,78 @@ async function waitForMeter(page, meter, tokens, window) {
     { tokens, window },
     { timeout: PATIENCE_MS },
   );
+}
+
+const line = (value) => `${JSON.stringify(value)}\n`;
+/** One line of a Claude Code response: a content block and the usage of its request (input, cache write, cache read, output). */
+const claudeResponse = (uuid, id, block, [input, write, read, output]) =>
+  line({
+    type: 'assistant', uuid, sessionId: 'e2e', message: {
+      id, role: 'assistant', model: 'claude-sonnet-4-5', content: [block], stop_reason: 'tool_use',
+      usage: { input_tokens: input, cache_creation_input_tokens: write, cache_read_input_tokens: read, output_tokens: output },
+    },
+  });
+
+/**
+ * Claude Code runs in the workspace (as far as compactd can tell): its
+ * transcript grows line by line in ~/.claude/projects/<the workspace's real
+ * path, every character but [A-Za-z0-9] as '-'>/, and the status bar must
+ * follow it. Returns the texts the meter showed.
+ */
+async function followClaudeCode(page, home, workspace) {
+  const dir = join(home, '.claude/projects', realpathSync(workspace).replace(/[^a-zA-Z0-9]/g, '-'));
+  mkdirSync(dir, { recursive: true });
+  const transcript = join(dir, '5217d838-5181-433d-a8b8-c96b9ad7bfb3.jsonl');
+  const meter = page.locator('#workbench\\.parts\\.statusbar .statusbar-item[id="compactd.compactd.compactd.meter"]');
+  const shown = [];
+  const expect = async (text, what) => {
+    await meter.filter({ hasText: text }).waitFor();
+    shown.push((await meter.innerText()).trim());
+    step(`${what}: the status bar shows ${shown.at(-1)}`);
+  };
+
+  appendFileSync(transcript, line({ type: 'user', uuid: 'u1', sessionId: 'e2e', message: { role: 'user', content: 'edit main.rs and write docs' } }));
+  // Followed at once; no model yet, so the server's default window.
+  await expect(/^Claude Code \d+\/128k \(0%\)$/, 'a Claude Code session started');
+  const edit = { type: 'tool_use', id: 't1', name: 'Edit', input: { file_path: join(workspace, 'src/main.rs'), old_string: 'hello', new_string: 'hello, world' } };
+  appendFileSync(transcript, claudeResponse('a1', 'msg_1', edit, [3, 1500, 12_000, 96]));
+  await expect('Claude Code 13.6k/200k (7%)', 'its first response');
+  appendFileSync(
+    transcript,
+    line({ type: 'user', uuid: 'r1', sessionId: 'e2e', message: { role: 'user', content: [{ type: 'tool_result', tool_use_id: 't1', content: 'The file src/main.rs has been updated.' }] } }),
+  );
+  appendFileSync(transcript, claudeResponse('a2', 'msg_2', { type: 'text', text: 'Done.' }, [5, 4000, 86_000, 400]));
+  await expect('Claude Code 90.4k/200k (45%)', 'its second response');
+
+  await meter.hover();
+  await page
+    .locator('.monaco-hover, .workbench-hover', { hasText: 'Transcript:' })
+    .filter({ hasText: 'Claude Code auto-compacts at ~177,000 tokens' })
+    .first()
+    .waitFor();
+  await page.screenshot({ path: join(artifacts, '06-followed-meter.png') });
+  await page.mouse.move(700, 400);
+
+  await runCommand(page, 'compactd: Show Tracked Files');
+  await page.locator('.quick-input-widget', { hasText: "Files Claude Code's session touched" }).locator('.quick-input-list-entry', { hasText: 'src/main.rs' }).waitFor();
+  await page.screenshot({ path: join(artifacts, '07-followed-files.png') });
+  await page.keyboard.press('Escape');
+
+  await runCommand(page, 'compactd: Follow Agent Session…');
+  await page.locator('.quick-input-widget .quick-input-list-entry', { hasText: 'Claude Code: edit main.rs and write docs' }).waitFor();
+  await page.screenshot({ path: join(artifacts, '08-follow-picker.png') });
+  await page.keyboard.press('Escape');
+
+  await runCommand(page, 'compactd: Write Handoff');
+  await page.locator('.quick-input-widget', { hasText: 'The goal of a fresh Claude Code session' }).waitFor();
+  await page.keyboard.type('write the docs for main.rs');
+  await page.keyboard.press('Enter');
+  await page.locator('.editor-instance .view-line', { hasText: 'This session continues earlier work in another session.' }).waitFor();
+  await page.locator('.notifications-toasts', { hasText: 'a handoff prompt for a fresh Claude Code session is open' }).waitFor();
+  await page.screenshot({ path: join(artifacts, '09-handoff.png') });
+  // The status bar still shows the agent, not the handoff's new session.
+  await expect('Claude Code 90.4k/200k (45%)', 'after the handoff');
+  return shown;
 }
 
 /** Opens the quick input with `key`, types `text`, and accepts the first entry showing it. */

@@ -69,11 +69,15 @@ function settingsSource(keys) {
   );
 }
 
+// extension-settings.json holds the extension's own settings, and for a
+// server setting whose default differs in VS Code (core/settings.ts
+// EXTENSION_DEFAULTS) the fields that differ, laid over the generated ones.
 function packageJsonSource(pkgText, settings) {
   const pkg = JSON.parse(pkgText);
   const own = JSON.parse(readFileSync(join(root, 'extension-settings.json'), 'utf8'));
-  const properties = { ...own };
-  for (const [key, setting] of Object.entries(settings)) properties[`compactd.${key}`] = setting;
+  const server = new Set(Object.keys(settings).map((key) => `compactd.${key}`));
+  const properties = Object.fromEntries(Object.entries(own).filter(([key]) => !server.has(key)));
+  for (const [key, setting] of Object.entries(settings)) properties[`compactd.${key}`] = { ...setting, ...own[`compactd.${key}`] };
   pkg.contributes.configuration = { title: 'compactd', properties };
   return JSON.stringify(pkg, null, 2) + '\n';
 }

@@ -30,11 +30,13 @@ export interface CompactdApi {
   /** Makes the status bar show this session. */
   showSession(sessionId: string): void;
   /**
-   * Follows a session another client drives on a shared compactd
-   * (`compactd.server.connect`), e.g. an agent in its own process: its
-   * meter and compactions reach this window, and the status bar shows it.
+   * Watches a session another client drives on a shared compactd
+   * (`compactd.server.connect`, `conversation/subscribe`), e.g. an agent in
+   * its own process: its meter and compactions reach this window, and the
+   * status bar shows it. (Following an agent's transcript file is
+   * `conversation/follow`, the Follow Agent Session… command.)
    */
-  followSession(sessionId: string): Promise<SubscribeResult>;
+  watchSharedSession(sessionId: string): Promise<SubscribeResult>;
   /** Any other method of the protocol (docs/protocol.md). */
   sendRequest<R>(method: string, params: object, token?: vscode.CancellationToken): Promise<R>;
   readonly onDidChangeMeter: vscode.Event<TokensNotification>;

@@ -3,7 +3,7 @@
 import { errorCode, methods as m, type CompactdMethods, type DidCompactNotification } from 'compactd-client';
 import * as vscode from 'vscode';
 import type { ServerConnection } from './connection';
-import { branchItems, fileItems, sessionItems } from './core/pickers';
+import { agentSessionItems, branchItems, fileItems, sessionItems } from './core/pickers';
 import type { SessionState, SessionTracker } from './core/sessions';
 import { compactedMessage, previewDocument, summaryDocument } from './core/summary';
 
@@ -15,6 +15,8 @@ interface Deps {
   refresh: () => void;
   /** Restarts the server and resumes the sessions it had open. */
   restart: () => Promise<void>;
+  /** Reads a session's last compaction (a followed agent's own included) into the tracker. */
+  lastCompaction: (sessionId: string) => Promise<void>;
 }
 
 let nextProgressToken = 0;
@@ -36,21 +38,22 @@ export function registerDocuments(): vscode.Disposable {
   });
 }
 
-async function openMarkdown(name: string, content: string): Promise<void> {
+async function openMarkdown(name: string, content: string): Promise<vscode.Uri> {
   const uri = vscode.Uri.from({ scheme: 'compactd', path: `/${++nextDocument}/${name}.md` });
   documents.set(uri.toString(), content);
   const doc = await vscode.workspace.openTextDocument(uri);
   await vscode.window.showTextDocument(doc, { preview: true });
+  return uri;
 }
 
 export async function showSummary(sessionId: string, n: DidCompactNotification): Promise<void> {
   await openMarkdown(`${sessionId} summary`, summaryDocument(sessionId, n));
 }
 
-/** "Conversation compacted: …" with an action that opens the summary. */
-export async function announceCompaction(n: DidCompactNotification): Promise<void> {
+/** "Conversation compacted: …" (or "Claude Code compacted its conversation: …") with an action that opens the summary. */
+export async function announceCompaction(n: DidCompactNotification, agentName?: string): Promise<void> {
   if (!n.compacted) return;
-  const action = await vscode.window.showInformationMessage(compactedMessage(n), 'Open Summary');
+  const action = await vscode.window.showInformationMessage(compactedMessage(n, agentName), 'Open Summary');
   if (action === 'Open Summary') await showSummary(n.sessionId, n);
 }
 
@@ -161,7 +164,8 @@ async function showTrackedFiles(deps: Deps): Promise<void> {
       void vscode.window.showInformationMessage(`compactd: no files tracked in ${session.sessionId} yet.`);
       return;
     }
-    const picked = await vscode.window.showQuickPick(fileItems(files), { title: `Files in ${session.sessionId}`, matchOnDetail: true });
+    const title = session.followed ? `Files ${session.followed.agentName}'s session touched` : `Files in ${session.sessionId}`;
+    const picked = await vscode.window.showQuickPick(fileItems(files), { title, matchOnDetail: true });
     if (picked && picked.value.status !== 'deleted') {
       await vscode.window.showTextDocument(vscode.Uri.file(picked.value.path));
     }
@@ -191,9 +195,14 @@ async function branch(deps: Deps): Promise<void> {
   }
 }
 
-async function followSession(deps: Deps): Promise<void> {
+/**
+ * Watches a session another client (an agent) drives on a shared compactd
+ * (`conversation/subscribe`). Not Follow Agent Session…, which mirrors an
+ * agent's transcript file (`conversation/follow`).
+ */
+async function watchSharedSession(deps: Deps): Promise<void> {
   const sessionId = await vscode.window.showInputBox({
-    title: 'Follow a session another client drives (a shared compactd)',
+    title: 'Watch a session another client drives (a shared compactd)',
     prompt: 'The session id, e.g. the one your agent opened',
   });
   if (!sessionId) return;
@@ -203,9 +212,9 @@ async function followSession(deps: Deps): Promise<void> {
     deps.tracker.select(sessionId);
     deps.refresh();
     const where = deps.connection.attached ? ` on ${deps.connection.attached}` : ' (this window started its own compactd: set compactd.server.connect to share one)';
-    void vscode.window.showInformationMessage(`compactd: following ${sessionId}${result.open ? '' : ' (not open yet)'}${where}.`);
+    void vscode.window.showInformationMessage(`compactd: watching ${sessionId}${result.open ? '' : ' (not open yet)'}${where}.`);
   } catch (error) {
-    void vscode.window.showErrorMessage(`compactd: follow failed: ${describe(error, m.SUBSCRIBE)}`);
+    void vscode.window.showErrorMessage(`compactd: watching failed: ${describe(error, m.SUBSCRIBE)}`);
   }
 }
 
@@ -223,6 +232,72 @@ async function selectSession(deps: Deps): Promise<void> {
   deps.refresh();
 }
 
+async function followAgentSession(deps: Deps): Promise<void> {
+  try {
+    const { sessions, workspace } = await deps.requests.listAgentSessions({});
+    if (sessions.length === 0) {
+      void vscode.window.showInformationMessage(`compactd: no Claude Code, Codex or pi session for ${workspace} yet.`);
+      return;
+    }
+    const picked = await vscode.window.showQuickPick(agentSessionItems(sessions, Date.now()), {
+      title: 'Follow Agent Session…',
+      placeHolder: `The agents' sessions of ${workspace}, newest first`,
+      matchOnDetail: true,
+    });
+    if (!picked) return;
+    const result = await deps.requests.follow({ path: picked.value.path });
+    deps.tracker.onFollow(result, true);
+    deps.tracker.select(result.sessionId);
+    deps.refresh();
+    await deps.lastCompaction(result.sessionId);
+  } catch (error) {
+    void vscode.window.showErrorMessage(`compactd: could not follow: ${describe(error, m.FOLLOW)}`);
+  }
+}
+
+/** The handoff documents' text, for Copy Handoff Prompt. */
+const handoffs = new Set<string>();
+
+async function writeHandoff(deps: Deps): Promise<void> {
+  const session = activeSession(deps);
+  if (!session) return;
+  const fresh = session.followed ? `a fresh ${session.followed.agentName} session` : 'a fresh session';
+  const goal = await vscode.window.showInputBox({
+    title: `Write Handoff (${session.followed?.agentName ?? session.sessionId})`,
+    prompt: `The goal of ${fresh}: the handoff carries what it needs of this conversation.`,
+    placeHolder: 'e.g. finish the parser refactor and make its tests pass',
+    validateInput: (text) => (text.trim() ? undefined : 'A handoff needs a goal.'),
+  });
+  if (goal === undefined) return;
+  const result = await vscode.window.withProgress(
+    { location: vscode.ProgressLocation.Notification, title: 'compactd: writing the handoff', cancellable: true },
+    (_progress, token) => deps.requests.compact({ sessionId: session.sessionId, strategy: 'handoff', goal }, { token }),
+  );
+  // The handoff's new session announced its meter; keep showing this one.
+  deps.tracker.select(session.sessionId);
+  deps.refresh();
+  if (!result.handoffPrompt) {
+    void vscode.window.showInformationMessage(`compactd: no handoff written. ${result.reason ?? ''}`.trim());
+    return;
+  }
+  const uri = await openMarkdown('handoff', result.handoffPrompt);
+  handoffs.add(uri.toString());
+  const action = await vscode.window.showInformationMessage(`compactd: a handoff prompt for ${fresh} is open.`, 'Copy to Clipboard');
+  if (action) await copyHandoff(uri);
+}
+
+/** Copies a handoff document (the one given, else the active editor's). */
+async function copyHandoff(uri?: vscode.Uri): Promise<void> {
+  const target = (uri ?? vscode.window.activeTextEditor?.document.uri)?.toString();
+  const text = target && handoffs.has(target) ? documents.get(target) : undefined;
+  if (text === undefined) {
+    void vscode.window.showInformationMessage('compactd: open a handoff prompt first (compactd: Write Handoff).');
+    return;
+  }
+  await vscode.env.clipboard.writeText(text);
+  void vscode.window.showInformationMessage('compactd: handoff prompt copied to the clipboard.');
+}
+
 export function registerCommands(deps: Deps): vscode.Disposable[] {
   const guard = (run: (deps: Deps) => Promise<void>) => () =>
     run(deps).catch((error) => vscode.window.showErrorMessage(`compactd: ${describe(error)}`));
@@ -235,7 +310,10 @@ export function registerCommands(deps: Deps): vscode.Disposable[] {
     vscode.commands.registerCommand('compactd.showTrackedFiles', guard(showTrackedFiles)),
     vscode.commands.registerCommand('compactd.branch', guard(branch)),
     vscode.commands.registerCommand('compactd.selectSession', guard(selectSession)),
-    vscode.commands.registerCommand('compactd.followSession', guard(followSession)),
+    vscode.commands.registerCommand('compactd.followAgentSession', guard(followAgentSession)),
+    vscode.commands.registerCommand('compactd.writeHandoff', guard(writeHandoff)),
+    vscode.commands.registerCommand('compactd.copyHandoff', (uri?: vscode.Uri) => copyHandoff(uri)),
+    vscode.commands.registerCommand('compactd.watchSharedSession', guard(watchSharedSession)),
     vscode.commands.registerCommand('compactd.restart', guard(() => deps.restart())),
     vscode.commands.registerCommand('compactd.showLog', () => deps.connection.output.show()),
   ];

@@ -11,6 +11,7 @@ import {
   methods as m,
   type AutoCompactStoppedNotification,
   type DidCompactNotification,
+  type DidFollowNotification,
   type Disposable,
   type ServerCandidate,
   type TokensNotification,
@@ -41,6 +42,7 @@ export class ServerConnection implements vscode.Disposable {
   private readonly tokensEmitter = new vscode.EventEmitter<TokensNotification>();
   private readonly didCompactEmitter = new vscode.EventEmitter<DidCompactNotification>();
   private readonly autoCompactStoppedEmitter = new vscode.EventEmitter<AutoCompactStoppedNotification>();
+  private readonly didFollowEmitter = new vscode.EventEmitter<DidFollowNotification>();
   private readonly stateEmitter = new vscode.EventEmitter<{ running: boolean; error?: string; server?: ServerCandidate }>();
   /**
    * compactd's typed methods (compactd-client) over the LanguageClient,
@@ -50,6 +52,8 @@ export class ServerConnection implements vscode.Disposable {
   readonly onTokens = this.tokensEmitter.event;
   readonly onDidCompact = this.didCompactEmitter.event;
   readonly onAutoCompactStopped = this.autoCompactStoppedEmitter.event;
+  /** `follow: "auto"` started following an agent's session. */
+  readonly onDidFollow = this.didFollowEmitter.event;
   /** Running (after every start), stopped, or failed to start (with the reason). */
   readonly onState = this.stateEmitter.event;
   server: ServerCandidate | undefined;
@@ -64,6 +68,7 @@ export class ServerConnection implements vscode.Disposable {
     this.methods.onTokens((n) => this.tokensEmitter.fire(n));
     this.methods.onDidCompact((n) => this.didCompactEmitter.fire(n));
     this.methods.onAutoCompactStopped((n) => this.autoCompactStoppedEmitter.fire(n));
+    this.methods.onDidFollow((n) => this.didFollowEmitter.fire(n));
   }
 
   start(): Promise<LanguageClient> {
@@ -182,6 +187,7 @@ export class ServerConnection implements vscode.Disposable {
     this.tokensEmitter.dispose();
     this.didCompactEmitter.dispose();
     this.autoCompactStoppedEmitter.dispose();
+    this.didFollowEmitter.dispose();
     this.stateEmitter.dispose();
   }
 }

@@ -4,7 +4,7 @@
 import * as vscode from 'vscode';
 import type { CompactdApi } from './api';
 import { announceCompaction, registerCommands } from './commands';
-import { ServerConnection } from './connection';
+import { currentServerConfiguration, ServerConnection } from './connection';
 import { resumeSessions } from './core/requests';
 import { SessionTracker } from './core/sessions';
 import { StatusBarMeter } from './statusBar';
@@ -23,9 +23,22 @@ export function activate(context: vscode.ExtensionContext): CompactdApi {
   // tracks, from their logs (after Restart Server, a changed server path, or
   // a crash the client recovered from).
   const resume = async () => {
-    const failed = await resumeSessions(requests, tracker.list().map((s) => s.sessionId));
+    // Auto-follow announces what it follows again (conversation/didFollow).
+    for (const s of tracker.list()) if (s.followed && !s.followed.explicit) tracker.forget(s.sessionId);
+    const failed = await resumeSessions(requests, tracker.list());
     for (const f of failed) output.appendLine(`[compactd] could not resume ${f.sessionId}: ${f.error}`);
     refresh();
+  };
+  // What a followed agent compacted before this window saw it.
+  const lastCompaction = async (sessionId: string) => {
+    try {
+      const { compactions } = await requests.compactions({ sessionId });
+      const last = compactions[compactions.length - 1];
+      if (last) tracker.setLastCompaction(sessionId, last);
+      refresh();
+    } catch (error) {
+      output.appendLine(`[compactd] compactions of ${sessionId}: ${error instanceof Error ? error.message : String(error)}`);
+    }
   };
   const restart = async () => {
     await server.restart();
@@ -40,9 +53,14 @@ export function activate(context: vscode.ExtensionContext): CompactdApi {
       refresh();
     }),
     server.onDidCompact((n) => {
-      tracker.onDidCompact(n);
+      const state = tracker.onDidCompact(n);
       refresh();
-      void announceCompaction(n);
+      void announceCompaction(n, state?.followed?.agentName);
+    }),
+    server.onDidFollow((n) => {
+      tracker.onDidFollow(n);
+      refresh();
+      void lastCompaction(n.sessionId);
     }),
     server.onAutoCompactStopped((n) => {
       tracker.setAutoCompact(n.sessionId, false);
@@ -64,13 +82,18 @@ export function activate(context: vscode.ExtensionContext): CompactdApi {
       if (event.affectsConfiguration('compactd.server.path') || event.affectsConfiguration('compactd.server.connect')) {
         void restart().catch(() => undefined);
       } else if (event.affectsConfiguration('compactd') && !event.affectsConfiguration('compactd.meter')) {
+        if (event.affectsConfiguration('compactd.follow') && currentServerConfiguration().follow === 'off') {
+          // The server stops following what auto-follow followed.
+          for (const s of tracker.list()) if (s.followed && !s.followed.explicit) tracker.forget(s.sessionId);
+          refresh();
+        }
         void server.configurationChanged().catch(() => undefined);
         void vscode.window
           .showInformationMessage('compactd: settings sent to the server. Settings read at start-up apply after a restart.', 'Restart Server')
           .then((action) => action && restart());
       }
     }),
-    ...registerCommands({ connection: server, requests, tracker, refresh, restart }),
+    ...registerCommands({ connection: server, requests, tracker, refresh, restart, lastCompaction }),
   );
 
   // Start now so the meter and the file ledger work before the first request;
@@ -93,7 +116,7 @@ export function activate(context: vscode.ExtensionContext): CompactdApi {
       tracker.select(sessionId);
       refresh();
     },
-    followSession: async (sessionId) => {
+    watchSharedSession: async (sessionId) => {
       const result = await server.methods.subscribe({ sessionId });
       if (result.meter) tracker.onTokens({ sessionId, ...result.meter });
       tracker.select(sessionId);

@@ -1,7 +1,8 @@
-// The status-bar token meter of the active session.
+// The status-bar token meter of the active session: a followed agent's with
+// its name (`Claude Code 90.4k/200k (45%)`).
 
 import * as vscode from 'vscode';
-import { meterLevel, meterText, meterTooltip, type MeterThresholds } from './core/meter';
+import { followedTooltip, meterLevel, meterText, meterTooltip, type MeterThresholds } from './core/meter';
 import type { SessionState } from './core/sessions';
 
 export function meterThresholds(): MeterThresholds {
@@ -41,15 +42,16 @@ export class StatusBarMeter implements vscode.Disposable {
       return;
     }
     const level = meterLevel(session.meter.percent, meterThresholds());
-    this.item.text = meterText(session.meter);
+    const { followed, lastCompaction } = session;
+    const now = Date.now();
+    this.item.text = meterText(session.meter, followed?.agentName);
     this.item.tooltip = new vscode.MarkdownString(
-      meterTooltip(session.sessionId, session.meter, {
-        autoCompact: session.autoCompact,
-        lastCompaction: session.lastCompaction,
-        now: Date.now(),
-      }),
+      followed
+        ? followedTooltip(session.meter, followed, { lastCompaction, now })
+        : meterTooltip(session.sessionId, session.meter, { autoCompact: session.autoCompact, lastCompaction, now }),
     );
-    this.item.command = 'compactd.compact';
+    // compactd does not compact an agent's conversation; picking another session is what a click on it is for.
+    this.item.command = followed ? 'compactd.followAgentSession' : 'compactd.compact';
     this.item.backgroundColor =
       level === 'normal' ? undefined : new vscode.ThemeColor(level === 'error' ? 'statusBarItem.errorBackground' : 'statusBarItem.warningBackground');
   }

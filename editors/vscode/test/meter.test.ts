@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { formatTokens, meterLevel, meterText, meterTooltip, timeAgo } from '../src/core/meter';
+import { followedTooltip, formatTokens, meterLevel, meterText, meterTooltip, timeAgo } from '../src/core/meter';
 import type { MeterInfo } from 'compactd-client';
 
 test('formatTokens: one decimal at most, none when zero, k and M', () => {
@@ -69,4 +69,31 @@ test('timeAgo', () => {
   assert.equal(timeAgo(0, 90_000), '2 min ago');
   assert.equal(timeAgo(0, 3 * 3_600_000), '3 h ago');
   assert.equal(timeAgo(0, 72 * 3_600_000), '3 days ago');
+});
+
+const followed = (basis: 'exact' | 'estimate' | 'off', at: number | null) => ({
+  agentName: 'Claude Code',
+  path: '/home/me/.claude/projects/-home-me-proj/5217d838.jsonl',
+  workspace: '/home/me/proj',
+  autoCompact: { at, basis, rule: `Claude Code: the rule (${basis})` },
+  explicit: false,
+});
+
+test('a followed agent: its name on the meter, its transcript, point and last compaction in the tooltip', () => {
+  assert.equal(meterText({ contextTokens: 90_400, contextWindow: 200_000, percent: 45.2 }, 'Claude Code'), 'Claude Code 90.4k/200k (45%)');
+  const now = Date.UTC(2026, 0, 1, 12);
+  const tip = followedTooltip(meter, followed('estimate', 177_000), {
+    now,
+    lastCompaction: { trigger: 'threshold', tokensBefore: 160_000, tokensAfter: 21_000, messagesSummarized: 80, summarizer: 'claude-code (imported)', at: now - 3 * 60_000 },
+  });
+  assert.match(tip, /^\*\*Claude Code\*\* — following its session/);
+  assert.match(tip, /Transcript: `\/home\/me\/\.claude\/projects\/-home-me-proj\/5217d838\.jsonl`/);
+  assert.match(tip, /Context: 90,400 \/ 200,000 tokens \(45\.2%\)/);
+  assert.match(tip, /Claude Code's reported usage/);
+  assert.match(tip, /Claude Code auto-compacts at ~177,000 tokens \(estimate: Claude Code: the rule \(estimate\)\)/);
+  assert.match(tip, /Last compaction: 160,000 → 21,000 tokens, 80 messages summarized \(threshold, claude-code \(imported\), 3 min ago\)/);
+  assert.match(followedTooltip(meter, followed('exact', 977_000), { now }), /auto-compacts at 977,000 tokens \(exact/);
+  assert.match(followedTooltip(meter, followed('off', null), { now }), /Claude Code does not auto-compact \(off/);
+  assert.match(followedTooltip({ ...meter, source: 'estimate' }, followed('off', null), { now }), /an estimate, until Claude Code reports usage/);
+  assert.match(followedTooltip(meter, followed('off', null), { now }), /Last compaction: none yet/);
 });

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { branchItems, fileItems, sessionItems } from '../src/core/pickers';
+import { agentSessionItems, branchItems, fileItems, sessionItems } from '../src/core/pickers';
 import type { FileInfo, Message } from 'compactd-client';
 
 test('branchItems: newest first, no system prompt or summary, tool names shown', () => {
@@ -34,4 +34,24 @@ test('sessionItems marks the shown session', () => {
   const items = sessionItems([{ sessionId: 'a', meter, updatedAt: 2 }, { sessionId: 'b', meter, updatedAt: 1 }], 'b');
   assert.equal(items[0].description, '90.4k/200k (45%)');
   assert.equal(items[1].description, '90.4k/200k (45%) · shown');
+});
+
+test('agentSessionItems: the agent and the first request, when and how big, the transcript', () => {
+  const now = Date.UTC(2026, 10, 22, 12);
+  const items = agentSessionItems(
+    [
+      { agent: 'claude-code', path: '/h/.claude/projects/-w/a.jsonl', title: 'edit a.txt', modified: now - 3 * 60_000, size: 4_608, sessionId: 'follow-claude-code-a' },
+      { agent: 'codex', path: '/h/.codex/sessions/2026/11/22/rollout-b.jsonl', modified: now - 3 * 3_600_000, size: 900 },
+      { agent: 'pi', path: '/h/.pi/agent/sessions/--w--/c.jsonl', title: '  ', modified: now - 30_000, size: 3 * 1024 * 1024 },
+    ],
+    now,
+  );
+  assert.deepEqual(
+    items.map((i) => [i.label, i.description, i.detail]),
+    [
+      ['Claude Code: edit a.txt', '3 min ago · 4.5 KB · followed', '/h/.claude/projects/-w/a.jsonl'],
+      ['Codex: (no request yet)', '3 h ago · 900 B', '/h/.codex/sessions/2026/11/22/rollout-b.jsonl'],
+      ['pi: (no request yet)', 'just now · 3.0 MB', '/h/.pi/agent/sessions/--w--/c.jsonl'],
+    ],
+  );
 });

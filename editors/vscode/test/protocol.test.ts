@@ -168,7 +168,12 @@ describe('auto-compaction', () => {
       assert.equal(tracker.get('auto')?.lastCompaction?.trigger, 'threshold');
       assert.equal(tracker.get('auto')?.meter.contextTokens, n.tokensAfter);
       assert.equal(created.length, 1, 'the server created its own progress token');
-      assert.ok(server.events.some((e) => e.kind === 'progress' && e.token === created[0] && e.value.kind === 'begin'));
+      // Progress under a created token waits for the client's answer to
+      // window/workDoneProgress/create, so it may follow didCompact.
+      const under = (kind: string) => (e: Event) => e.kind === 'progress' && e.token === created[0] && e.value.kind === kind;
+      await server.waitFor('progress end under the created token', under('end'));
+      const begin = server.events.findIndex(under('begin'));
+      assert.ok(begin >= 0 && begin < server.events.findIndex(under('end')), 'begin, then end');
     } finally {
       await server.close();
     }
@@ -258,7 +263,7 @@ describe('restart', () => {
     const tracker = trackerFor(second);
     try {
       await assert.rejects(second.requests.history({ sessionId: 'kept' }), /no open session/);
-      const failed = await resumeSessions(second.requests, ['kept', 'never-existed/..']);
+      const failed = await resumeSessions(second.requests, [{ sessionId: 'kept' }, { sessionId: 'never-existed/..' }]);
       assert.deepEqual(failed.map((f) => f.sessionId), ['never-existed/..']);
       assert.match(failed[0].error, /sessionId/);
       assert.deepEqual(await second.requests.history({ sessionId: 'kept' }), historyBefore);

@@ -1,8 +1,9 @@
-//! Claude Code `~/.claude/projects/<project>/<session>.jsonl`. One API
+//! Claude Code `~/.claude/projects/<project>/<session>.jsonl`, read one
+//! line at a time (a batch import and a followed transcript alike). One API
 //! response is written as several `assistant` lines that share
 //! `message.id` (one content block each), sometimes with tool results in
-//! between: they are merged into one message before results are paired
-//! with calls. A `compact_boundary` system line and the `isCompactSummary`
+//! between: they merge into one message, which stays open to later lines
+//! until another response or a new prompt starts. A `compact_boundary` system line and the `isCompactSummary`
 //! user message after it are a compaction: they become a compaction record
 //! whose kept part starts at the boundary's preserved segment, so the view
 //! starts where Claude Code's did after `/compact`. Slash commands, their
@@ -17,11 +18,11 @@ mod meta;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::{
-    append_line, content_text, Builder, FirstKept, ForeignCompaction, Format, Imported, Line,
-};
+use super::emit::{Emitter, ForeignCompaction};
+use super::{append_line, content_text, Format, Imported, Line};
 use crate::compaction::Trigger;
 use crate::conversation::{Message, MessageBody, ToolCall, Usage};
 use crate::store::SessionSettings;
@@ -45,156 +46,174 @@ const BOOKKEEPING: [&str; 13] = [
 ];
 
 pub(crate) fn import(lines: &[Line]) -> Imported {
-    let mut reader = Reader {
-        lines,
-        builder: Builder::new(Format::ClaudeCode),
-        // A subagent's own file holds only sidechain lines; in a main
-        // session file they belong to another context and are skipped.
-        main_conversation: lines.iter().any(|l| {
-            l.value.as_ref().is_ok_and(|v| {
-                matches!(
-                    v.get("type").and_then(Value::as_str),
-                    Some("user" | "assistant")
-                ) && v.get("isSidechain").and_then(Value::as_bool) != Some(true)
-            })
-        }),
-        assistants: HashMap::new(),
-        tool_names: HashMap::new(),
-        items_by_uuid: HashMap::new(),
-        boundary: None,
-        open_command: None,
-    };
-    reader.builder.settings(stated_settings(lines));
-    for (position, line) in lines.iter().enumerate() {
-        if let Some(entry) = reader.builder.readable(line) {
-            reader.line(position, line.number, entry);
-        }
-    }
-    reader.drop_boundary_without_summary();
-    reader.builder.finish()
+    super::read_all(&mut Reader::default(), Format::ClaudeCode, lines)
 }
 
-/// The session's model (the first a response names) and the context window
-/// Claude Code itself used for it (`cost-state` lines of 2.1.x), which is
-/// preferred over our table.
-fn stated_settings(lines: &[Line]) -> SessionSettings {
-    let entries = || lines.iter().filter_map(|l| l.value.as_ref().ok());
-    let model = entries().find_map(|v| {
-        let model = v.pointer("/message/model")?.as_str()?;
-        (v.get("type").and_then(Value::as_str) == Some("assistant") && model != "<synthetic>")
-            .then(|| model.to_string())
-    });
-    let context_window = entries()
-        .rev()
-        .filter(|v| v.get("type").and_then(Value::as_str) == Some("cost-state"))
-        .filter_map(|v| v.get("modelUsage")?.as_object())
-        .filter_map(|usage| match &model {
-            Some(model) => usage.get(model),
-            None if usage.len() == 1 => usage.values().next(),
-            None => None,
-        })
-        .find_map(|u| u.get("contextWindow")?.as_u64());
-    SessionSettings {
-        model,
-        context_window,
-        ..SessionSettings::default()
-    }
+/// What to do with sidechain (subagent) turns: a subagent's own file holds
+/// only them, while in a main session file they belong to another context.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+enum Sidechains {
+    /// No main turn yet: a sidechain turn, and every line after it, wait
+    /// until a main turn shows this is a main file, or the file ends.
+    #[default]
+    Undecided,
+    Waiting(Vec<(usize, Value)>),
+    Skip,
+    Keep,
 }
 
 /// A `compact_boundary` line waiting for its summary message.
+#[derive(Debug, Clone, Serialize, Deserialize)]
 struct Boundary {
     line: usize,
     trigger: Trigger,
     tokens_before: u64,
+    tokens_after: Option<u64>,
     /// The first message Claude Code kept verbatim (its preserved segment).
     first_kept_uuid: Option<String>,
 }
 
-struct Reader<'a> {
-    lines: &'a [Line],
-    builder: Builder,
-    main_conversation: bool,
-    /// message.id → item index of the merged assistant message.
-    assistants: HashMap<String, usize>,
+/// A slash command whose next turn tells whether Claude Code ran it itself
+/// (its output follows) or it expands into a prompt.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct Command {
+    line: usize,
+    uuid: Option<String>,
+    text: String,
+}
+
+/// Claude Code's transcript, one line at a time.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub(crate) struct Reader {
+    sidechains: Sidechains,
+    /// The response being written: its `message.id` and message position.
+    /// Its lines merge until another response starts.
+    response: Option<(String, usize)>,
     /// tool_use id → tool name, to name the results.
     tool_names: HashMap<String, String>,
-    /// A line's uuid → the item it became (or was merged into).
-    items_by_uuid: HashMap<String, usize>,
+    /// A line's uuid → the id of the message it became (or was merged
+    /// into), for preserved segments. Not kept by the status line's cache,
+    /// which needs no message ids.
+    #[serde(skip)]
+    uuids: HashMap<String, String>,
     boundary: Option<Boundary>,
-    /// A slash command whose expanded prompt (an `isMeta` line) may follow.
+    command: Option<Command>,
+    /// A slash command message whose expanded prompt (an `isMeta` line)
+    /// may follow.
     open_command: Option<usize>,
 }
 
-impl Reader<'_> {
-    fn line(&mut self, position: usize, number: usize, entry: &Value) {
-        let kind = entry.get("type").and_then(Value::as_str).unwrap_or("");
+impl super::emit::Reader for Reader {
+    fn line(&mut self, number: usize, entry: &Value, out: &mut Emitter) {
+        let turn = matches!(
+            entry.get("type").and_then(Value::as_str),
+            Some("user" | "assistant")
+        );
         let sidechain = entry.get("isSidechain").and_then(Value::as_bool) == Some(true);
-        let flag = |key: &str| entry.get(key).and_then(Value::as_bool) == Some(true);
-        match kind {
-            "user" | "assistant" if sidechain && self.main_conversation => {
-                self.builder.skip(number, "sidechain (subagent) lines")
+        let decided = matches!(self.sidechains, Sidechains::Skip | Sidechains::Keep);
+        if decided || !turn && matches!(self.sidechains, Sidechains::Undecided) {
+            self.entry(number, entry, out);
+        } else if turn && !sidechain {
+            // A main turn: this is a main file, and its sidechains are not.
+            let waiting = match std::mem::replace(&mut self.sidechains, Sidechains::Skip) {
+                Sidechains::Waiting(waiting) => waiting,
+                _ => Vec::new(),
+            };
+            for (n, waiting_entry) in waiting {
+                self.entry(n, &waiting_entry, out);
             }
-            "user" if flag("isCompactSummary") => self.compact_summary(number, entry),
-            "user" => {
-                self.drop_boundary_without_summary();
-                self.user_line(position, number, entry);
-            }
-            "assistant" => {
-                self.drop_boundary_without_summary();
-                self.open_command = None;
-                let index = assistant_line(
-                    &mut self.builder,
-                    number,
-                    entry,
-                    &mut self.assistants,
-                    &mut self.tool_names,
-                );
-                self.remember(entry, index);
-            }
-            "system" => match entry.get("subtype").and_then(Value::as_str) {
-                Some("compact_boundary") => self.boundary = Some(boundary(number, entry)),
-                Some(subtype) => self
-                    .builder
-                    .skip(number, &format!("system {subtype} lines")),
-                None => self
-                    .builder
-                    .skip(number, "system lines (hook and status output)"),
-            },
-            other => self.builder.skip_line_type(number, other, &BOOKKEEPING),
+            self.entry(number, entry, out);
+        } else if let Sidechains::Waiting(waiting) = &mut self.sidechains {
+            waiting.push((number, entry.clone()));
+        } else {
+            self.sidechains = Sidechains::Waiting(vec![(number, entry.clone())]);
         }
     }
 
-    fn remember(&mut self, entry: &Value, index: usize) {
-        if let Some(uuid) = entry.get("uuid").and_then(Value::as_str) {
-            self.items_by_uuid.entry(uuid.to_string()).or_insert(index);
+    fn finish(&mut self, out: &mut Emitter) {
+        if let Sidechains::Waiting(waiting) =
+            std::mem::replace(&mut self.sidechains, Sidechains::Keep)
+        {
+            for (number, entry) in waiting {
+                self.entry(number, &entry, out);
+            }
+        }
+        if let Some(command) = self.command.take() {
+            self.emit_command(command, out);
+        }
+        self.drop_boundary_without_summary(out);
+    }
+}
+
+impl Reader {
+    fn entry(&mut self, number: usize, entry: &Value, out: &mut Emitter) {
+        let kind = entry.get("type").and_then(Value::as_str).unwrap_or("");
+        let sidechain = entry.get("isSidechain").and_then(Value::as_bool) == Some(true);
+        let skip_sidechain = sidechain && matches!(self.sidechains, Sidechains::Skip);
+        let flag = |key: &str| entry.get(key).and_then(Value::as_bool) == Some(true);
+        if matches!(kind, "user" | "assistant") && !skip_sidechain {
+            self.resolve_command(kind, entry, out);
+        }
+        match kind {
+            "user" | "assistant" if skip_sidechain => {
+                out.skip(number, "sidechain (subagent) lines")
+            }
+            "user" if flag("isCompactSummary") => self.compact_summary(number, entry, out),
+            "user" => {
+                self.drop_boundary_without_summary(out);
+                self.user_line(number, entry, out);
+            }
+            "assistant" => {
+                self.drop_boundary_without_summary(out);
+                self.end_command(out);
+                self.assistant_line(number, entry, out);
+            }
+            "system" => match entry.get("subtype").and_then(Value::as_str) {
+                Some("compact_boundary") => self.boundary = Some(boundary(number, entry)),
+                Some(subtype) => out.skip(number, &format!("system {subtype} lines")),
+                None => out.skip(number, "system lines (hook and status output)"),
+            },
+            other => {
+                stated_limits(other, entry, out);
+                out.skip_line_type(number, other, &BOOKKEEPING)
+            }
+        }
+    }
+
+    fn remember(&mut self, entry: &Value, position: usize, out: &Emitter) {
+        if let (Some(uuid), Some(id)) = (
+            entry.get("uuid").and_then(Value::as_str),
+            out.first_id_from(position),
+        ) {
+            self.uuids.entry(uuid.to_string()).or_insert(id);
         }
     }
 
     /// The summary after a boundary: the compaction, with Claude Code's own
     /// summary and figures.
-    fn compact_summary(&mut self, number: usize, entry: &Value) {
-        self.open_command = None;
+    fn compact_summary(&mut self, number: usize, entry: &Value, out: &mut Emitter) {
+        self.end_command(out);
         let summary = content_text(entry.pointer("/message/content"));
         let boundary = self.boundary.take();
-        if !self.builder.has_messages() {
+        if !out.has_messages() {
             // A session continued from another file: nothing here to
             // summarize, so the summary is simply what the model saw first.
             let uuid = entry.get("uuid").and_then(Value::as_str);
-            let index = self
-                .builder
-                .message(number, uuid, Message::user("", summary));
-            self.remember(entry, index);
+            let position = out.message(number, uuid, Message::user("", summary), false);
+            self.remember(entry, position, out);
             return;
         }
         let first_kept = boundary
             .as_ref()
             .and_then(|b| b.first_kept_uuid.as_ref())
-            .and_then(|uuid| self.items_by_uuid.get(uuid))
-            .map_or(FirstKept::Nothing, |index| FirstKept::Item(*index));
-        self.builder.compaction(ForeignCompaction {
+            .and_then(|uuid| self.uuids.get(uuid))
+            .cloned();
+        self.response = None;
+        out.compaction(ForeignCompaction {
             summary,
             first_kept,
             tokens_before: boundary.as_ref().map_or(0, |b| b.tokens_before),
+            tokens_after: boundary.as_ref().and_then(|b| b.tokens_after),
             read_files: Vec::new(),
             modified_files: Vec::new(),
             // Without a boundary (older versions) the trigger is unknown.
@@ -203,16 +222,16 @@ impl Reader<'_> {
         });
     }
 
-    fn drop_boundary_without_summary(&mut self) {
+    fn drop_boundary_without_summary(&mut self, out: &mut Emitter) {
         if let Some(boundary) = self.boundary.take() {
-            self.builder.skip(
+            out.skip(
                 boundary.line,
                 "compact boundaries without a summary message",
             );
         }
     }
 
-    fn user_line(&mut self, position: usize, number: usize, entry: &Value) {
+    fn user_line(&mut self, number: usize, entry: &Value, out: &mut Emitter) {
         let uuid = entry.get("uuid").and_then(Value::as_str);
         let content = entry.pointer("/message/content");
         let (results, text) = match content {
@@ -230,9 +249,9 @@ impl Reader<'_> {
         // One line may carry several results: only the first keeps the uuid.
         let mut preferred = uuid;
         for result in &results {
-            self.open_command = None;
-            let index = self.tool_result(number, preferred.take(), result);
-            self.remember(entry, index);
+            self.end_command(out);
+            let position = self.tool_result(number, preferred.take(), result, out);
+            self.remember(entry, position, out);
         }
         if let Some(text) = text {
             let is_meta = entry.get("isMeta").and_then(Value::as_bool) == Some(true);
@@ -240,13 +259,19 @@ impl Reader<'_> {
             if !results.is_empty() && text == UserText::Harness {
                 return; // a reminder riding on tool results: the line was used
             }
-            if let Some(index) = self.user_text(position, number, preferred, text) {
-                self.remember(entry, index);
+            if let Some(position) = self.user_text(number, preferred, text, out) {
+                self.remember(entry, position, out);
             }
         }
     }
 
-    fn tool_result(&mut self, number: usize, id: Option<&str>, result: &Value) -> usize {
+    fn tool_result(
+        &mut self,
+        number: usize,
+        id: Option<&str>,
+        result: &Value,
+        out: &mut Emitter,
+    ) -> usize {
         let call_id = result
             .get("tool_use_id")
             .and_then(Value::as_str)
@@ -255,87 +280,191 @@ impl Reader<'_> {
         let message = Message {
             id: String::new(),
             body: MessageBody::Tool {
-                tool_name: self.tool_names.get(&call_id).cloned(),
+                tool_name: self.tool_names.remove(&call_id),
                 tool_call_id: call_id,
                 content: content_text(result.get("content")),
                 is_error: result.get("is_error").and_then(Value::as_bool) == Some(true),
             },
             usage: None,
         };
-        self.builder.message(number, id, message)
+        out.message(number, id, message, false)
     }
 
     /// Prompts become user messages; a slash command that expands into a
     /// prompt becomes one user message (`/init` and what it expands to);
     /// local commands, their output and harness text are skipped. Returns
-    /// the item the text became part of.
+    /// the message the text became part of.
     fn user_text(
         &mut self,
-        position: usize,
         number: usize,
         id: Option<&str>,
         text: UserText,
+        out: &mut Emitter,
     ) -> Option<usize> {
         let open_command = self.open_command.take();
+        if let (Some(position), false) = (open_command, matches!(text, UserText::Meta(_))) {
+            out.close(position);
+        }
         match text {
             UserText::Prompt(prompt) => {
-                Some(self.builder.message(number, id, Message::user("", prompt)))
+                // A new request: the previous response is complete.
+                self.end_response(out);
+                Some(out.message(number, id, Message::user("", prompt), false))
             }
-            UserText::Command(command) if self.is_local_command(position) => {
-                self.builder.skip_because(
-                    number,
-                    "local slash commands (run by Claude Code, not requests)",
-                    command,
-                );
+            UserText::Command(text) => {
+                // Whether Claude Code runs it itself shows in the next turn.
+                self.command = Some(Command {
+                    line: number,
+                    uuid: id.map(str::to_string),
+                    text,
+                });
                 None
             }
-            UserText::Command(command) => {
-                let index = self.builder.message(number, id, Message::user("", command));
-                self.open_command = Some(index);
-                Some(index)
-            }
             UserText::Meta(expansion) => {
-                let Some(index) = open_command else {
-                    self.builder
-                        .skip(number, "isMeta messages (harness text, not requests)");
+                let Some(position) = open_command else {
+                    out.skip(number, "isMeta messages (harness text, not requests)");
                     return None;
                 };
                 if let Some(MessageBody::User { content }) =
-                    self.builder.message_mut(index).map(|m| &mut m.body)
+                    out.message_mut(position).map(|m| &mut m.body)
                 {
                     content.push_str("\n\n");
                     content.push_str(&expansion);
                 }
-                self.open_command = Some(index);
-                Some(index)
+                self.open_command = Some(position);
+                Some(position)
             }
             UserText::CommandOutput => {
-                self.builder.skip(number, "local command output");
+                out.skip(number, "local command output");
                 None
             }
             UserText::Caveat => {
-                self.builder.skip(number, "local-command caveats (isMeta)");
+                out.skip(number, "local-command caveats (isMeta)");
                 None
             }
             UserText::Harness => {
-                self.builder
-                    .skip(number, "system reminders and hook output (not requests)");
+                out.skip(number, "system reminders and hook output (not requests)");
                 None
             }
         }
     }
 
-    /// A command Claude Code ran itself (`/model`, `/compact`, `/context`):
-    /// its output follows as the next user line.
-    fn is_local_command(&self, position: usize) -> bool {
-        let next_user_line = self.lines[position + 1..].iter().find_map(|l| {
-            let v = l.value.as_ref().ok()?;
-            (v.get("type").and_then(Value::as_str) == Some("user")).then_some(v)
-        });
-        next_user_line.is_some_and(|v| {
-            let text = content_text(v.pointer("/message/content"));
-            meta::classify(&text, false) == UserText::CommandOutput
-        })
+    /// A command waiting for the next turn: its output (a command Claude
+    /// Code ran itself, `/model`, `/compact`, `/context`) means it was no
+    /// request; anything else means it was one.
+    fn resolve_command(&mut self, kind: &str, entry: &Value, out: &mut Emitter) {
+        let Some(command) = self.command.take() else {
+            return;
+        };
+        let text = content_text(entry.pointer("/message/content"));
+        if kind == "user" && meta::classify(&text, false) == UserText::CommandOutput {
+            out.skip_because(
+                command.line,
+                "local slash commands (run by Claude Code, not requests)",
+                command.text,
+            );
+        } else {
+            self.emit_command(command, out);
+        }
+    }
+
+    fn emit_command(&mut self, command: Command, out: &mut Emitter) {
+        let message = Message::user("", command.text);
+        let position = out.message(command.line, command.uuid.as_deref(), message, true);
+        if let (Some(uuid), Some(id)) = (command.uuid, out.first_id_from(position)) {
+            self.uuids.entry(uuid).or_insert(id);
+        }
+        self.open_command = Some(position);
+    }
+
+    fn end_command(&mut self, out: &mut Emitter) {
+        if let Some(position) = self.open_command.take() {
+            out.close(position);
+        }
+    }
+
+    fn end_response(&mut self, out: &mut Emitter) {
+        if let Some((_, position)) = self.response.take() {
+            out.close(position);
+        }
+    }
+
+    /// One line of a response: a new assistant message, or more of the one
+    /// being written (same `message.id`).
+    fn assistant_line(&mut self, number: usize, entry: &Value, out: &mut Emitter) {
+        let message = entry.get("message").unwrap_or(&Value::Null);
+        let api_id = message.get("id").and_then(Value::as_str);
+        let model = message
+            .get("model")
+            .and_then(Value::as_str)
+            .filter(|m| *m != "<synthetic>");
+        if let Some(model) = model {
+            out.settings(SessionSettings {
+                model: Some(model.to_string()),
+                ..SessionSettings::default()
+            });
+        }
+        let position = match (&self.response, api_id) {
+            (Some((open, position)), Some(id)) if open == id => {
+                let position = *position;
+                if let Some(target) = out.message_mut(position) {
+                    fill(target, message, &mut self.tool_names);
+                }
+                position
+            }
+            _ => {
+                self.end_response(out);
+                let mut response = Message::assistant("", "", Vec::new());
+                if let MessageBody::Assistant { model: m, .. } = &mut response.body {
+                    *m = message
+                        .get("model")
+                        .and_then(Value::as_str)
+                        .map(str::to_string);
+                }
+                fill(&mut response, message, &mut self.tool_names);
+                let uuid = entry.get("uuid").and_then(Value::as_str);
+                let position = out.message(number, uuid, response, api_id.is_some());
+                self.response = api_id.map(|id| (id.to_string(), position));
+                position
+            }
+        };
+        self.remember(entry, position, out);
+    }
+}
+
+/// What bookkeeping lines state about the session: the context window
+/// (2.1.x `cost-state`, per model) and the most output a request may ask
+/// for (`api-request` params, `cost-state`), which decides where Claude
+/// Code compacts.
+fn stated_limits(kind: &str, entry: &Value, out: &mut Emitter) {
+    match kind {
+        "cost-state" => {
+            let Some(usage) = entry.get("modelUsage").and_then(Value::as_object) else {
+                return;
+            };
+            let model = out.model().map(str::to_string);
+            let stated = match &model {
+                Some(model) => usage.get(model),
+                None if usage.len() == 1 => usage.values().next(),
+                None => None,
+            };
+            let n = |key: &str| stated.and_then(|u| u.get(key)).and_then(Value::as_u64);
+            if let Some(window) = n("contextWindow") {
+                out.facts(SessionSettings {
+                    context_window: Some(window),
+                    ..SessionSettings::default()
+                });
+            }
+            if let Some(max) = n("maxOutputTokens") {
+                out.max_output_tokens(max);
+            }
+        }
+        "api-request" => {
+            if let Some(max) = entry.pointer("/params/max_tokens").and_then(Value::as_u64) {
+                out.max_output_tokens(max);
+            }
+        }
+        _ => {}
     }
 }
 
@@ -357,25 +486,13 @@ fn boundary(number: usize, entry: &Value) -> Boundary {
             .get("preTokens")
             .and_then(Value::as_u64)
             .unwrap_or(0),
+        tokens_after: metadata.get("postTokens").and_then(Value::as_u64),
         first_kept_uuid,
     }
 }
 
-fn assistant_line(
-    builder: &mut Builder,
-    line: usize,
-    entry: &Value,
-    assistants: &mut HashMap<String, usize>,
-    names: &mut HashMap<String, String>,
-) -> usize {
-    let message = entry.get("message").unwrap_or(&Value::Null);
-    let blocks = message
-        .get("content")
-        .and_then(Value::as_array)
-        .cloned()
-        .unwrap_or_default();
-    let index = response_index(builder, line, entry, assistants);
-    let target = builder.message_mut(index).expect("an assistant item");
+/// Adds one line's content blocks and usage to its response.
+fn fill(target: &mut Message, message: &Value, names: &mut HashMap<String, String>) {
     if let Some(usage) = message.get("usage").and_then(usage_from) {
         // Every line of a response repeats the usage; the last is final.
         target.usage = Some(usage);
@@ -387,9 +504,10 @@ fn assistant_line(
         ..
     } = &mut target.body
     else {
-        unreachable!("created as an assistant message");
+        return;
     };
-    for block in &blocks {
+    let blocks = message.get("content").and_then(Value::as_array);
+    for block in blocks.into_iter().flatten() {
         match block.get("type").and_then(Value::as_str) {
             Some("text") => append_line(
                 content,
@@ -418,38 +536,6 @@ fn assistant_line(
             _ => {}
         }
     }
-    index
-}
-
-/// The assistant message of this line's API response: the one earlier
-/// lines of the same response (same `message.id`) started, or a new one.
-fn response_index(
-    builder: &mut Builder,
-    line: usize,
-    entry: &Value,
-    assistants: &mut HashMap<String, usize>,
-) -> usize {
-    let message = entry.get("message").unwrap_or(&Value::Null);
-    let api_id = message
-        .get("id")
-        .and_then(Value::as_str)
-        .map(str::to_string);
-    if let Some(index) = api_id.as_ref().and_then(|id| assistants.get(id)) {
-        return *index;
-    }
-    let model = message
-        .get("model")
-        .and_then(Value::as_str)
-        .map(str::to_string);
-    let mut response = Message::assistant("", "", Vec::new());
-    if let MessageBody::Assistant { model: m, .. } = &mut response.body {
-        *m = model;
-    }
-    let index = builder.message(line, entry.get("uuid").and_then(Value::as_str), response);
-    if let Some(id) = api_id {
-        assistants.insert(id, index);
-    }
-    index
 }
 
 fn usage_from(usage: &Value) -> Option<Usage> {

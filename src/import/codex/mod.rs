@@ -4,17 +4,19 @@
 //! `local_shell_call` and their outputs. The items of one model response
 //! become one assistant message; the `event_msg` `token_count` that ends the
 //! response becomes its usage. Other `event_msg`s repeat the items for the
-//! UI and are skipped.
+//! UI and are skipped. Read one line at a time: a response's message stays
+//! open until its `token_count` (or the next response) arrives.
 
 mod compacted;
+
+pub(crate) use compacted::is_users_own;
 
 use std::collections::HashMap;
 
 use serde_json::Value;
 
-use super::{
-    append_line, content_text, Builder, FirstKept, ForeignCompaction, Format, Imported, Line,
-};
+use super::emit::{Emitter, ForeignCompaction};
+use super::{append_line, content_text, Format, Imported, Line};
 use crate::compaction::Trigger;
 use crate::conversation::{Message, MessageBody, ToolCall, Usage};
 use crate::store::SessionSettings;
@@ -23,38 +25,15 @@ use crate::store::SessionSettings;
 const BOOKKEEPING: [&str; 2] = ["world_state", "token_usage_record"];
 
 pub(crate) fn import(lines: &[Line]) -> Imported {
-    let mut reader = Reader {
-        builder: Builder::new(Format::Codex),
-        response: None,
-        last_assistant: None,
-        tool_names: HashMap::new(),
-        last_context: 0,
-        user_messages: Vec::new(),
-    };
-    // The window Codex itself used is preferred over our table.
-    let context_window = lines.iter().find_map(|l| {
-        l.value
-            .as_ref()
-            .ok()?
-            .pointer("/payload/info/model_context_window")?
-            .as_u64()
-    });
-    reader.builder.settings(SessionSettings {
-        context_window,
-        ..SessionSettings::default()
-    });
-    for line in lines {
-        if let Some(entry) = reader.builder.readable(line) {
-            reader.line(line.number, entry);
-        }
-    }
-    reader.builder.finish()
+    super::read_all(&mut Reader::default(), Format::Codex, lines)
 }
 
-struct Reader {
-    builder: Builder,
+/// A Codex rollout, one line at a time.
+#[derive(Debug, Default)]
+pub(crate) struct Reader {
     /// The assistant message the current model response is filling.
     response: Option<usize>,
+    /// The latest assistant message, open until its usage arrives.
     last_assistant: Option<usize>,
     tool_names: HashMap<String, String>,
     /// The context size the latest `token_count` reported.
@@ -62,10 +41,13 @@ struct Reader {
     /// The user's own messages since the last compaction, oldest first:
     /// what an older Codex keeps when it compacts.
     user_messages: Vec<String>,
+    /// The window Codex itself states was seen (it is preferred over our
+    /// table).
+    window_stated: bool,
 }
 
-impl Reader {
-    fn line(&mut self, number: usize, entry: &Value) {
+impl super::emit::Reader for Reader {
+    fn line(&mut self, number: usize, entry: &Value, out: &mut Emitter) {
         let payload = entry.get("payload").unwrap_or(&Value::Null);
         match entry.get("type").and_then(Value::as_str).unwrap_or("") {
             "session_meta" => {
@@ -78,45 +60,47 @@ impl Reader {
                                 .pointer("/base_instructions/text")
                                 .and_then(Value::as_str)
                         });
-                self.builder.settings(SessionSettings {
+                out.settings(SessionSettings {
                     system_prompt: instructions.map(str::to_string),
                     ..SessionSettings::default()
                 });
             }
             "turn_context" => {
                 let model = payload.get("model").and_then(Value::as_str);
-                self.builder.settings(SessionSettings {
+                out.settings(SessionSettings {
                     model: model.map(str::to_string),
                     ..SessionSettings::default()
                 });
             }
-            "response_item" => self.response_item(number, payload),
+            "response_item" => self.response_item(number, payload, out),
             "event_msg" => match payload.get("type").and_then(Value::as_str) {
-                Some("token_count") => self.token_count(number, payload),
-                Some(kind) => self
-                    .builder
-                    .skip(number, &format!("event_msg {kind} lines (UI events)")),
-                None => self.builder.skip(number, "event_msg lines (UI events)"),
+                Some("token_count") => self.token_count(number, payload, out),
+                Some(kind) => out.skip(number, &format!("event_msg {kind} lines (UI events)")),
+                None => out.skip(number, "event_msg lines (UI events)"),
             },
-            "compacted" => self.compacted(number, payload),
-            other => self.builder.skip_line_type(number, other, &BOOKKEEPING),
+            "compacted" => self.compacted(number, payload, out),
+            other => out.skip_line_type(number, other, &BOOKKEEPING),
         }
     }
+}
 
+impl Reader {
     /// Everything before is summarized; the summary is the history Codex
     /// replaced it with.
-    fn compacted(&mut self, number: usize, payload: &Value) {
+    fn compacted(&mut self, number: usize, payload: &Value, out: &mut Emitter) {
         self.response = None;
+        self.last_assistant = None;
         let message = payload.get("message").and_then(Value::as_str).unwrap_or("");
         let replacement = match payload.get("replacement_history").and_then(Value::as_array) {
             Some(history) => compacted::from_history(history, message),
             None => compacted::rebuilt(&self.user_messages, message),
         };
         self.user_messages = replacement.user_messages;
-        self.builder.compaction(ForeignCompaction {
+        out.compaction(ForeignCompaction {
             summary: replacement.summary,
-            first_kept: FirstKept::Nothing,
+            first_kept: None,
             tokens_before: self.last_context,
+            tokens_after: None,
             read_files: Vec::new(),
             modified_files: Vec::new(),
             // A rollout does not say whether it was asked for.
@@ -125,36 +109,36 @@ impl Reader {
         });
     }
 
-    fn response_item(&mut self, number: usize, item: &Value) {
+    fn response_item(&mut self, number: usize, item: &Value, out: &mut Emitter) {
         let kind = item.get("type").and_then(Value::as_str).unwrap_or("");
         match kind {
-            "message" => self.response_message(number, item),
-            "reasoning" => self.reasoning(number, item),
+            "message" => self.response_message(number, item, out),
+            "reasoning" => self.reasoning(number, item, out),
             "function_call" | "custom_tool_call" | "local_shell_call" => {
-                self.tool_call(number, kind, item)
+                self.tool_call(number, kind, item, out)
             }
-            "function_call_output" | "custom_tool_call_output" => self.tool_output(number, item),
-            "web_search_call" => self.builder.skip(
+            "function_call_output" | "custom_tool_call_output" => {
+                self.tool_output(number, item, out)
+            }
+            "web_search_call" => out.skip(
                 number,
                 "web_search_call items (run by the provider, no result item)",
             ),
-            "ghost_snapshot" | "compaction" | "compaction_summary" => self.builder.skip(
+            "ghost_snapshot" | "compaction" | "compaction_summary" => out.skip(
                 number,
                 &format!("{kind} items (not part of the conversation)"),
             ),
-            other => self
-                .builder
-                .skip(number, &format!("unknown response item type `{other}`")),
+            other => out.skip(number, &format!("unknown response item type `{other}`")),
         }
     }
 
-    fn response_message(&mut self, number: usize, item: &Value) {
+    fn response_message(&mut self, number: usize, item: &Value, out: &mut Emitter) {
         let content = content_text(item.get("content"));
         match item.get("role").and_then(Value::as_str).unwrap_or("") {
             "assistant" => {
-                let index = self.assistant(number);
+                let position = self.assistant(number, out);
                 if let Some(MessageBody::Assistant { content: c, .. }) =
-                    self.builder.message_mut(index).map(|m| &mut m.body)
+                    out.message_mut(position).map(|m| &mut m.body)
                 {
                     append_line(c, &content);
                 }
@@ -164,15 +148,13 @@ impl Reader {
                 if compacted::is_users_own(&content) {
                     self.user_messages.push(content.clone());
                 }
-                self.builder
-                    .message(number, None, Message::user("", content));
+                out.message(number, None, Message::user("", content), false);
             }
             "developer" | "system" => {
                 self.response = None;
-                self.builder
-                    .message(number, None, Message::system("", content));
+                out.message(number, None, Message::system("", content), false);
             }
-            other => self.builder.skip_because(
+            other => out.skip_because(
                 number,
                 "unreadable response items",
                 format!("message with role `{other}`"),
@@ -180,7 +162,7 @@ impl Reader {
         }
     }
 
-    fn reasoning(&mut self, number: usize, item: &Value) {
+    fn reasoning(&mut self, number: usize, item: &Value, out: &mut Emitter) {
         let summary: Vec<&str> = item
             .get("summary")
             .and_then(Value::as_array)
@@ -194,11 +176,13 @@ impl Reader {
             )
             .filter_map(|p| p.get("text").and_then(Value::as_str))
             .collect();
-        let index = self.assistant(number);
-        if let (false, Some(MessageBody::Assistant { thinking, .. })) = (
-            summary.is_empty(),
-            self.builder.message_mut(index).map(|m| &mut m.body),
-        ) {
+        let position = self.assistant(number, out);
+        if summary.is_empty() {
+            return;
+        }
+        if let Some(MessageBody::Assistant { thinking, .. }) =
+            out.message_mut(position).map(|m| &mut m.body)
+        {
             append_line(
                 thinking.get_or_insert_with(String::new),
                 &summary.join("\n"),
@@ -206,7 +190,7 @@ impl Reader {
         }
     }
 
-    fn tool_call(&mut self, number: usize, kind: &str, item: &Value) {
+    fn tool_call(&mut self, number: usize, kind: &str, item: &Value, out: &mut Emitter) {
         let text = |field: &str| item.get(field).and_then(Value::as_str).unwrap_or("");
         let call_id = item
             .get("call_id")
@@ -231,9 +215,9 @@ impl Reader {
             ),
         };
         self.tool_names.insert(call_id.clone(), name.clone());
-        let index = self.assistant(number);
+        let position = self.assistant(number, out);
         if let Some(MessageBody::Assistant { tool_calls, .. }) =
-            self.builder.message_mut(index).map(|m| &mut m.body)
+            out.message_mut(position).map(|m| &mut m.body)
         {
             tool_calls.push(ToolCall {
                 id: call_id,
@@ -243,7 +227,7 @@ impl Reader {
         }
     }
 
-    fn tool_output(&mut self, number: usize, item: &Value) {
+    fn tool_output(&mut self, number: usize, item: &Value, out: &mut Emitter) {
         self.response = None;
         let call_id = item
             .get("call_id")
@@ -254,34 +238,47 @@ impl Reader {
         let message = Message {
             id: String::new(),
             body: MessageBody::Tool {
-                tool_name: self.tool_names.get(&call_id).cloned(),
+                tool_name: self.tool_names.remove(&call_id),
                 tool_call_id: call_id,
                 content,
                 is_error,
             },
             usage: None,
         };
-        self.builder.message(number, None, message);
+        out.message(number, None, message, false);
     }
 
     /// The assistant message of the current response, opened on demand.
-    fn assistant(&mut self, number: usize) -> usize {
-        if let Some(index) = self.response {
-            return index;
+    fn assistant(&mut self, number: usize, out: &mut Emitter) -> usize {
+        if let Some(position) = self.response {
+            return position;
         }
-        let index = self
-            .builder
-            .message(number, None, Message::assistant("", "", Vec::new()));
-        self.response = Some(index);
-        self.last_assistant = Some(index);
-        index
+        if let Some(previous) = self.last_assistant.take() {
+            out.close(previous);
+        }
+        let position = out.message(number, None, Message::assistant("", "", Vec::new()), true);
+        self.response = Some(position);
+        self.last_assistant = Some(position);
+        position
     }
 
-    fn token_count(&mut self, number: usize, payload: &Value) {
+    fn token_count(&mut self, number: usize, payload: &Value, out: &mut Emitter) {
         // The response is over either way.
         self.response = None;
+        if let (false, Some(window)) = (
+            self.window_stated,
+            payload
+                .pointer("/info/model_context_window")
+                .and_then(Value::as_u64),
+        ) {
+            self.window_stated = true;
+            out.facts(SessionSettings {
+                context_window: Some(window),
+                ..SessionSettings::default()
+            });
+        }
         let Some(last) = payload.pointer("/info/last_token_usage") else {
-            self.builder.skip(
+            out.skip(
                 number,
                 "token_count events without usage (rate limits only)",
             );
@@ -297,14 +294,15 @@ impl Reader {
             cache_write: 0,
         };
         self.last_context = usage.context_tokens();
-        let target = self
+        let waiting = self
             .last_assistant
-            .and_then(|i| self.builder.message_mut(i));
-        match target {
-            Some(message) if message.usage.is_none() => message.usage = Some(usage),
-            _ => self
-                .builder
-                .skip(number, "token_count events repeating the previous one"),
+            .filter(|p| out.open_message(*p).is_some_and(|m| m.usage.is_none()));
+        match waiting.and_then(|p| out.message_mut(p)) {
+            Some(message) => message.usage = Some(usage),
+            None => out.skip(number, "token_count events repeating the previous one"),
+        }
+        if let Some(position) = self.last_assistant.take() {
+            out.close(position);
         }
     }
 }

@@ -7,8 +7,11 @@ use crate::server::{compactor, RpcResult, Server};
 pub fn handle(server: &mut Server, params: AppendParams) -> RpcResult<AppendResult> {
     let tools = server.file_tracking.tools.clone();
     let open = server.session_mut(&params.session_id)?;
-    let (ids, touched_files) = engine::append::append(open, params.messages, &tools)?;
-    if touched_files {
+    let appended = engine::append::append(open, params.messages, &tools)?;
+    for warning in &appended.warnings {
+        tracing::info!("session {}: {warning}", params.session_id);
+    }
+    if appended.touched_files {
         server.sync_watches();
     }
     let session = &server.sessions[&params.session_id].session;
@@ -16,7 +19,8 @@ pub fn handle(server: &mut Server, params: AppendParams) -> RpcResult<AppendResu
     server.send_meter(session);
     let fired = compactor::maybe_auto_compact(server, &params.session_id);
     Ok(AppendResult {
-        ids,
+        ids: appended.ids,
+        warnings: appended.warnings,
         should_compact: !fired.is_empty(),
         compacting: server.running.contains_key(&params.session_id),
         meter,

@@ -5,10 +5,9 @@ use crate::server::{RpcResult, Server};
 /// A new session whose log holds everything logged before a message,
 /// compactions included: branching before a compaction undoes it.
 pub fn handle(server: &mut Server, params: BranchParams) -> RpcResult<BranchResult> {
-    server.session(&params.session_id)?;
     let open = engine::create::branch(
         &server.store,
-        &params.session_id,
+        server.session(&params.session_id)?,
         &params.before_message_id,
         &server.session_env(),
     )?;

@@ -1,38 +1,19 @@
-use lsp_server::ErrorCode;
-
 use crate::protocol::CancelParams;
-use crate::server::{RpcError, Server};
+use crate::server::{compactor, Server};
 
 /// Cancelling the request that started a compaction aborts it (history
 /// untouched) and answers everyone waiting on it with -32800. A request
 /// that merely joined a running job is answered alone; the job goes on.
 /// Unknown or finished ids are ignored, as LSP asks.
 pub fn handle(server: &mut Server, params: CancelParams) {
-    let cancelled = || {
-        Err(RpcError::new(
-            ErrorCode::RequestCanceled,
-            "request cancelled",
-        ))
-    };
     let owned = server
         .running
         .iter()
         .find(|(_, job)| job.owner.as_ref() == Some(&params.id))
         .map(|(session, _)| session.clone());
     if let Some(session_id) = owned {
-        let job = server.running.remove(&session_id).expect("found above");
-        job.abort.abort();
-        if let Some(token) = &job.progress {
-            server.send_progress(
-                token,
-                serde_json::json!({"kind": "end", "message": "cancelled"}),
-            );
-            server.clients.token_done(token);
-        }
         tracing::info!("cancelled request {} on session {session_id}", params.id);
-        for waiter in job.waiters {
-            server.respond(waiter.id().clone(), cancelled());
-        }
+        compactor::cancel(server, &session_id);
         return;
     }
     let joined = server.running.values_mut().any(|job| {
@@ -40,6 +21,6 @@ pub fn handle(server: &mut Server, params: CancelParams) {
         at.map(|at| job.waiters.remove(at)).is_some()
     });
     if joined {
-        server.respond(params.id, cancelled());
+        server.respond(params.id, Err(compactor::cancelled()));
     }
 }

@@ -9,8 +9,9 @@ use crate::server::compactor::{self, CompactionRequest, Waiter};
 use crate::server::{Reply, Server};
 
 pub fn start(server: &mut Server, id: RequestId, params: CompactParams) -> Reply {
-    // A read-only session is refused before any progress token exists.
-    if let Err(e) = server.writable_session(&params.session_id) {
+    // A read-only session is refused before any progress token exists; a
+    // followed one's own log is taken, to record the compaction in.
+    if let Err(e) = server.ready_to_compact(&params.session_id) {
         return Reply::Now(Err(e));
     }
     let strategy = params.strategy.unwrap_or(server.config.strategy);
@@ -22,7 +23,6 @@ pub fn start(server: &mut Server, id: RequestId, params: CompactParams) -> Reply
         Ok(instructions) => instructions,
         Err(e) => return Reply::Now(Err(e.into())),
     };
-    let progress = server.progress_token(params.work_done_token);
     compactor::start(
         server,
         &params.session_id,
@@ -33,7 +33,7 @@ pub fn start(server: &mut Server, id: RequestId, params: CompactParams) -> Reply
                 .unwrap_or(server.config.keep_recent_tokens),
             instructions,
             trigger: Trigger::Manual,
-            progress,
+            progress: params.work_done_token,
             waiter: Some(Waiter::Compact(id)),
             auto: false,
         },

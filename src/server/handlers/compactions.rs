@@ -3,10 +3,13 @@ use crate::server::{RpcResult, Server};
 
 pub fn handle(server: &mut Server, params: SessionParams) -> RpcResult<CompactionsResult> {
     let open = server.session(&params.session_id)?;
+    // A followed session's: the agent's, then compactd's own of it.
+    let own = server.own_compactions(&params.session_id);
     let compactions = open
         .session
         .compactions()
         .iter()
+        .chain(own)
         .map(|r| CompactionInfo {
             id: r.id.clone(),
             trigger: r.trigger,

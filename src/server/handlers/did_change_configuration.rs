@@ -1,9 +1,12 @@
 //! `workspace/didChangeConfiguration`: live settings from an editor. The
 //! `settings` object has the shape of `initializationOptions` (optionally
 //! under a `compactd` key) and replaces it; the config files still fill what
-//! it does not set. Invalid settings are logged and the old ones kept. The
-//! data directory stays what it was at `initialize`: open session logs do
-//! not move. A shared sidecar ignores it: its configuration is its own.
+//! it does not set. Settings that carry nothing (`null`, `{}`, a `compactd`
+//! key holding `null` or `{}`) change nothing: some clients send exactly
+//! that on connect, and it must not wipe `initializationOptions`. Invalid
+//! settings are logged and the old ones kept. The data directory stays what
+//! it was at `initialize`: open session logs do not move. A shared sidecar
+//! ignores it: its configuration is its own.
 
 use crate::protocol::{Config, DidChangeConfigurationParams};
 use crate::server::Server;
@@ -14,11 +17,9 @@ pub fn handle(server: &mut Server, params: DidChangeConfigurationParams) {
         tracing::info!("workspace/didChangeConfiguration ignored: a shared compactd keeps the configuration it started with");
         return;
     }
-    let settings = match params.settings {
-        serde_json::Value::Object(mut map) if map.contains_key("compactd") => {
-            map.remove("compactd").unwrap_or_default()
-        }
-        other => other,
+    let Some(settings) = compactd_settings(params.settings) else {
+        tracing::debug!("workspace/didChangeConfiguration without settings: nothing changes");
+        return;
     };
     let dirs = &server.config_dirs;
     match Config::resolve(
@@ -37,6 +38,7 @@ pub fn handle(server: &mut Server, params: DidChangeConfigurationParams) {
             server.config = config;
             server.store.set_durability(server.config.durability);
             server.apply_file_config();
+            server.apply_follow_mode();
             tracing::info!("configuration updated");
             let ids: Vec<String> = server.sessions.keys().cloned().collect();
             for id in ids {
@@ -44,5 +46,46 @@ pub fn handle(server: &mut Server, params: DidChangeConfigurationParams) {
             }
         }
         Err(e) => tracing::error!("workspace/didChangeConfiguration ignored: {e}"),
+    }
+}
+
+/// compactd's settings, or `None` when the notification carries none.
+fn compactd_settings(settings: serde_json::Value) -> Option<serde_json::Value> {
+    let settings = match settings {
+        serde_json::Value::Object(mut map) if map.contains_key("compactd") => {
+            map.remove("compactd").unwrap_or_default()
+        }
+        other => other,
+    };
+    match &settings {
+        serde_json::Value::Null => None,
+        serde_json::Value::Object(map) if map.is_empty() => None,
+        _ => Some(settings),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::compactd_settings;
+    use serde_json::json;
+
+    #[test]
+    fn empty_settings_carry_nothing() {
+        for empty in [
+            json!(null),
+            json!({}),
+            json!({"compactd": null}),
+            json!({"compactd": {}}),
+        ] {
+            assert_eq!(compactd_settings(empty.clone()), None, "{empty}");
+        }
+        assert_eq!(
+            compactd_settings(json!({"compactd": {"keepRecentTokens": 5}})),
+            Some(json!({"keepRecentTokens": 5}))
+        );
+        assert_eq!(
+            compactd_settings(json!({"keepRecentTokens": 5})),
+            Some(json!({"keepRecentTokens": 5}))
+        );
     }
 }

@@ -19,7 +19,7 @@ pub fn initialize(server: &mut Server, params: InitializeParams) -> RpcResult<se
         .and_then(|v| v.as_bool())
         .unwrap_or(false);
     if let Some(client) = server.clients.current_mut() {
-        client.work_done_progress = creates_tokens;
+        client.progress.client_creates = creates_tokens;
     }
     server.set_running();
     let capabilities = CompactdCapabilities {

@@ -10,6 +10,7 @@ use crate::store::SessionSettings;
 /// when asked to write), and it stays as it was if that fails.
 pub fn handle(server: &mut Server, params: OpenParams) -> RpcResult<OpenResult> {
     let id = engine::create::session_id(params.session_id)?;
+    server.unreserved(&id)?;
     let requested = SessionSettings {
         model: params.model.or_else(|| server.config.model.clone()),
         context_window: params.context_window,

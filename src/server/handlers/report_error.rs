@@ -34,12 +34,12 @@ pub fn start(server: &mut Server, id: RequestId, params: ReportErrorParams) -> R
             compaction: None,
         }));
     }
-    // Recovering compacts: refused for a session open read-only.
+    // Recovering compacts: refused for a session open read-only, or one
+    // following an agent (whose overflows only the agent recovers from).
     if let Err(e) = server.writable_session(&params.session_id) {
         return Reply::Now(Err(e));
     }
     let keep = engine::compaction::overflow_keep(&server.config, session);
-    let progress = server.progress_token(params.work_done_token);
     compactor::start(
         server,
         &params.session_id,
@@ -48,7 +48,7 @@ pub fn start(server: &mut Server, id: RequestId, params: ReportErrorParams) -> R
             keep_recent_tokens: keep,
             instructions: None,
             trigger: Trigger::Overflow,
-            progress,
+            progress: params.work_done_token,
             waiter: Some(Waiter::ReportError {
                 id,
                 kind: kind_name.into(),

@@ -4,6 +4,7 @@
 //! where the conversation stands.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use super::digest::{CommandNote, Digest, FileNote, Latest, OpenError, Outcome, CHANGE_FAILED};
 use super::wording::{clip, error_line, typed_part};
@@ -19,9 +20,10 @@ const TASK_CHARS: usize = 2000;
 const LONG_TASK_CHARS: usize = 200;
 
 /// The digest of `messages` alone (no previous summary).
-pub(super) fn digest_of(messages: &[Message]) -> Digest {
+pub(super) fn digest_of(messages: &[Arc<Message>]) -> Digest {
     let results: HashMap<&str, &Message> = messages
         .iter()
+        .map(Arc::as_ref)
         .filter(|m| !m.is_synthetic_result())
         .filter_map(|m| m.answers().map(|id| (id, m)))
         .collect();
@@ -29,7 +31,7 @@ pub(super) fn digest_of(messages: &[Message]) -> Digest {
     let mut digest = Digest::default();
     let mut requests: Vec<String> = Vec::new();
     let mut turn = Turn::default();
-    for message in messages {
+    for message in messages.iter().map(Arc::as_ref) {
         match &message.body {
             MessageBody::User { content } => {
                 let Some(request) = request_text(content) else {

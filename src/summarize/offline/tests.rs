@@ -6,7 +6,7 @@ use serde_json::json;
 fn request(messages: Vec<Message>, previous: Option<String>) -> SummaryRequest {
     SummaryRequest {
         previous_summary: previous,
-        messages,
+        messages: messages.into_iter().map(Into::into).collect(),
         partial_summaries: Vec::new(),
         instructions: None,
         max_tool_output_chars: 2000,

@@ -13,6 +13,7 @@ SERVER_NOTIFICATIONS: Dict[str, str] = {
     m.TOKENS: "TokensNotification",
     m.DID_COMPACT: "DidCompactNotification",
     m.AUTO_COMPACT_STOPPED: "AutoCompactStoppedNotification",
+    m.DID_FOLLOW: "DidFollowNotification",
     m.FILES_DID_CHANGE: "FileDidChangeNotification",
 }
 
@@ -33,6 +34,10 @@ class AsyncMethods:
 
     def _subscribe(self, method: str, callback: Callable[[Any], Any]) -> Subscription:
         raise NotImplementedError
+
+    async def work_done_progress_cancel(self, token: t.ProgressToken) -> None:
+        """`window/workDoneProgress/cancel`: The user cancelled a progress compactd created: the compaction stops as with `$/cancelRequest`."""
+        await self._notify(m.WORK_DONE_PROGRESS_CANCEL, _params(token=token))
 
     async def open(self, *, context_window: Optional[int] = None, model: Optional[str] = None, read_only: Optional[bool] = None, session_id: Optional[str] = None, system_prompt: Optional[str] = None, tool_definitions: Optional[List[Any]] = None) -> t.OpenResult:
         """`conversation/open`: Opens a new session, or resumes one from its log."""
@@ -86,6 +91,18 @@ class AsyncMethods:
         """`conversation/import`: A transcript in another tool's format becomes a new session."""
         return await self._request(m.IMPORT, _params(content=content, contextWindow=context_window, format=format, model=model, path=path, sessionId=session_id))
 
+    async def follow(self, *, agent: Optional[t.Agent] = None, path: Optional[str] = None, workspace: Optional[str] = None) -> t.FollowResult:
+        """`conversation/follow`: Mirrors an agent's transcript (Claude Code, Codex, pi) as a read-only session that follows it as it grows."""
+        return await self._request(m.FOLLOW, _params(agent=agent, path=path, workspace=workspace))
+
+    async def unfollow(self, session_id: str) -> t.UnfollowResult:
+        """`conversation/unfollow`: Stops following a transcript."""
+        return await self._request(m.UNFOLLOW, _params(sessionId=session_id))
+
+    async def list_agent_sessions(self, *, limit: Optional[int] = None, workspace: Optional[str] = None) -> t.ListAgentSessionsResult:
+        """`conversation/listAgentSessions`: The agents' recent sessions for a workspace."""
+        return await self._request(m.LIST_AGENT_SESSIONS, _params(limit=limit, workspace=workspace))
+
     async def subscribe(self, session_id: str) -> t.SubscribeResult:
         """`conversation/subscribe`: Follows a session: its notifications reach this connection too (the shared sidecar; on stdio the one client gets them all)."""
         return await self._request(m.SUBSCRIBE, _params(sessionId=session_id))
@@ -109,6 +126,10 @@ class AsyncMethods:
     def on_auto_compact_stopped(self, callback: Callable[[t.AutoCompactStoppedNotification], Any]) -> Subscription:
         """`conversation/autoCompactStopped`: Server → client: the circuit breaker stopped auto-compaction of a session."""
         return self._subscribe(m.AUTO_COMPACT_STOPPED, callback)
+
+    def on_did_follow(self, callback: Callable[[t.DidFollowNotification], Any]) -> Subscription:
+        """`conversation/didFollow`: Server → client: `follow: "auto"` started following an agent's session."""
+        return self._subscribe(m.DID_FOLLOW, callback)
 
     async def files_list(self, session_id: str) -> t.FilesListResult:
         """`files/list`: A session's file ledger."""
@@ -173,6 +194,10 @@ class SyncMethods:
     def _subscribe(self, method: str, callback: Callable[[Any], Any]) -> Subscription:
         raise NotImplementedError
 
+    def work_done_progress_cancel(self, token: t.ProgressToken) -> None:
+        """`window/workDoneProgress/cancel`: The user cancelled a progress compactd created: the compaction stops as with `$/cancelRequest`."""
+        self._notify(m.WORK_DONE_PROGRESS_CANCEL, _params(token=token))
+
     def open(self, *, context_window: Optional[int] = None, model: Optional[str] = None, read_only: Optional[bool] = None, session_id: Optional[str] = None, system_prompt: Optional[str] = None, tool_definitions: Optional[List[Any]] = None, timeout: Optional[float] = None, cancel: Optional[Cancellation] = None) -> t.OpenResult:
         """`conversation/open`: Opens a new session, or resumes one from its log."""
         return self._request(m.OPEN, _params(contextWindow=context_window, model=model, readOnly=read_only, sessionId=session_id, systemPrompt=system_prompt, toolDefinitions=tool_definitions), timeout=timeout, cancel=cancel)
@@ -225,6 +250,18 @@ class SyncMethods:
         """`conversation/import`: A transcript in another tool's format becomes a new session."""
         return self._request(m.IMPORT, _params(content=content, contextWindow=context_window, format=format, model=model, path=path, sessionId=session_id), timeout=timeout, cancel=cancel)
 
+    def follow(self, *, agent: Optional[t.Agent] = None, path: Optional[str] = None, workspace: Optional[str] = None, timeout: Optional[float] = None, cancel: Optional[Cancellation] = None) -> t.FollowResult:
+        """`conversation/follow`: Mirrors an agent's transcript (Claude Code, Codex, pi) as a read-only session that follows it as it grows."""
+        return self._request(m.FOLLOW, _params(agent=agent, path=path, workspace=workspace), timeout=timeout, cancel=cancel)
+
+    def unfollow(self, session_id: str, *, timeout: Optional[float] = None, cancel: Optional[Cancellation] = None) -> t.UnfollowResult:
+        """`conversation/unfollow`: Stops following a transcript."""
+        return self._request(m.UNFOLLOW, _params(sessionId=session_id), timeout=timeout, cancel=cancel)
+
+    def list_agent_sessions(self, *, limit: Optional[int] = None, workspace: Optional[str] = None, timeout: Optional[float] = None, cancel: Optional[Cancellation] = None) -> t.ListAgentSessionsResult:
+        """`conversation/listAgentSessions`: The agents' recent sessions for a workspace."""
+        return self._request(m.LIST_AGENT_SESSIONS, _params(limit=limit, workspace=workspace), timeout=timeout, cancel=cancel)
+
     def subscribe(self, session_id: str, *, timeout: Optional[float] = None, cancel: Optional[Cancellation] = None) -> t.SubscribeResult:
         """`conversation/subscribe`: Follows a session: its notifications reach this connection too (the shared sidecar; on stdio the one client gets them all)."""
         return self._request(m.SUBSCRIBE, _params(sessionId=session_id), timeout=timeout, cancel=cancel)
@@ -248,6 +285,10 @@ class SyncMethods:
     def on_auto_compact_stopped(self, callback: Callable[[t.AutoCompactStoppedNotification], Any]) -> Subscription:
         """`conversation/autoCompactStopped`: Server → client: the circuit breaker stopped auto-compaction of a session."""
         return self._subscribe(m.AUTO_COMPACT_STOPPED, callback)
+
+    def on_did_follow(self, callback: Callable[[t.DidFollowNotification], Any]) -> Subscription:
+        """`conversation/didFollow`: Server → client: `follow: "auto"` started following an agent's session."""
+        return self._subscribe(m.DID_FOLLOW, callback)
 
     def files_list(self, session_id: str, *, timeout: Optional[float] = None, cancel: Optional[Cancellation] = None) -> t.FilesListResult:
         """`files/list`: A session's file ledger."""

@@ -22,6 +22,8 @@ LOG_TRACE = "$/logTrace"
 DID_CHANGE_CONFIGURATION = "workspace/didChangeConfiguration"
 #: serverRequest (LSP): Server → client: creates a progress token (clients that advertised `window.workDoneProgress`).
 WORK_DONE_PROGRESS_CREATE = "window/workDoneProgress/create"
+#: notification (LSP): The user cancelled a progress compactd created: the compaction stops as with `$/cancelRequest`.
+WORK_DONE_PROGRESS_CANCEL = "window/workDoneProgress/cancel"
 #: request: Opens a new session, or resumes one from its log.
 OPEN = "conversation/open"
 #: requestOrNotification: Appends messages to a session.
@@ -46,6 +48,12 @@ PIN = "conversation/pin"
 REPORT_ERROR = "conversation/reportError"
 #: request: A transcript in another tool's format becomes a new session.
 IMPORT = "conversation/import"
+#: request: Mirrors an agent's transcript (Claude Code, Codex, pi) as a read-only session that follows it as it grows.
+FOLLOW = "conversation/follow"
+#: request: Stops following a transcript.
+UNFOLLOW = "conversation/unfollow"
+#: request: The agents' recent sessions for a workspace.
+LIST_AGENT_SESSIONS = "conversation/listAgentSessions"
 #: request: Follows a session: its notifications reach this connection too (the shared sidecar; on stdio the one client gets them all).
 SUBSCRIBE = "conversation/subscribe"
 #: request: Stops following a session.
@@ -58,6 +66,8 @@ TOKENS = "conversation/tokens"
 DID_COMPACT = "conversation/didCompact"
 #: serverNotification: Server → client: the circuit breaker stopped auto-compaction of a session.
 AUTO_COMPACT_STOPPED = "conversation/autoCompactStopped"
+#: serverNotification: Server → client: `follow: "auto"` started following an agent's session.
+DID_FOLLOW = "conversation/didFollow"
 #: serverNotification (LSP): Server → client: progress of a long request.
 PROGRESS = "$/progress"
 #: request: A session's file ledger.
@@ -107,6 +117,7 @@ METHODS: Tuple[Method, ...] = (
     Method("LOG_TRACE", "$/logTrace", "notification", True, None, None),
     Method("DID_CHANGE_CONFIGURATION", "workspace/didChangeConfiguration", "notification", True, None, None),
     Method("WORK_DONE_PROGRESS_CREATE", "window/workDoneProgress/create", "serverRequest", True, None, None),
+    Method("WORK_DONE_PROGRESS_CANCEL", "window/workDoneProgress/cancel", "notification", True, "WorkDoneProgressCancelParams", None),
     Method("OPEN", "conversation/open", "request", False, "OpenParams", "OpenResult"),
     Method("APPEND", "conversation/append", "requestOrNotification", False, "AppendParams", "AppendResult"),
     Method("HISTORY", "conversation/history", "request", False, "SessionParams", "HistoryResult"),
@@ -119,12 +130,16 @@ METHODS: Tuple[Method, ...] = (
     Method("PIN", "conversation/pin", "request", False, "PinParams", "PinResult"),
     Method("REPORT_ERROR", "conversation/reportError", "request", False, "ReportErrorParams", "ReportErrorResult"),
     Method("IMPORT", "conversation/import", "request", False, "ImportParams", "ImportResult"),
+    Method("FOLLOW", "conversation/follow", "request", False, "FollowParams", "FollowResult"),
+    Method("UNFOLLOW", "conversation/unfollow", "request", False, "SessionParams", "UnfollowResult"),
+    Method("LIST_AGENT_SESSIONS", "conversation/listAgentSessions", "request", False, "ListAgentSessionsParams", "ListAgentSessionsResult"),
     Method("SUBSCRIBE", "conversation/subscribe", "request", False, "SessionParams", "SubscribeResult"),
     Method("UNSUBSCRIBE", "conversation/unsubscribe", "request", False, "SessionParams", "UnsubscribeResult"),
     Method("AUTHENTICATE", "connection/authenticate", "notification", False, "AuthenticateParams", None),
     Method("TOKENS", "conversation/tokens", "serverNotification", False, "TokensNotification", None),
     Method("DID_COMPACT", "conversation/didCompact", "serverNotification", False, "DidCompactNotification", None),
     Method("AUTO_COMPACT_STOPPED", "conversation/autoCompactStopped", "serverNotification", False, "AutoCompactStoppedNotification", None),
+    Method("DID_FOLLOW", "conversation/didFollow", "serverNotification", False, "DidFollowNotification", None),
     Method("PROGRESS", "$/progress", "serverNotification", True, None, None),
     Method("FILES_LIST", "files/list", "request", False, "SessionParams", "FilesListResult"),
     Method("FILES_UNCHANGED_SINCE_READ", "files/unchangedSinceRead", "request", False, "SessionParams", "UnchangedSinceReadResult"),

@@ -7,6 +7,12 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Literal, Optional, TypedDict, Union
 
+#: A coding agent whose transcripts compactd can follow.
+Agent = Literal["claude-code", "codex", "pi"]
+
+#: How far an agent's auto-compaction point can be trusted.
+Basis = Literal["exact", "estimate", "off"]
+
 #: How a ledger file changed on disk, as reported to the client.
 ChangeKind = Literal["changed", "created", "deleted", "renamed"]
 
@@ -20,6 +26,9 @@ FileOp = Literal["read", "modify", "create", "delete"]
 
 #: What a session did to a file, all things considered.
 FileStatus = Literal["modified", "read", "created", "deleted"]
+
+#: Whether the server follows the workspace's agent sessions by itself.
+FollowMode = Literal["auto", "off"]
 
 #: A conversation format compactd can read.
 Format = Literal["compactd", "pi", "claude-code", "codex", "openai"]
@@ -45,6 +54,23 @@ TriggerKind = Literal["tokens", "percent", "reserve", "messages", "turns"]
 
 #: How files are watched (config `fileWatcher`).
 WatchMode = Literal["auto", "poll", "off"]
+
+
+class _AgentSessionInfoRequired(TypedDict):
+    agent: Agent
+    path: str
+    #: Last written, in milliseconds since the Unix epoch.
+    modified: int
+    #: Bytes.
+    size: int
+
+
+class AgentSessionInfo(_AgentSessionInfoRequired, total=False):
+    #: The session following it here, if one does.
+    sessionId: Optional[str]
+    #: The name pi gave the session, else the user's first request
+    #: (cut to 100 characters).
+    title: Optional[str]
 
 
 #: Token usage as a provider reported it for one response.
@@ -134,8 +160,19 @@ class AppendParams(TypedDict):
     messages: List[Message]
 
 
-#: The token meter of a session.
-class MeterInfo(TypedDict):
+class _AutoCompactPointRequired(TypedDict):
+    basis: Basis
+    #: The rule and where its figures came from, for people.
+    rule: str
+
+
+#: An agent's auto-compaction point.
+class AutoCompactPoint(_AutoCompactPointRequired, total=False):
+    #: The context size at which the agent compacts; `null` when it will not.
+    at: Optional[int]
+
+
+class _MeterInfoRequired(TypedDict):
     contextTokens: int
     contextWindow: int
     #: contextTokens as a percentage of contextWindow, one decimal.
@@ -151,7 +188,16 @@ class MeterInfo(TypedDict):
     overheadTokens: int
 
 
-class AppendResult(TypedDict):
+#: The token meter of a session.
+class MeterInfo(_MeterInfoRequired, total=False):
+    #: A session following an agent (`conversation/follow`): where the
+    #: agent compacts by itself and how that is known, as of this reading
+    #: (`autoCompactAt` is its `at`, else the window). It changes when the
+    #: agent's model or stated window does. Absent for other sessions.
+    agentAutoCompact: Optional[AutoCompactPoint]
+
+
+class _AppendResultRequired(TypedDict):
     #: The ids of the appended messages, assigned where the client gave none.
     ids: List[str]
     meter: MeterInfo
@@ -160,6 +206,15 @@ class AppendResult(TypedDict):
     #: A compaction of this session is running (auto-compaction starts
     #: one when a trigger fires and it is allowed).
     compacting: bool
+
+
+class AppendResult(_AppendResultRequired, total=False):
+    #: Tool results that were logged but are not part of the model's
+    #: history: a result arriving after the conversation moved on (its call
+    #: already closed as interrupted), a second result for a call, or one
+    #: whose call never came. One line each, `messages[i]: why`; absent
+    #: when there are none.
+    warnings: List[str]
 
 
 #: The first message of a WebSocket connection that sent no
@@ -251,6 +306,9 @@ class _CompactResultRequired(TypedDict):
 class CompactResult(_CompactResultRequired, total=False):
     degradedReason: Optional[str]
     firstKeptMessageId: Optional[str]
+    #: `handoff`: that message's text, a prompt to start a fresh agent
+    #: session with (a followed agent's, say).
+    handoffPrompt: Optional[str]
     #: `handoff`: the new session that starts with the handoff message.
     handoffSessionId: Optional[str]
     #: Tool results whose output `prune` replaced.
@@ -381,6 +439,10 @@ class Config(TypedDict, total=False):
     fileTools: Dict[str, Optional[FileToolRule]]
     #: How files in the ledger are watched for changes by others.
     fileWatcher: WatchMode
+    #: `auto`: follow the newest Claude Code, Codex or pi session of the
+    #: workspace, and each one that starts later (`conversation/didFollow`).
+    #: `off`: follow only what `conversation/follow` asks for.
+    follow: FollowMode
     #: Newest tokens kept verbatim when compacting.
     keepRecentTokens: int
     #: The largest frame (message body) accepted from the client, in bytes.
@@ -507,6 +569,9 @@ class _DidCompactNotificationRequired(TypedDict):
 class DidCompactNotification(_DidCompactNotificationRequired, total=False):
     degradedReason: Optional[str]
     firstKeptMessageId: Optional[str]
+    #: `handoff`: that message's text, a prompt to start a fresh agent
+    #: session with (a followed agent's, say).
+    handoffPrompt: Optional[str]
     #: `handoff`: the new session that starts with the handoff message.
     handoffSessionId: Optional[str]
     #: Tool results whose output `prune` replaced.
@@ -515,6 +580,31 @@ class DidCompactNotification(_DidCompactNotificationRequired, total=False):
     reason: Optional[str]
     #: What the summarizer's provider reported for its calls.
     usage: Optional[Usage]
+
+
+class _DidFollowNotificationRequired(TypedDict):
+    #: The read-only session that mirrors the transcript: the same id
+    #: whenever this file is followed.
+    sessionId: str
+    agent: Agent
+    #: The agent's name as people know it (`Claude Code`, `Codex`, `pi`),
+    #: for a status bar.
+    agentName: str
+    #: The transcript.
+    path: str
+    #: The agent's working directory.
+    workspace: str
+    #: Where the agent compacts by itself, and how that is known.
+    autoCompact: AutoCompactPoint
+    meter: MeterInfo
+
+
+#: `conversation/didFollow`: with `follow: "auto"`, the server started
+#: following a session (the newest at start, then each one that starts).
+class DidFollowNotification(_DidFollowNotificationRequired, total=False):
+    #: The session auto-follow followed before, now closed (unless a
+    #: client followed it explicitly).
+    previousSessionId: Optional[str]
 
 
 class _TextDocumentItemRequired(TypedDict):
@@ -603,6 +693,38 @@ class FilesListResult(TypedDict):
     modifiedFiles: List[str]
 
 
+#: `conversation/follow`: mirror an agent's transcript as a read-only
+#: session. Give `path`, or `agent` for that agent's newest session of the
+#: workspace.
+class FollowParams(TypedDict, total=False):
+    #: Follow this agent's most recently written session of the workspace.
+    agent: Optional[Agent]
+    #: A transcript file (absolute, or relative to the server's working
+    #: directory); its agent is told from where it lives or its content.
+    path: Optional[str]
+    #: The directory the agent runs in. Default: the server's workspace
+    #: root (else its working directory).
+    workspace: Optional[str]
+
+
+#: A followed transcript.
+class FollowResult(TypedDict):
+    #: The read-only session that mirrors the transcript: the same id
+    #: whenever this file is followed.
+    sessionId: str
+    agent: Agent
+    #: The agent's name as people know it (`Claude Code`, `Codex`, `pi`),
+    #: for a status bar.
+    agentName: str
+    #: The transcript.
+    path: str
+    #: The agent's working directory.
+    workspace: str
+    #: Where the agent compacts by itself, and how that is known.
+    autoCompact: AutoCompactPoint
+    meter: MeterInfo
+
+
 class HistoryResult(TypedDict):
     sessionId: str
     #: System prompt, then the summary message (if any), then the kept and
@@ -640,6 +762,21 @@ class ImportResult(TypedDict):
     #: Why, one line per kind: `summary lines: 6 (first at line 1)`.
     skippedReasons: List[str]
     meter: MeterInfo
+
+
+#: `conversation/listAgentSessions`.
+class ListAgentSessionsParams(TypedDict, total=False):
+    #: At most this many sessions (default 20), most recent first.
+    limit: Optional[int]
+    #: Default: the server's workspace root (else its working directory).
+    workspace: Optional[str]
+
+
+class ListAgentSessionsResult(TypedDict):
+    #: The workspace as the agents name it (its real path).
+    workspace: str
+    #: Every agent's sessions, most recently written first.
+    sessions: List[AgentSessionInfo]
 
 
 class OpenParams(TypedDict, total=False):
@@ -779,8 +916,7 @@ class SubscribeResult(_SubscribeResultRequired, total=False):
     meter: Optional[MeterInfo]
 
 
-#: `conversation/tokens`: the meter of a session changed.
-class TokensNotification(TypedDict):
+class _TokensNotificationRequired(TypedDict):
     sessionId: str
     contextTokens: int
     contextWindow: int
@@ -797,16 +933,38 @@ class TokensNotification(TypedDict):
     overheadTokens: int
 
 
+#: `conversation/tokens`: the meter of a session changed.
+class TokensNotification(_TokensNotificationRequired, total=False):
+    #: A session following an agent (`conversation/follow`): where the
+    #: agent compacts by itself and how that is known, as of this reading
+    #: (`autoCompactAt` is its `at`, else the window). It changes when the
+    #: agent's model or stated window does. Absent for other sessions.
+    agentAutoCompact: Optional[AutoCompactPoint]
+
+
 class UnchangedSinceReadResult(TypedDict):
     #: Absolute paths of the files whose content still has the hash it had
     #: at the last read: re-reading them would return the same text.
     files: List[str]
 
 
+class UnfollowResult(TypedDict):
+    sessionId: str
+    #: False when the session was not followed.
+    unfollowed: bool
+
+
 class UnsubscribeResult(TypedDict):
     sessionId: str
     #: The connection followed the session until now.
     wasSubscribed: bool
+
+
+#: `window/workDoneProgress/cancel`'s params, as LSP defines them: the
+#: token of the progress the user cancelled. A schema of its own, because
+#: a client sends it (the generated clients type every method they send).
+class WorkDoneProgressCancelParams(TypedDict):
+    token: ProgressToken
 
 
 #: One message of a conversation.
@@ -834,14 +992,19 @@ ROOT_TYPES = (
     "DidChangeWatchedFilesParams",
     "DidCloseTextDocumentParams",
     "DidCompactNotification",
+    "DidFollowNotification",
     "DidOpenTextDocumentParams",
     "DidSaveTextDocumentParams",
     "FileDidChangeNotification",
     "FileNotificationParams",
     "FilesListResult",
+    "FollowParams",
+    "FollowResult",
     "HistoryResult",
     "ImportParams",
     "ImportResult",
+    "ListAgentSessionsParams",
+    "ListAgentSessionsResult",
     "Message",
     "OpenParams",
     "OpenResult",
@@ -857,5 +1020,7 @@ ROOT_TYPES = (
     "SubscribeResult",
     "TokensNotification",
     "UnchangedSinceReadResult",
+    "UnfollowResult",
     "UnsubscribeResult",
+    "WorkDoneProgressCancelParams",
 )

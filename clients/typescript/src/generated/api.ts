@@ -19,14 +19,19 @@ import type {
   DidChangeWatchedFilesParams,
   DidCloseTextDocumentParams,
   DidCompactNotification,
+  DidFollowNotification,
   DidOpenTextDocumentParams,
   DidSaveTextDocumentParams,
   FileDidChangeNotification,
   FileNotificationParams,
   FilesListResult,
+  FollowParams,
+  FollowResult,
   HistoryResult,
   ImportParams,
   ImportResult,
+  ListAgentSessionsParams,
+  ListAgentSessionsResult,
   OpenParams,
   OpenResult,
   PinParams,
@@ -41,7 +46,9 @@ import type {
   SubscribeResult,
   TokensNotification,
   UnchangedSinceReadResult,
+  UnfollowResult,
   UnsubscribeResult,
+  WorkDoneProgressCancelParams,
 } from './types';
 
 /** The params of each notification the server sends, by method. */
@@ -49,11 +56,12 @@ export interface ServerNotifications {
   'conversation/tokens': TokensNotification;
   'conversation/didCompact': DidCompactNotification;
   'conversation/autoCompactStopped': AutoCompactStoppedNotification;
+  'conversation/didFollow': DidFollowNotification;
   'files/didChange': FileDidChangeNotification;
 }
 
 /** The server notifications CompactdMethods routes to its `on…` handlers. */
-export const SERVER_NOTIFICATIONS: readonly (keyof ServerNotifications)[] = [m.TOKENS, m.DID_COMPACT, m.AUTO_COMPACT_STOPPED, m.FILES_DID_CHANGE];
+export const SERVER_NOTIFICATIONS: readonly (keyof ServerNotifications)[] = [m.TOKENS, m.DID_COMPACT, m.AUTO_COMPACT_STOPPED, m.DID_FOLLOW, m.FILES_DID_CHANGE];
 
 /**
  * Every method of compactd's table, typed: requests resolve with their result
@@ -63,6 +71,11 @@ export const SERVER_NOTIFICATIONS: readonly (keyof ServerNotifications)[] = [m.T
 export class CompactdMethods extends RpcBase {
   protected serverNotifications(): readonly string[] {
     return SERVER_NOTIFICATIONS;
+  }
+
+  /** `window/workDoneProgress/cancel`: The user cancelled a progress compactd created: the compaction stops as with `$/cancelRequest`. */
+  workDoneProgressCancel(params: WorkDoneProgressCancelParams): Promise<void> {
+    return this.notify(m.WORK_DONE_PROGRESS_CANCEL, params);
   }
 
   /** `conversation/open`: Opens a new session, or resumes one from its log. */
@@ -130,6 +143,21 @@ export class CompactdMethods extends RpcBase {
     return this.request<ImportResult>(m.IMPORT, params, options);
   }
 
+  /** `conversation/follow`: Mirrors an agent's transcript (Claude Code, Codex, pi) as a read-only session that follows it as it grows. */
+  follow(params: FollowParams = {}, options?: RequestOptions): Promise<FollowResult> {
+    return this.request<FollowResult>(m.FOLLOW, params, options);
+  }
+
+  /** `conversation/unfollow`: Stops following a transcript. */
+  unfollow(params: SessionParams, options?: RequestOptions): Promise<UnfollowResult> {
+    return this.request<UnfollowResult>(m.UNFOLLOW, params, options);
+  }
+
+  /** `conversation/listAgentSessions`: The agents' recent sessions for a workspace. */
+  listAgentSessions(params: ListAgentSessionsParams = {}, options?: RequestOptions): Promise<ListAgentSessionsResult> {
+    return this.request<ListAgentSessionsResult>(m.LIST_AGENT_SESSIONS, params, options);
+  }
+
   /** `conversation/subscribe`: Follows a session: its notifications reach this connection too (the shared sidecar; on stdio the one client gets them all). */
   subscribe(params: SessionParams, options?: RequestOptions): Promise<SubscribeResult> {
     return this.request<SubscribeResult>(m.SUBSCRIBE, params, options);
@@ -158,6 +186,11 @@ export class CompactdMethods extends RpcBase {
   /** `conversation/autoCompactStopped`: Server → client: the circuit breaker stopped auto-compaction of a session. */
   onAutoCompactStopped(handler: (params: AutoCompactStoppedNotification) => void): Disposable {
     return this.on<AutoCompactStoppedNotification>(m.AUTO_COMPACT_STOPPED, handler);
+  }
+
+  /** `conversation/didFollow`: Server → client: `follow: "auto"` started following an agent's session. */
+  onDidFollow(handler: (params: DidFollowNotification) => void): Disposable {
+    return this.on<DidFollowNotification>(m.DID_FOLLOW, handler);
   }
 
   /** `files/list`: A session's file ledger. */

@@ -19,6 +19,8 @@ export const LOG_TRACE = '$/logTrace';
 export const DID_CHANGE_CONFIGURATION = 'workspace/didChangeConfiguration';
 /** serverRequest (LSP): Server → client: creates a progress token (clients that advertised `window.workDoneProgress`). */
 export const WORK_DONE_PROGRESS_CREATE = 'window/workDoneProgress/create';
+/** notification (LSP): The user cancelled a progress compactd created: the compaction stops as with `$/cancelRequest`. */
+export const WORK_DONE_PROGRESS_CANCEL = 'window/workDoneProgress/cancel';
 /** request: Opens a new session, or resumes one from its log. */
 export const OPEN = 'conversation/open';
 /** requestOrNotification: Appends messages to a session. */
@@ -43,6 +45,12 @@ export const PIN = 'conversation/pin';
 export const REPORT_ERROR = 'conversation/reportError';
 /** request: A transcript in another tool's format becomes a new session. */
 export const IMPORT = 'conversation/import';
+/** request: Mirrors an agent's transcript (Claude Code, Codex, pi) as a read-only session that follows it as it grows. */
+export const FOLLOW = 'conversation/follow';
+/** request: Stops following a transcript. */
+export const UNFOLLOW = 'conversation/unfollow';
+/** request: The agents' recent sessions for a workspace. */
+export const LIST_AGENT_SESSIONS = 'conversation/listAgentSessions';
 /** request: Follows a session: its notifications reach this connection too (the shared sidecar; on stdio the one client gets them all). */
 export const SUBSCRIBE = 'conversation/subscribe';
 /** request: Stops following a session. */
@@ -55,6 +63,8 @@ export const TOKENS = 'conversation/tokens';
 export const DID_COMPACT = 'conversation/didCompact';
 /** serverNotification: Server → client: the circuit breaker stopped auto-compaction of a session. */
 export const AUTO_COMPACT_STOPPED = 'conversation/autoCompactStopped';
+/** serverNotification: Server → client: `follow: "auto"` started following an agent's session. */
+export const DID_FOLLOW = 'conversation/didFollow';
 /** serverNotification (LSP): Server → client: progress of a long request. */
 export const PROGRESS = '$/progress';
 /** request: A session's file ledger. */
@@ -95,6 +105,7 @@ export const METHODS: readonly { constant: string; name: string; kind: MethodKin
   { constant: 'LOG_TRACE', name: '$/logTrace', kind: 'notification', lsp: true, params: null, result: null },
   { constant: 'DID_CHANGE_CONFIGURATION', name: 'workspace/didChangeConfiguration', kind: 'notification', lsp: true, params: null, result: null },
   { constant: 'WORK_DONE_PROGRESS_CREATE', name: 'window/workDoneProgress/create', kind: 'serverRequest', lsp: true, params: null, result: null },
+  { constant: 'WORK_DONE_PROGRESS_CANCEL', name: 'window/workDoneProgress/cancel', kind: 'notification', lsp: true, params: 'WorkDoneProgressCancelParams', result: null },
   { constant: 'OPEN', name: 'conversation/open', kind: 'request', lsp: false, params: 'OpenParams', result: 'OpenResult' },
   { constant: 'APPEND', name: 'conversation/append', kind: 'requestOrNotification', lsp: false, params: 'AppendParams', result: 'AppendResult' },
   { constant: 'HISTORY', name: 'conversation/history', kind: 'request', lsp: false, params: 'SessionParams', result: 'HistoryResult' },
@@ -107,12 +118,16 @@ export const METHODS: readonly { constant: string; name: string; kind: MethodKin
   { constant: 'PIN', name: 'conversation/pin', kind: 'request', lsp: false, params: 'PinParams', result: 'PinResult' },
   { constant: 'REPORT_ERROR', name: 'conversation/reportError', kind: 'request', lsp: false, params: 'ReportErrorParams', result: 'ReportErrorResult' },
   { constant: 'IMPORT', name: 'conversation/import', kind: 'request', lsp: false, params: 'ImportParams', result: 'ImportResult' },
+  { constant: 'FOLLOW', name: 'conversation/follow', kind: 'request', lsp: false, params: 'FollowParams', result: 'FollowResult' },
+  { constant: 'UNFOLLOW', name: 'conversation/unfollow', kind: 'request', lsp: false, params: 'SessionParams', result: 'UnfollowResult' },
+  { constant: 'LIST_AGENT_SESSIONS', name: 'conversation/listAgentSessions', kind: 'request', lsp: false, params: 'ListAgentSessionsParams', result: 'ListAgentSessionsResult' },
   { constant: 'SUBSCRIBE', name: 'conversation/subscribe', kind: 'request', lsp: false, params: 'SessionParams', result: 'SubscribeResult' },
   { constant: 'UNSUBSCRIBE', name: 'conversation/unsubscribe', kind: 'request', lsp: false, params: 'SessionParams', result: 'UnsubscribeResult' },
   { constant: 'AUTHENTICATE', name: 'connection/authenticate', kind: 'notification', lsp: false, params: 'AuthenticateParams', result: null },
   { constant: 'TOKENS', name: 'conversation/tokens', kind: 'serverNotification', lsp: false, params: 'TokensNotification', result: null },
   { constant: 'DID_COMPACT', name: 'conversation/didCompact', kind: 'serverNotification', lsp: false, params: 'DidCompactNotification', result: null },
   { constant: 'AUTO_COMPACT_STOPPED', name: 'conversation/autoCompactStopped', kind: 'serverNotification', lsp: false, params: 'AutoCompactStoppedNotification', result: null },
+  { constant: 'DID_FOLLOW', name: 'conversation/didFollow', kind: 'serverNotification', lsp: false, params: 'DidFollowNotification', result: null },
   { constant: 'PROGRESS', name: '$/progress', kind: 'serverNotification', lsp: true, params: null, result: null },
   { constant: 'FILES_LIST', name: 'files/list', kind: 'request', lsp: false, params: 'SessionParams', result: 'FilesListResult' },
   { constant: 'FILES_UNCHANGED_SINCE_READ', name: 'files/unchangedSinceRead', kind: 'request', lsp: false, params: 'SessionParams', result: 'UnchangedSinceReadResult' },

@@ -32,6 +32,10 @@ export type Message1 =
       toolCallId: string;
       toolName?: string | null;
     };
+/**
+ * How far an agent's auto-compaction point can be trusted.
+ */
+export type Basis = 'exact' | 'estimate' | 'off';
 export type MeterSource = 'usage' | 'estimate';
 /**
  * Which limit fired.
@@ -49,6 +53,10 @@ export type ProgressToken = number | string;
  * Why a compaction ran.
  */
 export type Trigger = 'manual' | 'threshold' | 'overflow';
+/**
+ * A coding agent whose transcripts compactd can follow.
+ */
+export type Agent = 'claude-code' | 'codex' | 'pi';
 /**
  * How a ledger file changed on disk, as reported to the client.
  */
@@ -87,6 +95,12 @@ export type ToolOperation = ('read' | 'modify' | 'create' | 'delete') | 'patch' 
  */
 export type WatchMode = 'auto' | 'poll' | 'off';
 /**
+ * `auto`: follow the newest Claude Code, Codex or pi session of the
+ * workspace, and each one that starts later (`conversation/didFollow`).
+ * `off`: follow only what `conversation/follow` asks for.
+ */
+export type FollowMode = 'auto' | 'off';
+/**
  * How a compaction shrinks the history.
  */
 export type Strategy1 = 'checkpoint' | 'incremental' | 'prune' | 'handoff';
@@ -108,14 +122,19 @@ export interface CompactdSchemas {
   DidChangeWatchedFilesParams?: DidChangeWatchedFilesParams;
   DidCloseTextDocumentParams?: DidCloseTextDocumentParams;
   DidCompactNotification?: DidCompactNotification;
+  DidFollowNotification?: DidFollowNotification;
   DidOpenTextDocumentParams?: DidOpenTextDocumentParams;
   DidSaveTextDocumentParams?: DidSaveTextDocumentParams;
   FileDidChangeNotification?: FileDidChangeNotification;
   FileNotificationParams?: FileNotificationParams;
   FilesListResult?: FilesListResult;
+  FollowParams?: FollowParams;
+  FollowResult?: FollowResult;
   HistoryResult?: HistoryResult;
   ImportParams?: ImportParams;
   ImportResult?: ImportResult;
+  ListAgentSessionsParams?: ListAgentSessionsParams;
+  ListAgentSessionsResult?: ListAgentSessionsResult;
   OpenParams?: OpenParams;
   OpenResult?: OpenResult;
   PinParams?: PinParams;
@@ -130,7 +149,9 @@ export interface CompactdSchemas {
   SubscribeResult?: SubscribeResult;
   TokensNotification?: TokensNotification;
   UnchangedSinceReadResult?: UnchangedSinceReadResult;
+  UnfollowResult?: UnfollowResult;
   UnsubscribeResult?: UnsubscribeResult;
+  WorkDoneProgressCancelParams?: WorkDoneProgressCancelParams;
   Config?: Config;
   Message?: Message;
 }
@@ -183,11 +204,26 @@ export interface AppendResult {
    * A compaction trigger fired.
    */
   shouldCompact: boolean;
+  /**
+   * Tool results that were logged but are not part of the model's
+   * history: a result arriving after the conversation moved on (its call
+   * already closed as interrupted), a second result for a call, or one
+   * whose call never came. One line each, `messages[i]: why`; absent
+   * when there are none.
+   */
+  warnings?: string[];
 }
 /**
  * The token meter of a session.
  */
 export interface MeterInfo {
+  /**
+   * A session following an agent (`conversation/follow`): where the
+   * agent compacts by itself and how that is known, as of this reading
+   * (`autoCompactAt` is its `at`, else the window). It changes when the
+   * agent's model or stated window does. Absent for other sessions.
+   */
+  agentAutoCompact?: AutoCompactPoint | null;
   /**
    * The token count at which auto-compaction fires.
    */
@@ -207,6 +243,20 @@ export interface MeterInfo {
    */
   percent: number;
   source: MeterSource;
+}
+/**
+ * An agent's auto-compaction point.
+ */
+export interface AutoCompactPoint {
+  /**
+   * The context size at which the agent compacts; `null` when it will not.
+   */
+  at?: number | null;
+  basis: Basis;
+  /**
+   * The rule and where its figures came from, for people.
+   */
+  rule: string;
 }
 /**
  * The first message of a WebSocket connection that sent no
@@ -300,6 +350,11 @@ export interface CompactResult {
   degradedReason?: string | null;
   durationMs: number;
   firstKeptMessageId?: string | null;
+  /**
+   * `handoff`: that message's text, a prompt to start a fresh agent
+   * session with (a followed agent's, say).
+   */
+  handoffPrompt?: string | null;
   /**
    * `handoff`: the new session that starts with the handoff message.
    */
@@ -434,6 +489,11 @@ export interface DidCompactNotification {
   durationMs: number;
   firstKeptMessageId?: string | null;
   /**
+   * `handoff`: that message's text, a prompt to start a fresh agent
+   * session with (a followed agent's, say).
+   */
+  handoffPrompt?: string | null;
+  /**
    * `handoff`: the new session that starts with the handoff message.
    */
   handoffSessionId?: string | null;
@@ -471,6 +531,52 @@ export interface DidCompactNotification {
    * What the summarizer's provider reported for its calls.
    */
   usage?: Usage | null;
+}
+/**
+ * `conversation/didFollow`: with `follow: "auto"`, the server started
+ * following a session (the newest at start, then each one that starts).
+ */
+export interface DidFollowNotification {
+  agent: Agent;
+  /**
+   * The agent's name as people know it (`Claude Code`, `Codex`, `pi`),
+   * for a status bar.
+   */
+  agentName: string;
+  autoCompact: AutoCompactPoint1;
+  meter: MeterInfo;
+  /**
+   * The transcript.
+   */
+  path: string;
+  /**
+   * The session auto-follow followed before, now closed (unless a
+   * client followed it explicitly).
+   */
+  previousSessionId?: string | null;
+  /**
+   * The read-only session that mirrors the transcript: the same id
+   * whenever this file is followed.
+   */
+  sessionId: string;
+  /**
+   * The agent's working directory.
+   */
+  workspace: string;
+}
+/**
+ * An agent's auto-compaction point.
+ */
+export interface AutoCompactPoint1 {
+  /**
+   * The context size at which the agent compacts; `null` when it will not.
+   */
+  at?: number | null;
+  basis: Basis;
+  /**
+   * The rule and where its figures came from, for people.
+   */
+  rule: string;
 }
 export interface DidOpenTextDocumentParams {
   textDocument: TextDocumentItem;
@@ -574,6 +680,67 @@ export interface FileInfo {
    */
   watched: boolean;
 }
+/**
+ * `conversation/follow`: mirror an agent's transcript as a read-only
+ * session. Give `path`, or `agent` for that agent's newest session of the
+ * workspace.
+ */
+export interface FollowParams {
+  /**
+   * Follow this agent's most recently written session of the workspace.
+   */
+  agent?: Agent | null;
+  /**
+   * A transcript file (absolute, or relative to the server's working
+   * directory); its agent is told from where it lives or its content.
+   */
+  path?: string | null;
+  /**
+   * The directory the agent runs in. Default: the server's workspace
+   * root (else its working directory).
+   */
+  workspace?: string | null;
+}
+/**
+ * A followed transcript.
+ */
+export interface FollowResult {
+  agent: Agent;
+  /**
+   * The agent's name as people know it (`Claude Code`, `Codex`, `pi`),
+   * for a status bar.
+   */
+  agentName: string;
+  autoCompact: AutoCompactPoint2;
+  meter: MeterInfo;
+  /**
+   * The transcript.
+   */
+  path: string;
+  /**
+   * The read-only session that mirrors the transcript: the same id
+   * whenever this file is followed.
+   */
+  sessionId: string;
+  /**
+   * The agent's working directory.
+   */
+  workspace: string;
+}
+/**
+ * An agent's auto-compaction point.
+ */
+export interface AutoCompactPoint2 {
+  /**
+   * The context size at which the agent compacts; `null` when it will not.
+   */
+  at?: number | null;
+  basis: Basis;
+  /**
+   * The rule and where its figures came from, for people.
+   */
+  rule: string;
+}
 export interface HistoryResult {
   /**
    * System prompt, then the summary message (if any), then the kept and
@@ -631,6 +798,50 @@ export interface ImportResult {
    * Why, one line per kind: `summary lines: 6 (first at line 1)`.
    */
   skippedReasons: string[];
+}
+/**
+ * `conversation/listAgentSessions`.
+ */
+export interface ListAgentSessionsParams {
+  /**
+   * At most this many sessions (default 20), most recent first.
+   */
+  limit?: number | null;
+  /**
+   * Default: the server's workspace root (else its working directory).
+   */
+  workspace?: string | null;
+}
+export interface ListAgentSessionsResult {
+  /**
+   * Every agent's sessions, most recently written first.
+   */
+  sessions: AgentSessionInfo[];
+  /**
+   * The workspace as the agents name it (its real path).
+   */
+  workspace: string;
+}
+export interface AgentSessionInfo {
+  agent: Agent;
+  /**
+   * Last written, in milliseconds since the Unix epoch.
+   */
+  modified: number;
+  path: string;
+  /**
+   * The session following it here, if one does.
+   */
+  sessionId?: string | null;
+  /**
+   * Bytes.
+   */
+  size: number;
+  /**
+   * The name pi gave the session, else the user's first request
+   * (cut to 100 characters).
+   */
+  title?: string | null;
 }
 export interface OpenParams {
   contextWindow?: number | null;
@@ -794,6 +1005,13 @@ export interface SubscribeResult {
  */
 export interface TokensNotification {
   /**
+   * A session following an agent (`conversation/follow`): where the
+   * agent compacts by itself and how that is known, as of this reading
+   * (`autoCompactAt` is its `at`, else the window). It changes when the
+   * agent's model or stated window does. Absent for other sessions.
+   */
+  agentAutoCompact?: AutoCompactPoint | null;
+  /**
    * The token count at which auto-compaction fires.
    */
   autoCompactAt: number;
@@ -821,12 +1039,27 @@ export interface UnchangedSinceReadResult {
    */
   files: string[];
 }
+export interface UnfollowResult {
+  sessionId: string;
+  /**
+   * False when the session was not followed.
+   */
+  unfollowed: boolean;
+}
 export interface UnsubscribeResult {
   sessionId: string;
   /**
    * The connection followed the session until now.
    */
   wasSubscribed: boolean;
+}
+/**
+ * `window/workDoneProgress/cancel`'s params, as LSP defines them: the
+ * token of the progress the user cancelled. A schema of its own, because
+ * a client sends it (the generated clients type every method they send).
+ */
+export interface WorkDoneProgressCancelParams {
+  token: ProgressToken;
 }
 export interface Config {
   /**
@@ -868,6 +1101,7 @@ export interface Config {
     [k: string]: FileToolRule | null | undefined;
   };
   fileWatcher?: WatchMode;
+  follow?: FollowMode;
   /**
    * Newest tokens kept verbatim when compacting.
    */

@@ -50,11 +50,11 @@ M.compact = on_session(function(session, args)
   end)
 end)
 
---- :CompactFollow {sessionId}
-function M.follow(args)
+--- :CompactWatch {sessionId}
+function M.watch(args)
   ask(compactd.subscribe, 'conversation/subscribe', { sessionId = args.args }, function(result)
     local where = compactd.attached() and (' on ' .. compactd.attached()) or ''
-    ui.info(('following %s%s%s'):format(result.sessionId, where, result.open and '' or ' (not open yet)'))
+    ui.info(('watching %s%s%s'):format(result.sessionId, where, result.open and '' or ' (not open yet)'))
   end)
 end
 

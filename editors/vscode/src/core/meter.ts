@@ -2,6 +2,7 @@
 // it is unit-tested in plain Node.
 
 import type { MeterInfo } from 'compactd-client';
+import { autoCompactLine, type FollowedAgent } from './follow';
 
 export type MeterLevel = 'normal' | 'warning' | 'error';
 
@@ -24,9 +25,10 @@ export function formatTokens(tokens: number): string {
   return scaled(tokens / 1_000_000, 'M');
 }
 
-/** `90.4k/200k (45%)`. */
-export function meterText(meter: Pick<MeterInfo, 'contextTokens' | 'contextWindow' | 'percent'>): string {
-  return `${formatTokens(meter.contextTokens)}/${formatTokens(meter.contextWindow)} (${Math.round(meter.percent)}%)`;
+/** `90.4k/200k (45%)`; a followed agent's with its name: `Claude Code 90.4k/200k (45%)`. */
+export function meterText(meter: Pick<MeterInfo, 'contextTokens' | 'contextWindow' | 'percent'>, agentName?: string): string {
+  const text = `${formatTokens(meter.contextTokens)}/${formatTokens(meter.contextWindow)} (${Math.round(meter.percent)}%)`;
+  return agentName ? `${agentName} ${text}` : text;
 }
 
 export function meterLevel(percent: number, thresholds: MeterThresholds = DEFAULT_THRESHOLDS): MeterLevel {
@@ -43,6 +45,8 @@ export interface CompactionSummary {
   messagesSummarized: number;
   /** When it was applied, ms since the epoch. */
   at: number;
+  /** Who wrote the summary (`offline`, `claude-code (imported)`: the agent's own). */
+  summarizer?: string;
 }
 
 const grouped = (n: number) => n.toLocaleString('en-US');
@@ -80,12 +84,35 @@ export function meterTooltip(
       : `Auto-compact at: ${grouped(meter.autoCompactAt)} tokens`,
     '',
   ];
-  const last = options.lastCompaction;
-  lines.push(
-    last
-      ? `Last compaction: ${grouped(last.tokensBefore)} → ${grouped(last.tokensAfter)} tokens, ${last.messagesSummarized} messages summarized (${last.trigger}, ${timeAgo(last.at, options.now)})`
-      : 'Last compaction: none in this window',
-  );
+  lines.push(lastCompactionLine(options.lastCompaction, options.now, 'none in this window'));
   lines.push('', 'Click to compact the conversation.');
   return lines.join('\n');
+}
+
+function lastCompactionLine(last: CompactionSummary | undefined, now: number, none: string): string {
+  if (!last) return `Last compaction: ${none}`;
+  const by = last.summarizer ? `, ${last.summarizer}` : '';
+  return `Last compaction: ${grouped(last.tokensBefore)} → ${grouped(last.tokensAfter)} tokens, ${last.messagesSummarized} messages summarized (${last.trigger}${by}, ${timeAgo(last.at, now)})`;
+}
+
+/** A followed agent's tooltip, as Markdown: its transcript, its meter, where it compacts by itself and why, its last compaction. */
+export function followedTooltip(meter: MeterInfo, followed: FollowedAgent, options: { lastCompaction?: CompactionSummary; now: number }): string {
+  const { agentName, autoCompact } = followed;
+  const source =
+    meter.source === 'usage' ? `${agentName}'s reported usage, plus an estimate of what it wrote after it` : `an estimate, until ${agentName} reports usage`;
+  return [
+    `**${agentName}** — following its session (read-only)`,
+    '',
+    `Transcript: \`${followed.path}\``,
+    '',
+    `Context: ${grouped(meter.contextTokens)} / ${grouped(meter.contextWindow)} tokens (${meter.percent.toFixed(1)}%)`,
+    '',
+    `Counted from: ${source}`,
+    '',
+    `${autoCompactLine(followed)} (${autoCompact.basis}: ${autoCompact.rule})`,
+    '',
+    lastCompactionLine(options.lastCompaction, options.now, 'none yet'),
+    '',
+    'Click to follow another agent session.',
+  ].join('\n');
 }

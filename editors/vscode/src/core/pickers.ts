@@ -1,7 +1,8 @@
 // Labels for the quick picks. No `vscode` here.
 
-import type { FileInfo, FileStatus, Message } from 'compactd-client';
-import { meterText } from './meter';
+import type { AgentSessionInfo, FileInfo, FileStatus, Message } from 'compactd-client';
+import { AGENT_NAMES, formatBytes } from './follow';
+import { meterText, timeAgo } from './meter';
 import type { SessionState } from './sessions';
 
 export interface PickItem<T> {
@@ -13,7 +14,7 @@ export interface PickItem<T> {
 
 export function sessionItems(sessions: SessionState[], activeId: string | undefined): PickItem<string>[] {
   return sessions.map((s) => ({
-    label: s.sessionId,
+    label: s.followed ? `${s.followed.agentName}: ${s.sessionId}` : s.sessionId,
     description: `${meterText(s.meter)}${s.sessionId === activeId ? ' · shown' : ''}`,
     value: s.sessionId,
   }));
@@ -60,4 +61,14 @@ export function fileItems(files: FileInfo[]): PickItem<FileInfo>[] {
       detail: `${f.reads} reads, ${f.modifications} modifications${f.origins.length ? ` · ${f.origins.join(', ')}` : ''}`,
       value: f,
     }));
+}
+
+/** Follow Agent Session…: newest first, as the server lists them. */
+export function agentSessionItems(sessions: AgentSessionInfo[], now: number): PickItem<AgentSessionInfo>[] {
+  return sessions.map((s) => ({
+    label: `${AGENT_NAMES[s.agent] ?? s.agent}: ${s.title?.trim() || '(no request yet)'}`,
+    description: `${timeAgo(s.modified, now)} · ${formatBytes(s.size)}${s.sessionId ? ' · followed' : ''}`,
+    detail: s.path,
+    value: s,
+  }));
 }

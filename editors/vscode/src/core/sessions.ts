@@ -1,7 +1,8 @@
 // What the extension knows about the server's sessions, fed by its
 // notifications. No `vscode` here.
 
-import type { DidCompactNotification, MeterInfo, TokensNotification } from 'compactd-client';
+import type { CompactionInfo, DidCompactNotification, DidFollowNotification, FollowResult, MeterInfo, TokensNotification } from 'compactd-client';
+import { followedAgent, type FollowedAgent } from './follow';
 import type { CompactionSummary } from './meter';
 
 export interface SessionState {
@@ -13,6 +14,8 @@ export interface SessionState {
   autoCompact?: boolean;
   /** ms since the epoch of the last notification for this session. */
   updatedAt: number;
+  /** The agent whose transcript the session mirrors, when it follows one. */
+  followed?: FollowedAgent;
 }
 
 /**
@@ -29,6 +32,8 @@ export class SessionTracker {
     const { sessionId, ...meter } = n;
     const state = this.sessions.get(sessionId) ?? { sessionId, meter, updatedAt: 0 };
     state.meter = meter;
+    // A followed agent's point moves with its model and window.
+    if (state.followed && meter.agentAutoCompact) state.followed.autoCompact = meter.agentAutoCompact;
     state.updatedAt = this.now();
     this.sessions.set(sessionId, state);
     return state;
@@ -42,11 +47,58 @@ export class SessionTracker {
       tokensBefore: n.tokensBefore,
       tokensAfter: n.tokensAfter,
       messagesSummarized: n.messagesSummarized,
+      summarizer: n.summarizer,
       at: this.now(),
       notification: n,
     };
     state.updatedAt = this.now();
     return state;
+  }
+
+  /** A session following an agent's transcript (Follow Agent Session…, or auto-follow). */
+  onFollow(result: FollowResult, explicit: boolean): SessionState {
+    const state = this.onTokens({ sessionId: result.sessionId, ...result.meter });
+    state.followed = followedAgent(result, explicit || (state.followed?.explicit ?? false));
+    return state;
+  }
+
+  /**
+   * Auto-follow moved to a session that started: it is shown from now on,
+   * and the one it followed before, which the server closed, is forgotten.
+   */
+  onDidFollow(n: DidFollowNotification): SessionState {
+    if (n.previousSessionId && !this.sessions.get(n.previousSessionId)?.followed?.explicit) {
+      this.forget(n.previousSessionId);
+    }
+    const state = this.onFollow(n, false);
+    this.picked = n.sessionId;
+    return state;
+  }
+
+  /**
+   * The last compaction the server lists (an agent's own ones included):
+   * what a followed session did before this window saw it. One already seen
+   * here stays.
+   */
+  setLastCompaction(sessionId: string, info: CompactionInfo): void {
+    const state = this.sessions.get(sessionId);
+    if (!state || state.lastCompaction) return;
+    const { trigger, tokensBefore, tokensAfter, messagesSummarized, summarizer } = info;
+    state.lastCompaction = {
+      trigger,
+      tokensBefore,
+      tokensAfter,
+      messagesSummarized,
+      summarizer,
+      at: info.createdAt,
+      notification: { ...info, sessionId, compacted: true, readFiles: [], modifiedFiles: [] },
+    };
+  }
+
+  /** The server closed the session (unfollowed, or auto-follow turned off). */
+  forget(sessionId: string): void {
+    this.sessions.delete(sessionId);
+    if (this.picked === sessionId) this.picked = undefined;
   }
 
   setAutoCompact(sessionId: string, enabled: boolean): void {

@@ -4,9 +4,13 @@ import type { CompactResult, DidCompactNotification, PreviewResult } from 'compa
 
 type Compaction = Pick<CompactResult, 'messagesSummarized' | 'tokensBefore' | 'tokensAfter'>;
 
-/** The same line the CLI prints: `Conversation compacted: N messages → summary; tokens A → B`. */
-export function compactedMessage(c: Compaction): string {
-  return `Conversation compacted: ${c.messagesSummarized} messages → summary; tokens ${c.tokensBefore} → ${c.tokensAfter}`;
+/**
+ * The same line the CLI prints: `Conversation compacted: N messages → summary; tokens A → B`;
+ * for a followed agent's own compaction, `Claude Code compacted its conversation: …`.
+ */
+export function compactedMessage(c: Compaction, agentName?: string): string {
+  const what = agentName ? `${agentName} compacted its conversation` : 'Conversation compacted';
+  return `${what}: ${c.messagesSummarized} messages → summary; tokens ${c.tokensBefore} → ${c.tokensAfter}`;
 }
 
 /** A summary as a Markdown document: what was compacted, then the summary as the model sees it. */

@@ -13,6 +13,7 @@ export const SERVER_SETTING_KEYS: readonly string[] = [
   'durability',
   'fileTools',
   'fileWatcher',
+  'follow',
   'keepRecentTokens',
   'maxFrameBytes',
   'maxImportBytes',

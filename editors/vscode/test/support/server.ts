@@ -7,6 +7,7 @@ import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import {
   createMessageConnection,
   ResponseError,
@@ -42,6 +43,8 @@ export interface TestServer {
   requests: CompactdMethods;
   events: Event[];
   initializeResult: any;
+  /** The server's HOME, where the agents keep their sessions. */
+  home: string;
   /** Resolves with the first event (already received or future) that matches. */
   waitFor(what: string, match: (e: Event) => boolean): Promise<Event>;
   /** Calls `listener` with every server notification, in arrival order. */
@@ -52,7 +55,9 @@ export interface TestServer {
   close(): Promise<void>;
 }
 
-export async function startServer(options: { initializationOptions?: object; capabilities?: object } = {}): Promise<TestServer> {
+export async function startServer(
+  options: { initializationOptions?: object; capabilities?: object; workspace?: string } = {},
+): Promise<TestServer> {
   const { server, connection, home, stderr } = spawnServer();
   const events: Event[] = [];
   const waiters: { match: (e: Event) => boolean; resolve: (e: Event) => void }[] = [];
@@ -73,7 +78,7 @@ export async function startServer(options: { initializationOptions?: object; cap
 
   const initializeResult = await connection.sendRequest('initialize', {
     processId: process.pid,
-    rootUri: null,
+    rootUri: options.workspace ? pathToFileURL(options.workspace).href : null,
     capabilities: options.capabilities ?? {},
     initializationOptions: options.initializationOptions ?? {},
   });
@@ -86,6 +91,7 @@ export async function startServer(options: { initializationOptions?: object; cap
     requests: new CompactdMethods(async () => connection),
     events,
     initializeResult,
+    home,
     onNotification(listener) {
       listeners.push(listener);
     },

@@ -1,0 +1,223 @@
+//! Following a growing Claude Code transcript, and `compactd statusline`.
+//!
+//! `cargo bench --bench follow` prints:
+//! - the initial load of a followed transcript of 1, 10 and 50 MB;
+//! - what one more response costs as the transcript grows (the median of
+//!   30 appends at each size: the lines written, then the mirror's poll);
+//! - `compactd statusline` on a 20 MB transcript as whole-process runs:
+//!   the first (no cache), then the median of 30 unchanged renders and of
+//!   30 renders each after one more response (the release binary).
+//!
+//! Under `cargo test` (no `--bench`) it runs a 1 MB smoke check instead.
+//! The transcripts are synthetic but shaped like Claude Code 2.1.330's: a
+//! prompt, responses written as two lines sharing `message.id` with usage,
+//! tool results of a few kilobytes, attachment and snapshot lines.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use compactd::config::Config;
+use compactd::engine::follow::{self, FollowEnv};
+use compactd::engine::SessionEnv;
+use compactd::files::{disk, FileTools};
+use compactd::follow::{Agent, AgentHomes};
+use compactd::store::{Durability, SessionStore};
+use serde_json::json;
+
+/// Text a tool result carries: this repository's sources, a few KB each.
+fn payload(n: usize) -> String {
+    const SOURCES: [&str; 4] = [
+        include_str!("../src/session.rs"),
+        include_str!("../src/engine/follow.rs"),
+        include_str!("../src/import/emit.rs"),
+        include_str!("../src/follow/tail.rs"),
+    ];
+    let source = SOURCES[n % SOURCES.len()];
+    let start = (n * 977) % (source.len() - 5000);
+    let start = (start..).find(|i| source.is_char_boundary(*i)).unwrap();
+    let end = (start + 4000..)
+        .find(|i| source.is_char_boundary(*i))
+        .unwrap();
+    source[start..end].to_string()
+}
+
+/// One turn of tool use: a response in two lines, its tool result, and
+/// Claude Code's bookkeeping around them.
+fn turn(n: usize) -> String {
+    let usage = json!({"input_tokens": 5, "cache_creation_input_tokens": 300,
+        "cache_read_input_tokens": 10_000 + n as u64 * 40, "output_tokens": 80});
+    let id = format!("msg_{n:08}");
+    let lines = [
+        json!({"type": "assistant", "uuid": format!("a{n}"), "sessionId": "s", "isSidechain": false,
+            "message": {"id": id, "role": "assistant", "model": "claude-opus-5-5",
+                "content": [{"type": "text", "text": format!("Reading part {n} of the code.")}], "usage": usage}}),
+        json!({"type": "assistant", "uuid": format!("b{n}"), "sessionId": "s", "isSidechain": false,
+            "message": {"id": id, "role": "assistant", "model": "claude-opus-5-5",
+                "content": [{"type": "tool_use", "id": format!("t{n}"), "name": "Read",
+                    "input": {"file_path": format!("/work/ws/src/f{}.rs", n % 50)}}], "usage": usage}}),
+        json!({"type": "user", "uuid": format!("r{n}"), "sessionId": "s", "isSidechain": false,
+            "message": {"role": "user", "content": [{"type": "tool_result", "tool_use_id": format!("t{n}"), "content": payload(n)}]}}),
+        json!({"type": "attachment", "uuid": format!("x{n}"), "sessionId": "s",
+            "attachment": {"type": "file", "content": payload(n + 1)}}),
+        json!({"type": "file-history-snapshot", "messageId": format!("r{n}"), "snapshot": {}}),
+    ];
+    lines.iter().map(|l| format!("{l}\n")).collect()
+}
+
+/// A transcript of about `bytes`, in turns; returns the turns written.
+fn transcript(path: &Path, bytes: u64) -> usize {
+    let mut file = std::fs::File::create(path).unwrap();
+    let prompt = json!({"type": "user", "uuid": "u0", "sessionId": "s", "isSidechain": false,
+        "message": {"role": "user", "content": "Read every file and explain the code."}});
+    writeln!(file, "{prompt}").unwrap();
+    let mut written = 0;
+    let mut n = 0;
+    while written < bytes {
+        let text = turn(n);
+        file.write_all(text.as_bytes()).unwrap();
+        written += text.len() as u64;
+        n += 1;
+    }
+    n
+}
+
+fn append(path: &Path, text: &str) {
+    let mut file = std::fs::OpenOptions::new().append(true).open(path).unwrap();
+    file.write_all(text.as_bytes()).unwrap();
+}
+
+fn median(mut samples: Vec<Duration>) -> Duration {
+    samples.sort();
+    samples[samples.len() / 2]
+}
+
+fn ms(d: Duration) -> String {
+    format!("{:.2} ms", d.as_secs_f64() * 1000.0)
+}
+
+/// Initial load and per-append cost of following a transcript of `mb`.
+fn follow_at(dir: &Path, mb: u64, appends: usize) -> (Duration, Duration, usize) {
+    let path = dir.join(format!("follow-{mb}mb.jsonl"));
+    let turns = transcript(&path, mb << 20);
+    let config = Config::default();
+    let tools = FileTools::default();
+    // The agents' settings of a home of its own, not this machine's.
+    let homes = AgentHomes {
+        home: dir.to_path_buf(),
+        claude_code: dir.join(".claude"),
+        claude_config_dir_set: false,
+        codex: dir.join(".codex"),
+        pi: dir.join(".pi/agent"),
+        pi_sessions: None,
+    };
+    let session_env = SessionEnv::new(&config, disk::workspace(vec![dir.to_path_buf()]));
+    let env = FollowEnv {
+        config: &config,
+        tools: &tools,
+        homes: &homes,
+        session_env: &session_env,
+    };
+    let store = SessionStore::new(dir.join("data"), Durability::Flush);
+    let started = Instant::now();
+    let (mut open, mut mirror) =
+        follow::follow(&store, Agent::ClaudeCode, &path, dir, &env).unwrap();
+    let load = started.elapsed();
+    let mut samples = Vec::with_capacity(appends);
+    for i in 0..appends {
+        append(&path, &turn(turns + i));
+        let started = Instant::now();
+        let polled = mirror.poll(&mut open, &env).unwrap();
+        samples.push(started.elapsed());
+        assert!(polled.changed);
+    }
+    (load, median(samples), open.session.message_count())
+}
+
+fn statusline(bin: &Path, home: &Path, input: &str) -> Duration {
+    let started = Instant::now();
+    let mut child = Command::new(bin)
+        .args(["--no-user-config", "statusline"])
+        .env("HOME", home)
+        .env("XDG_DATA_HOME", home.join("data"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(input.as_bytes())
+        .unwrap();
+    let output = child.wait_with_output().unwrap();
+    let elapsed = started.elapsed();
+    assert!(output.status.success());
+    assert!(
+        String::from_utf8_lossy(&output.stdout).starts_with("⛁ "),
+        "{output:?}"
+    );
+    elapsed
+}
+
+/// The status line on a transcript of `mb`: first run, unchanged runs,
+/// runs after one more response each.
+fn statusline_at(dir: &Path, mb: u64, runs: usize) -> (Duration, Duration, Duration) {
+    let bin = PathBuf::from(env!("CARGO_BIN_EXE_compactd"));
+    let path = dir.join(format!("statusline-{mb}mb.jsonl"));
+    let turns = transcript(&path, mb << 20);
+    let input = json!({"session_id": "s", "transcript_path": path, "cwd": dir,
+        "model": {"id": "claude-opus-5-5", "display_name": "Opus 5.5"},
+        "workspace": {"current_dir": dir, "project_dir": dir},
+        "context_window": {"context_window_size": 1_000_000, "current_usage": null}})
+    .to_string();
+    let first = statusline(&bin, dir, &input);
+    let unchanged = median((0..runs).map(|_| statusline(&bin, dir, &input)).collect());
+    let grown = median(
+        (0..runs)
+            .map(|i| {
+                append(&path, &turn(turns + i));
+                statusline(&bin, dir, &input)
+            })
+            .collect(),
+    );
+    (first, unchanged, grown)
+}
+
+fn main() {
+    let full = std::env::args().any(|a| a == "--bench");
+    let dir = tempfile::tempdir().unwrap();
+    if !full {
+        let (load, append, messages) = follow_at(dir.path(), 1, 3);
+        let (first, unchanged, grown) = statusline_at(dir.path(), 1, 3);
+        println!(
+            "follow smoke (1 MB, {messages} messages): load {}, append {}; statusline first {}, unchanged {}, grown {}",
+            ms(load),
+            ms(append),
+            ms(first),
+            ms(unchanged),
+            ms(grown)
+        );
+        return;
+    }
+    println!("following a Claude Code transcript (median of 30 appends of one response, ~9 KB):");
+    println!(
+        "{:>8} {:>10} {:>14} {:>16}",
+        "size", "messages", "initial load", "per append"
+    );
+    for mb in [1, 10, 50] {
+        let (load, append, messages) = follow_at(dir.path(), mb, 30);
+        println!(
+            "{:>6}MB {messages:>10} {:>14} {:>16}",
+            mb,
+            ms(load),
+            ms(append)
+        );
+    }
+    let (first, unchanged, grown) = statusline_at(dir.path(), 20, 30);
+    println!("compactd statusline on a 20 MB transcript (whole process, median of 30 runs):");
+    println!("  first run (no cache): {}", ms(first));
+    println!("  unchanged transcript: {}", ms(unchanged));
+    println!("  one more response:    {}", ms(grown));
+}

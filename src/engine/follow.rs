@@ -1,0 +1,487 @@
+//! A followed agent transcript as a session: the mirror. Its conversation
+//! is derived from the transcript, line by line as the agent writes it,
+//! through the same readers a batch import uses (`import::emit`): messages
+//! (a response written over several lines is amended in place), the
+//! agent's own compactions as compaction records (so the meter drops when
+//! the agent compacts), the file ledger from the tool calls that succeeded,
+//! and the provider's usage for the meter. The transcript is only read;
+//! the mirror can be rebuilt from it at any time, so it is never stored.
+//!
+//! The session's own log (`<dataDir>/<id>.jsonl`, its header naming the
+//! transcript) holds only what compactd itself adds: the compactions a
+//! client asks for (`conversation/compact`), which are recorded there and
+//! never applied to the mirror (only the agent changes what its model
+//! sees).
+
+use std::path::{Path, PathBuf};
+
+use super::{append, now_ms, window, EngineError, EngineResult, OpenSession, SessionEnv};
+use crate::compaction::CompactionRecord;
+use crate::config::Config;
+use crate::files::{disk, FileTools};
+use crate::follow::limits::{self, AutoCompactPoint, Basis};
+use crate::follow::tail::{Step, Tail};
+use crate::follow::{Agent, AgentHomes};
+use crate::import::{self, Emitter, Event, Line, Reader};
+use crate::session::Session;
+use crate::store::{self, FollowedTranscript, LogEntry, SessionHeader, SessionSettings};
+use crate::store::{SessionLock, SessionLog, SessionStore, StoreError, LOG_VERSION};
+use crate::tokens::{self, Meter};
+
+/// What following needs from where it runs.
+pub struct FollowEnv<'a> {
+    pub config: &'a Config,
+    pub tools: &'a FileTools,
+    pub homes: &'a AgentHomes,
+    /// How summaries are introduced, the listing cap (its workspace is
+    /// replaced by the agent's).
+    pub session_env: &'a SessionEnv,
+}
+
+/// The session id of a followed transcript: the same for the same file,
+/// so following it again finds compactd's own log of it.
+pub fn session_id(agent: Agent, path: &Path) -> String {
+    let stem: String = path
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default()
+        .chars()
+        .map(|c| match c {
+            'a'..='z' | 'A'..='Z' | '0'..='9' | '.' | '_' | '-' => c,
+            _ => '-',
+        })
+        .take(80)
+        .collect();
+    // Two folders may hold files of the same name.
+    let hash = path
+        .to_string_lossy()
+        .bytes()
+        .fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+            (h ^ b as u64).wrapping_mul(0x0100_0000_01b3)
+        });
+    format!(
+        "follow-{}-{}-{:08x}",
+        agent.name(),
+        stem.replace("..", "-"),
+        hash as u32
+    )
+}
+
+/// What one look at the transcript changed.
+#[derive(Debug, Default)]
+pub struct Polled {
+    /// The mirror changed (the meter may have moved).
+    pub changed: bool,
+    /// Compactions the agent made, seen as it wrote them.
+    pub compactions: Vec<CompactionRecord>,
+    /// The transcript was read again from the start, and why.
+    pub reread: Option<String>,
+}
+
+/// A transcript being followed and the reading state of its mirror.
+pub struct Mirror {
+    pub agent: Agent,
+    pub path: PathBuf,
+    /// The agent's working directory: relative tool paths resolve against
+    /// it, and pi's project settings live there.
+    pub workspace: PathBuf,
+    pub auto_compact: AutoCompactPoint,
+    /// compactd's own compactions of the transcript, oldest first.
+    pub own: Vec<CompactionRecord>,
+    tail: Tail,
+    reading: Reading,
+    /// What the agent's point was last computed from.
+    limits_from: Option<(Option<String>, Option<u64>, Option<u64>)>,
+}
+
+/// The reader's side, apart from the file's, so a step can feed one while
+/// reading the other.
+struct Reading {
+    reader: Box<dyn Reader + Send>,
+    out: Emitter,
+    /// Compactions of the agent placed so far.
+    placed: usize,
+    stated_window: Option<u64>,
+    max_output: Option<u64>,
+    restart: bool,
+}
+
+impl Reading {
+    fn new(agent: Agent, path: &Path) -> EngineResult<Reading> {
+        let format = agent.format();
+        let reader: Box<dyn Reader + Send> = match agent {
+            // A whole file knows its path through pi's session tree first.
+            Agent::Pi => Box::new(import::pi::Reader::on_path(pi_path(path)?)),
+            _ => import::line_reader(format).expect("every agent's format reads by line"),
+        };
+        Ok(Reading {
+            reader,
+            out: Emitter::new(format),
+            placed: 0,
+            stated_window: None,
+            max_output: None,
+            restart: false,
+        })
+    }
+
+    /// One line: through the reader, its events applied to the session.
+    fn line(&mut self, line: Line, session: &mut Session, env: &FollowEnv, live: bool) -> Polled {
+        let mut polled = Polled::default();
+        if self.restart {
+            return polled; // the rest is read again anyway
+        }
+        if let Some(value) = self.out.readable(&line) {
+            self.reader.line(line.number, value, &mut self.out);
+        }
+        for event in self.out.drain() {
+            self.apply(event, session, env, live, &mut polled);
+        }
+        polled
+    }
+
+    fn apply(
+        &mut self,
+        event: Event,
+        session: &mut Session,
+        env: &FollowEnv,
+        live: bool,
+        polled: &mut Polled,
+    ) {
+        match event {
+            Event::Message { message, .. } => {
+                let mut events = session
+                    .file_ledger
+                    .tool_events(std::slice::from_ref(&message), env.tools);
+                if live {
+                    append::hash_from_disk(events.iter_mut().map(|(_, e)| e));
+                }
+                session.push(vec![message]);
+                for (_, event) in &events {
+                    session.apply_file_event(event);
+                }
+                polled.changed = true;
+            }
+            Event::Amend(message) => polled.changed |= session.replace_message(message),
+            Event::Settings(settings) | Event::Facts(settings) => {
+                if settings.context_window.is_some() {
+                    self.stated_window = settings.context_window;
+                }
+                store::apply_settings(
+                    session,
+                    SessionSettings {
+                        auto_compact: None,
+                        ..settings
+                    },
+                );
+                polled.changed = true;
+            }
+            Event::Compaction(foreign) => {
+                let format = self.out.format;
+                match import::place(session, &foreign, format, self.placed + 1) {
+                    Ok(record) => {
+                        self.placed += 1;
+                        polled.changed = true;
+                        if live {
+                            polled.compactions.push(record);
+                        }
+                    }
+                    Err((kind, why)) => self.out.skipped.add(foreign.line, kind, why),
+                }
+            }
+            Event::MaxOutputTokens(tokens) => self.max_output = Some(tokens),
+            Event::Restart => self.restart = true,
+        }
+    }
+}
+
+/// pi's conversation path in the file as it is (`None`: no tree).
+fn pi_path(path: &Path) -> EngineResult<Option<std::collections::HashSet<String>>> {
+    let mut entries = Vec::new();
+    Tail::new(path)
+        .step(|line| {
+            if let Ok(value) = line.value {
+                let keep = |k: &str| value.get(k).cloned();
+                entries.push(serde_json::json!({
+                    "type": keep("type"), "id": keep("id"), "parentId": keep("parentId")
+                }));
+                // `null` parents must stay present: only a key tells the
+                // tree layout from the linear one.
+                if value.get("parentId").is_none() {
+                    if let Some(map) = entries.last_mut().and_then(|e| e.as_object_mut()) {
+                        map.remove("parentId");
+                    }
+                }
+            }
+        })
+        .map_err(|e| read_error(path, e))?;
+    Ok(import::pi::active_path(entries.iter()))
+}
+
+fn read_error(path: &Path, e: std::io::Error) -> EngineError {
+    EngineError::Invalid(format!("path: {}: {e}", path.display()))
+}
+
+/// Follows `path`, an `agent` transcript run in `workspace`: compactd's
+/// own log of it is read (or started), then the whole transcript.
+pub fn follow(
+    store: &SessionStore,
+    agent: Agent,
+    path: &Path,
+    workspace: &Path,
+    env: &FollowEnv,
+) -> EngineResult<(OpenSession, Mirror)> {
+    let meta = std::fs::metadata(path).map_err(|e| read_error(path, e))?;
+    if !meta.is_file() {
+        return Err(EngineError::Invalid(format!(
+            "path: {}: not a regular file",
+            path.display()
+        )));
+    }
+    let id = session_id(agent, path);
+    let followed = FollowedTranscript {
+        agent: agent.name().to_string(),
+        path: path.to_path_buf(),
+    };
+    let lock = match store.lock(&id) {
+        Ok(lock) => Some(lock),
+        Err(StoreError::Locked { .. }) => None,
+        Err(e) => return Err(e.into()),
+    };
+    let (own, log) = own_log(store, &id, &followed, lock)?;
+    let mut mirror = Mirror {
+        agent,
+        path: path.to_path_buf(),
+        workspace: workspace.to_path_buf(),
+        // Known once the transcript is read.
+        auto_compact: AutoCompactPoint {
+            at: None,
+            basis: Basis::Estimate,
+            rule: String::new(),
+        },
+        own,
+        tail: Tail::new(path),
+        reading: Reading::new(agent, path)?,
+        limits_from: None,
+    };
+    let mut session = mirror.fresh_session(&id, env);
+    mirror.read_from_start(&mut session, env)?;
+    let open = OpenSession {
+        follows: Some(followed),
+        ..OpenSession::new(session, log)
+    };
+    Ok((open, mirror))
+}
+
+/// compactd's log of a followed transcript: its own compactions, and the
+/// log, created with its header when new. The log is written under its
+/// lock like any other; when another compactd process (a second editor
+/// window on the workspace) follows the same transcript and holds it, this
+/// one follows too but reads the log only, until `take_log`.
+fn own_log(
+    store: &SessionStore,
+    id: &str,
+    followed: &FollowedTranscript,
+    lock: Option<SessionLock>,
+) -> EngineResult<(Vec<CompactionRecord>, SessionLog)> {
+    let loaded = store.load(id)?;
+    let own = loaded
+        .as_ref()
+        .map_or_else(Vec::new, |l| own_compactions(&l.entries));
+    let Some(lock) = lock else {
+        return Ok((own, store.read_only_log(id)?));
+    };
+    let Some(loaded) = loaded.filter(|l| !l.entries.is_empty()) else {
+        let mut log = store.open_log(id, lock, false)?;
+        let header = LogEntry::Header(SessionHeader {
+            version: LOG_VERSION,
+            session_id: id.to_string(),
+            created_at: now_ms(),
+            settings: SessionSettings::default(),
+            follows: Some(followed.clone()),
+        });
+        log.append(&[header], true)?;
+        return Ok((own, log));
+    };
+    Ok((own, store.open_log(id, lock, loaded.torn_tail)?))
+}
+
+fn own_compactions(entries: &[LogEntry]) -> Vec<CompactionRecord> {
+    entries
+        .iter()
+        .filter_map(|entry| match entry {
+            LogEntry::Compaction(record) => Some((**record).clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Makes compactd's own log of a followed session writable before a
+/// compaction is recorded in it: takes its lock if another process held
+/// it when following started (refused with `Locked` while it still does),
+/// and reads the compactions that process recorded meanwhile.
+pub fn take_log(
+    store: &SessionStore,
+    open: &mut OpenSession,
+    mirror: &mut Mirror,
+) -> EngineResult<()> {
+    if !open.log.is_read_only() {
+        return Ok(());
+    }
+    let followed = open
+        .follows
+        .clone()
+        .ok_or_else(|| EngineError::Failed("not a followed session".into()))?;
+    let lock = store.lock(&open.session.id)?;
+    let (own, log) = own_log(store, &open.session.id, &followed, Some(lock))?;
+    open.log = log;
+    mirror.own = own;
+    Ok(())
+}
+
+impl Mirror {
+    fn fresh_session(&self, id: &str, env: &FollowEnv) -> Session {
+        let mut session = Session::new(
+            id.to_string(),
+            None,
+            None,
+            None,
+            env.session_env.summary_prefix.clone(),
+        );
+        SessionEnv {
+            workspace: disk::workspace(vec![self.workspace.clone()]),
+            ..env.session_env.clone()
+        }
+        .configure(&mut session);
+        session
+    }
+
+    /// Reads the transcript from its start into `session`, which must be
+    /// fresh.
+    fn read_from_start(&mut self, session: &mut Session, env: &FollowEnv) -> EngineResult<()> {
+        self.tail = Tail::new(&self.path);
+        self.reading = Reading::new(self.agent, &self.path)?;
+        self.limits_from = None;
+        let (tail, reading) = (&mut self.tail, &mut self.reading);
+        tail.step(|line| {
+            reading.line(line, session, env, false);
+        })
+        .map_err(|e| read_error(&self.path, e))?;
+        self.reading.reader.caught_up();
+        self.refresh_limits(session, env);
+        Ok(())
+    }
+
+    /// Reads what the agent wrote since the last look; a transcript that
+    /// changed underneath (truncated, replaced, rewritten, or moved to
+    /// another branch) is read again from the start into a fresh session.
+    pub fn poll(&mut self, open: &mut OpenSession, env: &FollowEnv) -> EngineResult<Polled> {
+        let mut polled = Polled::default();
+        let (tail, reading, session) = (&mut self.tail, &mut self.reading, &mut open.session);
+        let step = tail
+            .step(|line| {
+                let one = reading.line(line, session, env, true);
+                polled.changed |= one.changed;
+                polled.compactions.extend(one.compactions);
+            })
+            .map_err(|e| read_error(&self.path, e))?;
+        let reread = match step {
+            Step::Changed(why) => Some(why.to_string()),
+            Step::Read if self.reading.restart => Some("moved to another branch".to_string()),
+            Step::Read => None,
+        };
+        if let Some(why) = reread {
+            let mut session = self.fresh_session(&open.session.id, env);
+            self.read_from_start(&mut session, env)?;
+            open.session = session;
+            return Ok(Polled {
+                changed: true,
+                compactions: Vec::new(),
+                reread: Some(why),
+            });
+        }
+        if polled.changed {
+            self.refresh_limits(&mut open.session, env);
+        }
+        Ok(polled)
+    }
+
+    /// The window and the agent's auto-compaction point, from what the
+    /// transcript states, the agent's configuration, and compactd's table;
+    /// recomputed when the model, the stated window or the output cap
+    /// changes.
+    fn refresh_limits(&mut self, session: &mut Session, env: &FollowEnv) {
+        let from = (
+            session.model.clone(),
+            self.reading.stated_window,
+            self.reading.max_output,
+        );
+        if self.limits_from.as_ref() == Some(&from) {
+            return;
+        }
+        let (model, stated, max_output) = from.clone();
+        self.limits_from = Some(from);
+        let table = model.as_deref().and_then(tokens::context_window_for);
+        let default = env.config.default_context_window;
+        let (window, point) = match self.agent {
+            Agent::ClaudeCode => {
+                let window = stated.or(table).unwrap_or(default);
+                (window, limits::claude_code(env.homes, window, max_output))
+            }
+            Agent::Codex => {
+                let config = limits::codex_config(env.homes);
+                let window = stated
+                    .or(config.context_window)
+                    .or(table)
+                    .unwrap_or(default);
+                (window, limits::codex(&config, stated, table))
+            }
+            Agent::Pi => {
+                let config = limits::pi_config(env.homes, &self.workspace, model.as_deref());
+                let window = stated.or(config.model_window).or(table).unwrap_or(default);
+                let point = limits::pi(&config, window, config.model_window.is_some());
+                (window, point)
+            }
+        };
+        session.context_window = Some(window);
+        self.auto_compact = point;
+    }
+
+    /// Lines of the transcript the mirror did not use, and why.
+    pub fn skipped_reasons(&self) -> Vec<String> {
+        self.reading.out.skipped.reasons()
+    }
+}
+
+/// A followed session's meter: the agent's usage in the agent's window,
+/// and the point where the agent compacts (the window when it will not).
+pub fn meter(config: &Config, session: &Session, mirror: &Mirror) -> Meter {
+    let mut meter = window::meter(config, session);
+    meter.auto_compact_at = match mirror.auto_compact.basis {
+        Basis::Off => meter.context_window,
+        _ => mirror.auto_compact.at.unwrap_or(meter.context_window),
+    };
+    meter
+}
+
+/// Records a compaction compactd made of a followed transcript in its own
+/// log (synced); the mirror stays as the agent has it.
+pub fn record_own(
+    open: &mut OpenSession,
+    mirror: &mut Mirror,
+    record: CompactionRecord,
+) -> EngineResult<()> {
+    open.log
+        .append(&[LogEntry::Compaction(Box::new(record.clone()))], true)
+        .map_err(|e| EngineError::Failed(format!("could not record the compaction: {e}")))?;
+    mirror.own.push(record);
+    Ok(())
+}
+
+/// Why a compaction of a followed transcript did not change it.
+pub fn recorded_reason(mirror: &Mirror) -> String {
+    format!(
+        "recorded in compactd's log only: this session follows {}'s transcript, whose context only {} changes",
+        mirror.agent.display_name(),
+        mirror.agent.display_name()
+    )
+}

@@ -1,0 +1,249 @@
+//! What a session counts: running totals over its view (tool results kept
+//! out of the view count nothing; the synthetic results closing interrupted
+//! calls count with their caller), the calibration learned from provider
+//! usage, and the meter and trigger input built from both. Every figure is
+//! our count of exactly what `Session::history` sends, and the calibration's
+//! one `Correction` turns it into the provider's terms.
+
+use super::{Counted, Session, Slot};
+use crate::compaction::trigger::TriggerInput;
+use crate::conversation::{synthetic_result, Message, MessageBody, Role};
+use crate::tokens::{self, Correction, Encoding, Meter, MeterSource};
+
+/// Running sums over the view, kept up to date on every append so the
+/// meter and the triggers cost nothing per message.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(super) struct ViewTotals {
+    /// Estimated tokens of every slot.
+    pub(super) tokens: u64,
+    /// Raw messages, and the user messages among them.
+    messages: u64,
+    user_turns: u64,
+    /// The latest current provider report: the context it gives, and the
+    /// estimated tokens of the slots after it.
+    pub(super) latest_usage: Option<(u64, u64)>,
+}
+
+impl Session {
+    /// The open calls got no result before the conversation moved on: the
+    /// history closes them with synthetic results, counted with their
+    /// caller (which is in the view while its calls are open).
+    pub(super) fn close_interrupted(&mut self, interrupted: Vec<(String, String)>) {
+        let Some(caller) = self.open_caller.take() else {
+            return;
+        };
+        if interrupted.is_empty() {
+            return;
+        }
+        let tokens = synthetic_tokens(self.encoding, &interrupted);
+        let counted = &mut self.messages[caller];
+        counted.interrupted = interrupted;
+        counted.synthetic_tokens = tokens;
+        self.totals.tokens += tokens;
+        if let Some((_, after)) = &mut self.totals.latest_usage {
+            *after += tokens;
+        }
+    }
+
+    pub(super) fn add_to_totals(&mut self, slot: Slot) {
+        let tokens = self.slot_tokens(&slot);
+        let (report, trailing) = match slot {
+            Slot::Message(i) => {
+                self.totals.messages += 1;
+                if self.messages[i].message.role() == Role::User {
+                    self.totals.user_turns += 1;
+                }
+                let counted = &self.messages[i];
+                let report = self.current_usage(counted, self.compactions.len());
+                (report, counted.synthetic_tokens)
+            }
+            Slot::Summary(_) => (None, 0),
+        };
+        self.totals.tokens += tokens;
+        match (report, &mut self.totals.latest_usage) {
+            // Synthetic results come after the reporting message.
+            (Some(context), latest) => *latest = Some((context, trailing)),
+            (None, Some((_, after))) => *after += tokens,
+            (None, None) => {}
+        }
+    }
+
+    /// A provider report is a calibration sample: the prompt it counted
+    /// against our estimate of what the session held for that request.
+    pub(super) fn calibrate(&mut self, message: &Message) {
+        self.calibrate_against(message, self.estimated_tokens());
+    }
+
+    /// `calibrate` with our estimate of the request given.
+    pub(super) fn calibrate_against(&mut self, message: &Message, estimate: u64) {
+        let (Some(usage), MessageBody::Assistant { model, .. }) = (message.usage, &message.body)
+        else {
+            return;
+        };
+        let model = model.as_deref().or(self.model.as_deref());
+        self.calibration
+            .observe(model, estimate, usage.prompt_tokens());
+    }
+
+    pub(super) fn recompute_totals(&mut self) {
+        self.totals = ViewTotals::default();
+        for slot in self.view.clone() {
+            self.add_to_totals(slot);
+        }
+    }
+
+    /// The declared system prompt and tool definitions, in every request.
+    pub(super) fn declared_tokens(&self) -> u64 {
+        self.system_tokens + self.tool_tokens
+    }
+
+    fn fixed_tokens(&self) -> u64 {
+        self.declared_tokens() + self.checkpoint.map(|i| self.summary_tokens[i]).unwrap_or(0)
+    }
+
+    /// Our own estimate of the whole view, ignoring provider usage.
+    pub fn estimated_tokens(&self) -> u64 {
+        self.fixed_tokens() + self.totals.tokens
+    }
+
+    /// How the provider's count of a request differs from ours, for the
+    /// session's model (`tokens::calibration`).
+    pub fn correction(&self) -> Correction {
+        self.calibration.correction(self.model.as_deref())
+    }
+
+    /// Our estimate of the whole view as the provider would count it.
+    pub fn calibrated_tokens(&self) -> u64 {
+        self.correction().context(self.estimated_tokens())
+    }
+
+    /// The meter: the provider's latest current report plus our estimate
+    /// of what came after it (it includes the overhead); otherwise our
+    /// estimate of everything with the overhead the calibration learned.
+    pub fn meter(&self, context_window: u64, auto_compact_at: u64) -> Meter {
+        let correction = self.correction();
+        let (context_tokens, source) = match self.totals.latest_usage {
+            Some((reported, after)) => (reported + correction.scaled(after), MeterSource::Usage),
+            None => (self.calibrated_tokens(), MeterSource::Estimate),
+        };
+        Meter {
+            context_tokens,
+            context_window,
+            auto_compact_at,
+            source,
+            overhead_tokens: correction.context(self.declared_tokens()),
+        }
+    }
+
+    /// What the auto-compaction triggers look at.
+    pub fn trigger_input(&self, context_window: u64, auto_compact_at: u64) -> TriggerInput {
+        TriggerInput {
+            tokens: self.meter(context_window, auto_compact_at).context_tokens,
+            window: context_window,
+            messages: self.totals.messages,
+            user_turns: self.totals.user_turns,
+        }
+    }
+
+    /// Usage that still describes this view: reported after the latest
+    /// compaction, by the session's model.
+    pub(super) fn current_usage(&self, counted: &Counted, generation: usize) -> Option<u64> {
+        if counted.generation != generation || counted.message.role() != Role::Assistant {
+            return None;
+        }
+        let usage = counted.message.usage?;
+        if let (
+            MessageBody::Assistant {
+                model: Some(reported),
+                ..
+            },
+            Some(ours),
+        ) = (&counted.message.body, &self.model)
+        {
+            if !same_model(reported, ours) {
+                return None;
+            }
+        }
+        let context = usage.context_tokens();
+        (context > 0).then_some(context)
+    }
+
+    /// The running totals agree with a recount (for tests of the
+    /// bookkeeping).
+    #[cfg(test)]
+    pub(crate) fn totals_match_recount(&self) -> bool {
+        let mut recomputed = self.clone();
+        recomputed.recompute_totals();
+        recomputed.totals == self.totals
+    }
+}
+
+/// Tokens of the synthetic results closing these calls.
+pub(super) fn synthetic_tokens(encoding: Encoding, calls: &[(String, String)]) -> u64 {
+    calls
+        .iter()
+        .map(|(id, name)| tokens::count_message(encoding, &synthetic_result(id, name)))
+        .sum()
+}
+
+fn same_model(a: &str, b: &str) -> bool {
+    let strip = |m: &str| m.rsplit('/').next().unwrap_or(m).to_ascii_lowercase();
+    strip(a) == strip(b)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::conversation::Usage;
+    use crate::session::tests::session;
+
+    #[test]
+    fn meter_prefers_the_latest_report_plus_later_estimates() {
+        let mut s = Session::new("s".into(), None, None, None, "P".into());
+        let mut a = Message::assistant("a1", "done", vec![]);
+        a.usage = Some(Usage {
+            input: 500,
+            ..Usage::default()
+        });
+        s.push(vec![Message::user("u1", "go"), a]);
+        let after = [
+            Message::user("u2", "more words here"),
+            Message::assistant("a2", "ok", vec![]),
+        ];
+        let expected_after: u64 = after
+            .iter()
+            .map(|m| tokens::count_message(s.encoding(), m))
+            .sum();
+        s.push(after.to_vec());
+        let m = s.meter(1000, 900);
+        assert_eq!(
+            (m.context_tokens, m.source),
+            (500 + expected_after, MeterSource::Usage)
+        );
+        assert_eq!(
+            m.percent(),
+            ((500 + expected_after) as f64 / 10.0 * 10.0).round() / 10.0
+        );
+        let fresh = Session::new("t".into(), None, None, None, "P".into());
+        assert_eq!(fresh.meter(1000, 900).source, MeterSource::Estimate);
+        // Appending tracks the same totals as recomputing from scratch.
+        let mut recomputed = s.clone();
+        recomputed.recompute_totals();
+        assert_eq!(recomputed.totals, s.totals);
+    }
+
+    #[test]
+    fn usage_from_another_model_is_ignored() {
+        let mut s = session();
+        let mut a = Message::assistant("a1", "done", vec![]);
+        a.usage = Some(Usage {
+            input: 5000,
+            ..Usage::default()
+        });
+        if let MessageBody::Assistant { model, .. } = &mut a.body {
+            *model = Some("claude-sonnet-4-5".into());
+        }
+        s.push(vec![Message::user("u1", "go"), a]);
+        assert_eq!(s.meter(10_000, 9_000).source, tokens::MeterSource::Estimate);
+    }
+}

@@ -1,0 +1,415 @@
+//! The real Claude Code (pinned in `tests/agents`, installed by `npm ci`
+//! there) against the scripted Anthropic server, offline: compactd follows
+//! the transcript the real program writes while it runs (Read, Edit,
+//! Write, Bash with usage), and renders the status line from the JSON the
+//! real program sends its `statusLine` command, in an interactive session
+//! under tmux. Skipped, with the reason printed, when the agents are not
+//! installed (or python3 or tmux is missing).
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader, Read};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+
+use serde_json::{json, Value};
+
+use crate::follow::{claude_dir, follow_line_by_line};
+use crate::support::{file_uri, output_within, Server, MODEL_PATIENCE};
+
+fn agents_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/agents")
+}
+
+/// The claude binary, or why the test is skipped.
+fn claude() -> Result<PathBuf, String> {
+    let claude = agents_dir().join("node_modules/.bin/claude");
+    if !claude.exists() {
+        return Err(format!(
+            "{} is missing: run `npm ci` in {}",
+            claude.display(),
+            agents_dir().display()
+        ));
+    }
+    if Command::new("python3").arg("--version").output().is_err() {
+        return Err("python3 is missing (the scripted model server needs it)".into());
+    }
+    Ok(claude)
+}
+
+macro_rules! or_skip {
+    ($found:expr) => {
+        match $found {
+            Ok(found) => found,
+            Err(why) => {
+                eprintln!("skipping: {why}");
+                return;
+            }
+        }
+    };
+}
+
+/// `scripted_model.py` on a free port; stopped when dropped.
+struct ScriptedModel {
+    child: Child,
+    url: String,
+}
+
+impl ScriptedModel {
+    fn start(scenario: &str, log: &Path, workspace: &Path) -> ScriptedModel {
+        let mut child = Command::new("python3")
+            .arg(agents_dir().join("scripted_model.py"))
+            .arg("--scenario")
+            .arg(agents_dir().join("scenarios").join(scenario))
+            .arg("--log")
+            .arg(log)
+            .arg("--var")
+            .arg(format!("WORKSPACE={}", workspace.display()))
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        // The first line is printed once it listens: no polling.
+        let mut url = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut url)
+            .unwrap();
+        assert!(url.starts_with("http://"), "scripted_model.py: {url:?}");
+        ScriptedModel {
+            child,
+            url: url.trim().to_string(),
+        }
+    }
+}
+
+impl Drop for ScriptedModel {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn claude_command(claude: &Path, home: &Path, model: &ScriptedModel, workspace: &Path) -> Command {
+    let mut command = Command::new(claude);
+    command
+        .current_dir(workspace)
+        .env("HOME", home)
+        .env("ANTHROPIC_BASE_URL", &model.url)
+        .env(
+            "ANTHROPIC_API_KEY",
+            "sk-ant-scripted-0000000000000000000000",
+        )
+        .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
+        .env("DISABLE_AUTOUPDATER", "1")
+        .env_remove("CLAUDE_CONFIG_DIR");
+    command
+}
+
+/// A workspace as the scenario wants it: `a.txt` and `src/b.py`.
+fn workspace(root: &Path) -> PathBuf {
+    let ws = root.join("ws");
+    std::fs::create_dir_all(ws.join("src")).unwrap();
+    std::fs::write(ws.join("a.txt"), "alpha\nbeta\n").unwrap();
+    std::fs::write(ws.join("src/b.py"), "print('b')\n").unwrap();
+    ws.canonicalize().unwrap()
+}
+
+/// Each response's usage in a Claude Code transcript, by `message.id`, in
+/// order: input, cache write, cache read and output, summed.
+fn response_usage(transcript: &Path) -> Vec<(String, u64)> {
+    let mut by_id: BTreeMap<String, (usize, u64)> = BTreeMap::new();
+    for (n, line) in std::fs::read_to_string(transcript)
+        .unwrap()
+        .lines()
+        .enumerate()
+    {
+        let value: Value = serde_json::from_str(line).unwrap();
+        if value["type"] != "assistant" {
+            continue;
+        }
+        let usage = &value["message"]["usage"];
+        let total = [
+            "input_tokens",
+            "cache_creation_input_tokens",
+            "cache_read_input_tokens",
+            "output_tokens",
+        ]
+        .iter()
+        .map(|k| usage[*k].as_u64().unwrap_or(0))
+        .sum();
+        let id = value["message"]["id"].as_str().unwrap().to_string();
+        let first = by_id.get(&id).map_or(n, |(first, _)| *first);
+        by_id.insert(id, (first, total));
+    }
+    let mut ordered: Vec<(String, (usize, u64))> = by_id.into_iter().collect();
+    ordered.sort_by_key(|(_, (first, _))| *first);
+    ordered
+        .into_iter()
+        .map(|(id, (_, total))| (id, total))
+        .collect()
+}
+
+#[test]
+fn real_claude_code_is_followed_while_it_runs() {
+    let claude = or_skip!(claude());
+    let temp = tempfile::tempdir().unwrap();
+    let ws = workspace(temp.path());
+    let mut server = Server::spawn(&temp.path().join("data"));
+    server.patience = MODEL_PATIENCE;
+    let home = server.home().to_path_buf();
+    server.initialize_params(json!({"follow": "auto"}), json!({"rootUri": file_uri(&ws)}));
+    let model = ScriptedModel::start(
+        "claude-code-tools.json",
+        &temp.path().join("requests.jsonl"),
+        &ws,
+    );
+
+    let mut command = claude_command(&claude, &home, &model, &ws);
+    command.args([
+        "-p",
+        "edit a.txt and write c.md",
+        "--output-format",
+        "stream-json",
+        "--verbose",
+        "--allowedTools",
+        "Read,Edit,Write,Bash",
+    ]);
+    let output = output_within(&mut command, MODEL_PATIENCE);
+    assert!(output.status.success(), "{output:?}");
+    let stdout = String::from_utf8(output.stdout).unwrap();
+    let result: Value = stdout
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .find(|v| v["type"] == "result")
+        .expect("a result line");
+    assert_eq!(result["terminal_reason"], "completed", "{result}");
+    let transcript =
+        claude_dir(&home, &ws).join(format!("{}.jsonl", result["session_id"].as_str().unwrap()));
+
+    // Auto-follow found the session Claude Code started.
+    let followed = server.next_where(|m| m["method"] == "conversation/didFollow")["params"].clone();
+    assert_eq!(followed["path"], transcript.display().to_string());
+    let id = followed["sessionId"].as_str().unwrap().to_string();
+    // Following it by agent is the same session, read up to now.
+    let now = server
+        .request("conversation/follow", json!({"agent": "claude-code"}))
+        .unwrap();
+    assert_eq!(now["sessionId"], id.as_str());
+    let usage = response_usage(&transcript);
+    assert_eq!(usage.len(), 5, "{usage:?}");
+    let last = usage.last().unwrap().1;
+    assert_eq!(
+        (
+            now["meter"]["contextTokens"].as_u64(),
+            now["meter"]["source"].as_str()
+        ),
+        (Some(last), Some("usage"))
+    );
+    let meters: Vec<u64> = server
+        .received_notifications("conversation/tokens")
+        .iter()
+        .filter(|n| n["sessionId"] == id.as_str())
+        .map(|n| n["contextTokens"].as_u64().unwrap())
+        .collect();
+    assert!(
+        meters.windows(2).all(|w| w[0] <= w[1]),
+        "no compaction, so no drop: {meters:?}"
+    );
+    assert_eq!(meters.last(), Some(&last));
+
+    // One message per response, with the usage its lines carry.
+    let history = server
+        .request("conversation/history", json!({"sessionId": id}))
+        .unwrap();
+    let responses: Vec<u64> = history["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "assistant")
+        .map(|m| {
+            ["input", "cacheWrite", "cacheRead", "output"]
+                .iter()
+                .map(|k| m["usage"][*k].as_u64().unwrap())
+                .sum()
+        })
+        .collect();
+    assert_eq!(
+        responses,
+        usage.iter().map(|(_, total)| *total).collect::<Vec<_>>()
+    );
+    let files = server
+        .request("files/list", json!({"sessionId": id}))
+        .unwrap();
+    assert_eq!(files["readFiles"], json!(["src/b.py"]));
+    assert_eq!(files["modifiedFiles"], json!(["c.md", "a.txt"]));
+
+    // The same transcript written again line by line: at every line the
+    // meter is what a batch import of the lines so far gives, and after a
+    // response's line, its usage exactly.
+    let lines: Vec<String> = std::fs::read_to_string(&transcript)
+        .unwrap()
+        .lines()
+        .map(|l| format!("{l}\n"))
+        .collect();
+    let copy = temp.path().join("copy.jsonl");
+    follow_line_by_line(&mut server, &copy, &lines);
+    server.shutdown_and_exit();
+}
+
+/// Reads each line written to the FIFO at `path`, one writer at a time,
+/// and hands it over.
+fn fifo_lines(path: PathBuf) -> mpsc::Receiver<String> {
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || loop {
+        // Blocks until the status line command opens it to write.
+        let Ok(mut fifo) = std::fs::File::open(&path) else {
+            return;
+        };
+        let mut text = String::new();
+        let _ = fifo.read_to_string(&mut text);
+        if tx.send(text).is_err() {
+            return;
+        }
+    });
+    rx
+}
+
+/// `tmux` on a socket of its own (in the test's folder), killed when
+/// dropped.
+struct Tmux {
+    socket: PathBuf,
+}
+
+impl Tmux {
+    fn run(&self, args: &[&str]) -> std::process::Output {
+        Command::new("tmux")
+            .arg("-S")
+            .arg(&self.socket)
+            .args(args)
+            .output()
+            .unwrap()
+    }
+}
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        self.run(&["kill-server"]);
+    }
+}
+
+#[test]
+fn real_claude_code_sends_its_status_line_json_to_compactd_statusline() {
+    let claude = or_skip!(claude());
+    or_skip!(Command::new("tmux")
+        .arg("-V")
+        .output()
+        .map_err(|_| "tmux is missing".to_string()));
+    let temp = tempfile::tempdir().unwrap();
+    let ws = workspace(temp.path());
+    let home = temp.path().join("home");
+    let captured = temp.path().join("captured");
+    std::fs::create_dir_all(home.join(".claude")).unwrap();
+    std::fs::create_dir_all(&captured).unwrap();
+    let fifo = temp.path().join("rendered");
+    crate::support::mkfifo(&fifo);
+    let key = "sk-ant-scripted-0000000000000000000000";
+    let state = json!({"hasCompletedOnboarding": true, "theme": "dark",
+        "customApiKeyResponses": {"approved": [&key[key.len() - 20..]], "rejected": []},
+        "projects": {ws.display().to_string(): {"hasTrustDialogAccepted": true, "hasCompletedProjectOnboarding": true}}});
+    std::fs::write(home.join(".claude.json"), state.to_string()).unwrap();
+    // The JSON is kept for the test, compactd renders, and the line goes
+    // to Claude Code and to the test.
+    let command = format!(
+        "sh -c 'cat > {dir}/in.$$.json; XDG_DATA_HOME={data} {bin} --no-user-config statusline < {dir}/in.$$.json | tee {fifo}'",
+        dir = captured.display(),
+        data = temp.path().join("data").display(),
+        bin = env!("CARGO_BIN_EXE_compactd"),
+        fifo = fifo.display()
+    );
+    let settings = json!({"statusLine": {"type": "command", "command": command}});
+    std::fs::write(home.join(".claude/settings.json"), settings.to_string()).unwrap();
+    let rendered = fifo_lines(fifo.clone());
+    let model = ScriptedModel::start(
+        "claude-code-tools.json",
+        &temp.path().join("requests.jsonl"),
+        &ws,
+    );
+
+    let environment = claude_command(&claude, &home, &model, &ws);
+    let envs: Vec<String> = environment
+        .get_envs()
+        .filter_map(|(k, v)| Some(format!("{}={}", k.to_str()?, v?.to_str()?)))
+        .collect();
+    let line = format!(
+        "env -u CLAUDE_CONFIG_DIR {} {} --allowedTools Read,Edit,Write,Bash",
+        envs.join(" "),
+        claude.display()
+    );
+    let tmux = Tmux {
+        socket: temp.path().join("tmux.sock"),
+    };
+    let started = tmux.run(&[
+        "new-session",
+        "-d",
+        "-s",
+        "cc",
+        "-x",
+        "160",
+        "-y",
+        "45",
+        "-c",
+        ws.to_str().unwrap(),
+        &line,
+    ]);
+    assert!(started.status.success(), "{started:?}");
+    let next = || {
+        rendered
+            .recv_timeout(MODEL_PATIENCE)
+            .expect("a status line render")
+    };
+    let first = next();
+    assert!(
+        first.starts_with("⛁ –/1M · auto-compact 977k"),
+        "at startup: {first:?}"
+    );
+    let sent = tmux.run(&[
+        "send-keys",
+        "-t",
+        "cc",
+        "edit a.txt and write c.md",
+        "Enter",
+    ]);
+    assert!(sent.status.success());
+    let after_turn = loop {
+        let line = next();
+        if line.contains("files changed") {
+            break line;
+        }
+    };
+    assert_eq!(
+        after_turn.trim_end(),
+        "⛁ 14.7k/1M 1% · auto-compact 977k · 2 files changed"
+    );
+
+    // What the real program sent: the fields compactd reads.
+    let inputs: Vec<Value> = std::fs::read_dir(&captured)
+        .unwrap()
+        .map(|e| {
+            serde_json::from_str(&std::fs::read_to_string(e.unwrap().path()).unwrap()).unwrap()
+        })
+        .collect();
+    let with_usage = inputs
+        .iter()
+        .find(|v| v["context_window"]["current_usage"].is_object())
+        .expect("a render after the turn");
+    assert!(Path::new(with_usage["transcript_path"].as_str().unwrap()).exists());
+    assert_eq!(
+        with_usage["context_window"]["context_window_size"],
+        1_000_000
+    );
+    assert_eq!(with_usage["model"]["id"], "claude-opus-5-5");
+    // Releases the reader thread waiting on the FIFO.
+    drop(tmux);
+    drop(rendered);
+    let _ = std::fs::OpenOptions::new().write(true).open(&fifo);
+}

@@ -1,0 +1,253 @@
+//! `compactd statusline` through the binary, fed the JSON real Claude Code
+//! 2.1.330 sent its statusLine command (captured under tmux at startup,
+//! after a tool turn and after `/compact`; committed fixtures) with the
+//! transcript of that session (trimmed fixture), plus the cache, colours
+//! and failures. `agents.rs` runs it under a live interactive Claude Code.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use serde_json::{json, Value};
+
+use crate::support::PATIENCE;
+
+fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/claude-code")
+        .join(name)
+}
+
+/// A captured JSON with its transcript moved to `transcript`.
+fn captured(name: &str, transcript: &Path) -> Value {
+    let mut json: Value =
+        serde_json::from_str(&std::fs::read_to_string(fixture(name)).unwrap()).unwrap();
+    json["transcript_path"] = json!(transcript);
+    json
+}
+
+struct Home {
+    dir: tempfile::TempDir,
+}
+
+impl Home {
+    fn new() -> Home {
+        Home {
+            dir: tempfile::tempdir().unwrap(),
+        }
+    }
+
+    fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    fn cache_dir(&self) -> PathBuf {
+        self.path().join("data/compactd/sessions/statusline")
+    }
+
+    /// Runs `compactd statusline` with `input` on stdin; returns stdout,
+    /// after checking it exited 0 with one line.
+    fn render(&self, input: &str, flags: &[&str], env: &[(&str, &str)]) -> String {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_compactd"));
+        command
+            .args(["--no-user-config", "statusline"])
+            .args(flags)
+            .env("HOME", self.path())
+            .env("XDG_DATA_HOME", self.path().join("data"))
+            .env_remove("NO_COLOR")
+            .env_remove("CLAUDE_CONFIG_DIR")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        for (k, v) in env {
+            command.env(k, v);
+        }
+        let mut child = command.spawn().unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(input.as_bytes())
+            .unwrap();
+        let output = crate::support::wait_with_patience(child, PATIENCE);
+        assert!(output.status.success(), "{output:?}");
+        let stdout = String::from_utf8(output.stdout).unwrap();
+        assert_eq!(stdout.lines().count(), 1, "{stdout:?}");
+        stdout.trim_end().to_string()
+    }
+}
+
+#[test]
+fn the_json_real_claude_code_sends_renders_its_own_figures() {
+    let home = Home::new();
+    let transcript = home.path().join("5217d838.jsonl");
+    std::fs::copy(
+        fixture("5217d838-5181-433d-a8b8-c96b9ad7bfb3.jsonl"),
+        &transcript,
+    )
+    .unwrap();
+    // After the tool turn: the last request's usage (5 + 200 + 14,450 +
+    // 12), the default model's window and compaction point, and the two
+    // files its Edit and Write changed (its Reads and Bash changed none).
+    let after_tools = captured("statusline-stdin-after-tools.json", &transcript).to_string();
+    assert_eq!(
+        home.render(&after_tools, &[], &[]),
+        "⛁ 14.7k/1M 1% · auto-compact 977k · 2 files changed"
+    );
+    // At startup and right after /compact Claude Code sends no usage
+    // (null, then zeros): the size it recorded after compacting (3,061).
+    for name in [
+        "statusline-stdin-start.json",
+        "statusline-stdin-after-compact.json",
+    ] {
+        let json = captured(name, &transcript).to_string();
+        assert_eq!(
+            home.render(&json, &[], &[]),
+            "⛁ 3.1k/1M 0% · auto-compact 977k · 2 files changed",
+            "{name}"
+        );
+    }
+}
+
+#[test]
+fn a_render_reads_only_what_the_transcript_gained_and_agrees_with_a_fresh_read() {
+    let home = Home::new();
+    let transcript = home.path().join("t.jsonl");
+    let text =
+        std::fs::read_to_string(fixture("5217d838-5181-433d-a8b8-c96b9ad7bfb3.jsonl")).unwrap();
+    let lines: Vec<&str> = text.split_inclusive('\n').collect();
+    let mut json = captured("statusline-stdin-start.json", &transcript);
+    json["context_window"]["context_window_size"] = json!(200_000);
+    let input = json.to_string();
+    let mut written = String::new();
+    for (n, line) in lines.iter().enumerate() {
+        // Every other step leaves a torn half line for the next render.
+        let (now, later) = if n % 2 == 0 {
+            line.split_at(line.len() / 2)
+        } else {
+            (*line, "")
+        };
+        written.push_str(now);
+        std::fs::write(&transcript, &written).unwrap();
+        let incremental = home.render(&input, &[], &[]);
+        std::fs::remove_dir_all(home.cache_dir()).unwrap();
+        assert_eq!(
+            incremental,
+            home.render(&input, &[], &[]),
+            "after {} lines",
+            n + 1
+        );
+        written.push_str(later);
+    }
+    assert_eq!(
+        home.render(&input, &[], &[]),
+        "⛁ 3.1k/200k 2% · auto-compact ~177k · 2 files changed"
+    );
+    // (With a 200k window the point is Claude Code's rule where it was not
+    // seen to compact: an estimate, marked `~`.) Rewritten shorter, then
+    // rewritten in place at the same size: read again from the start.
+    let first_turn: String =
+        lines[..lines.iter().position(|l| l.contains("msg_27dd")).unwrap()].concat();
+    std::fs::write(&transcript, &first_turn).unwrap();
+    assert_eq!(
+        home.render(&input, &[], &[]),
+        "⛁ 13.6k/200k 7% · auto-compact ~177k"
+    );
+    let same_size = first_turn.replace(
+        "\"cache_read_input_tokens\":12000",
+        "\"cache_read_input_tokens\":12900",
+    );
+    assert_eq!(same_size.len(), first_turn.len());
+    std::fs::write(&transcript, &same_size).unwrap();
+    let file = std::fs::File::options()
+        .write(true)
+        .open(&transcript)
+        .unwrap();
+    file.set_modified(std::time::SystemTime::now() + std::time::Duration::from_secs(5))
+        .unwrap();
+    assert_eq!(
+        home.render(&input, &[], &[]),
+        "⛁ 14.5k/200k 7% · auto-compact ~177k"
+    );
+}
+
+#[test]
+fn colours_follow_the_thresholds_and_no_color() {
+    let home = Home::new();
+    let transcript = home.path().join("t.jsonl");
+    std::fs::copy(
+        fixture("5217d838-5181-433d-a8b8-c96b9ad7bfb3.jsonl"),
+        &transcript,
+    )
+    .unwrap();
+    let at = |tokens: u64| {
+        let mut json = captured("statusline-stdin-after-tools.json", &transcript);
+        json["context_window"]["context_window_size"] = json!(100_000);
+        json["context_window"]["current_usage"] = json!({"input_tokens": tokens, "output_tokens": 0,
+            "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0});
+        json.to_string()
+    };
+    let meter = |line: String| line.split(" · ").next().unwrap().to_string();
+    assert_eq!(meter(home.render(&at(50_000), &[], &[])), "⛁ 50k/100k 50%");
+    assert_eq!(
+        meter(home.render(&at(80_000), &[], &[])),
+        "\x1b[33m⛁ 80k/100k 80%\x1b[0m"
+    );
+    assert_eq!(
+        meter(home.render(&at(95_000), &[], &[])),
+        "\x1b[31m⛁ 95k/100k 95%\x1b[0m"
+    );
+    assert_eq!(
+        meter(home.render(&at(95_000), &[], &[("NO_COLOR", "1")])),
+        "⛁ 95k/100k 95%"
+    );
+    assert_eq!(
+        meter(home.render(&at(50_000), &["--warn", "40", "--error", "60"], &[])),
+        "\x1b[33m⛁ 50k/100k 50%\x1b[0m"
+    );
+    // Claude Code switched off by its own setting.
+    std::fs::write(
+        home.path().join(".claude.json"),
+        r#"{"autoCompactEnabled": false}"#,
+    )
+    .unwrap();
+    assert!(home
+        .render(&at(50_000), &[], &[])
+        .contains(" · auto-compact off"));
+}
+
+#[test]
+fn any_failure_prints_a_short_fallback_and_exits_0() {
+    let home = Home::new();
+    let cases = [
+        (
+            "not json",
+            "⛁ compactd: stdin is not JSON: expected ident at line 1 column 2",
+        ),
+        ("{}", "⛁ compactd: no transcript_path in the JSON"),
+    ];
+    for (input, line) in cases {
+        assert_eq!(home.render(input, &[], &[]), line);
+    }
+    // At startup the transcript is named before it is written.
+    let unwritten = captured(
+        "statusline-stdin-start.json",
+        &home.path().join("not-yet.jsonl"),
+    );
+    assert_eq!(
+        home.render(&unwritten.to_string(), &[], &[]),
+        "⛁ –/1M · auto-compact 977k"
+    );
+    let directory = json!({"transcript_path": home.path()}).to_string();
+    assert!(home
+        .render(&directory, &[], &[])
+        .starts_with("⛁ compactd: "));
+    let fifo = home.path().join("fifo");
+    crate::support::mkfifo(&fifo);
+    let fifo_input = json!({"transcript_path": fifo}).to_string();
+    let line = home.render(&fifo_input, &[], &[]);
+    assert!(
+        line.starts_with("⛁ compactd: ") && line.ends_with("not a regular file"),
+        "{line}"
+    );
+}
