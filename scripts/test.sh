@@ -16,6 +16,8 @@ cargo build --quiet
 editors/nvim/tests/run.sh
 echo "== clients (TypeScript, Python)"
 clients/test.sh
+echo "== integrations (pi extension, example agent)"
+integrations/test.sh
 
 echo "== editors/vscode: npm test, .vsix, e2e in code-server"
 if [[ -d editors/vscode/node_modules ]]; then

@@ -341,6 +341,18 @@ impl CallTracker {
         self.calls.get(call_id) == Some(&false)
     }
 
+    /// The open batch's caller was written again with more calls (an
+    /// agent writes one response over several transcript lines): the
+    /// calls not seen before join the open batch.
+    pub fn add_to_open(&mut self, message: &Message) {
+        for call in message.tool_calls() {
+            if !self.calls.contains_key(&call.id) {
+                self.calls.insert(call.id.clone(), false);
+                self.open.push((call.id.clone(), call.name.clone()));
+            }
+        }
+    }
+
     /// Calls still waiting for a result (the last batch, not closed yet).
     pub fn open_calls(&self) -> &[(String, String)] {
         &self.open

@@ -186,8 +186,17 @@ fn compaction(reader: &Reader, line: usize, entry: &Value, out: &mut Emitter) {
             })
             .unwrap_or_default()
     };
+    let summary = str_field(entry, "summary").unwrap_or_default();
+    let listed = ["readFiles", "modifiedFiles"]
+        .iter()
+        .any(|key| entry.pointer(&format!("/details/{key}")).is_some());
     out.compaction(ForeignCompaction {
-        summary: str_field(entry, "summary").unwrap_or_default(),
+        // The record renders the file sections from the lists in `details`.
+        summary: if listed {
+            without_file_sections(&summary)
+        } else {
+            summary
+        },
         first_kept: Some(first_kept),
         tokens_before: entry
             .get("tokensBefore")
@@ -200,6 +209,23 @@ fn compaction(reader: &Reader, line: usize, entry: &Value, out: &mut Emitter) {
         trigger: Trigger::Threshold,
         line,
     });
+}
+
+/// A summary without the `<read-files>`/`<modified-files>` blocks pi (and
+/// compactd, writing pi's compaction) appends to it, so they are not shown
+/// twice once the record renders them again.
+fn without_file_sections(summary: &str) -> String {
+    let mut body = summary.to_string();
+    for tag in ["read-files", "modified-files"] {
+        let (open, close) = (format!("<{tag}>"), format!("</{tag}>"));
+        while let Some(start) = body.find(&open) {
+            let Some(end) = body[start..].find(&close) else {
+                break;
+            };
+            body.replace_range(start..start + end + close.len(), "");
+        }
+    }
+    body.trim_end().to_string()
 }
 
 fn branch_summary_text(summary: &str) -> String {
@@ -369,6 +395,33 @@ mod tests {
         let history = session.history();
         assert!(history[0].text().contains("did things"));
         assert_eq!(history[1].id, "e5");
+    }
+
+    #[test]
+    fn file_sections_pi_appended_to_a_summary_are_shown_once() {
+        let compaction = |summary: &str, details: &str| {
+            let text = [
+                r#"{"type":"session","version":3,"id":"s","timestamp":"t","cwd":"/"}"#,
+                r#"{"type":"message","id":"e1","parentId":null,"timestamp":"t","message":{"role":"user","content":"first"}}"#,
+                r#"{"type":"message","id":"e2","parentId":"e1","timestamp":"t","message":{"role":"user","content":"second"}}"#,
+                &format!(
+                    r#"{{"type":"compaction","id":"e3","parentId":"e2","timestamp":"t","summary":{},"firstKeptEntryId":"e2","tokensBefore":9{details}}}"#,
+                    serde_json::to_string(summary).unwrap()
+                ),
+            ]
+            .join("\n");
+            let imported = parse(text.as_bytes(), None).unwrap();
+            first_compaction(&imported).clone()
+        };
+        let sections = "## Goal\nDid things.\n\n<read-files>\na.rs\n</read-files>\n\n<modified-files>\nb.rs\n</modified-files>";
+        let listed = compaction(
+            sections,
+            r#","details":{"readFiles":["a.rs"],"modifiedFiles":["b.rs"]}"#,
+        );
+        assert_eq!(listed.summary, "## Goal\nDid things.");
+        assert_eq!(listed.full_summary(), sections);
+        // Without lists in `details`, the summary's own sections are all there is.
+        assert_eq!(compaction(sections, "").full_summary(), sections);
     }
 
     #[test]

@@ -30,6 +30,13 @@ impl Session {
         {
             self.file_ledger.observe(&message);
         }
+        // The newest turn may gain calls: their results must find them open.
+        if later.iter().all(|c| c.message.role() == Role::Tool) {
+            self.calls.add_to_open(&message);
+            if !message.tool_calls().is_empty() {
+                self.open_caller = Some(i);
+            }
+        }
         let from_it = self.view_tokens_from(i);
         if let (None, Some(from_it)) = (self.messages[i].message.usage, from_it) {
             let before = self.estimated_tokens() - from_it;
@@ -80,7 +87,7 @@ impl Session {
 
 #[cfg(test)]
 mod tests {
-    use crate::conversation::{Message, Usage};
+    use crate::conversation::{Message, ToolCall, Usage};
     use crate::session::tests::session;
     use crate::tokens;
 
@@ -125,6 +132,35 @@ mod tests {
         }
         assert_ne!(whole.correction().overhead, 0);
         assert_eq!(amended.correction(), whole.correction());
+        assert_eq!(amended.meter(100_000, 90_000), whole.meter(100_000, 90_000));
+    }
+
+    #[test]
+    fn calls_a_later_version_adds_are_open_for_their_results() {
+        let call = |id: &str| ToolCall {
+            id: id.into(),
+            name: "Read".into(),
+            arguments: serde_json::json!({}),
+        };
+        let (mut amended, mut whole) = (session(), session());
+        amended.push(vec![
+            Message::user("u1", "go"),
+            Message::assistant("a1", "reading", vec![call("c1")]),
+        ]);
+        // Claude Code writes the second call on a line of its own.
+        let both = Message::assistant("a1", "reading", vec![call("c1"), call("c2")]);
+        assert!(amended.replace_message(both.clone()));
+        let results = vec![
+            Message::tool_result("t1", "c1", "one", false),
+            Message::tool_result("t2", "c2", "two", false),
+        ];
+        assert!(
+            amended.push(results.clone()).is_empty(),
+            "no result kept out"
+        );
+        whole.push(vec![Message::user("u1", "go"), both]);
+        whole.push(results);
+        assert!(amended.totals_match_recount());
         assert_eq!(amended.meter(100_000, 90_000), whole.meter(100_000, 90_000));
     }
 }

@@ -199,7 +199,7 @@ def resolve_usage(spec, raw_body, reply):
         "cache_write": spec.get("cache_write", 0),
     }
     if usage["input"] == "auto":
-        usage["input"] = max(1, len(raw_body) // 4 - usage["cache_read"] - usage["cache_write"])
+        usage["input"] = max(1, prompt_estimate(raw_body) - usage["cache_read"] - usage["cache_write"])
     if usage["output"] == "auto":
         usage["output"] = estimate_tokens(out_text)
     return usage
@@ -401,6 +401,121 @@ class Responses:
         return "".join(out)
 
 
+# ---------------------------------------------------------------- validation
+#
+# Every request is checked the way the real providers check it, and refused
+# with their own status and wording: a tool result must answer a tool call
+# made before it, every tool call must get its result before the
+# conversation moves on, and (when the scenario sets "context_window") the
+# prompt must fit. The prompt is estimated as request body bytes / 4, the
+# same figure "auto" usage reports, so a client that trusts the reported
+# usage sees the limit the server enforces.
+
+
+def prompt_estimate(raw_body):
+    return max(1, len(raw_body) // 4)
+
+
+def tool_sequence_error(api, body):
+    """The provider's words for a broken tool-call sequence, or None."""
+    if api == "chat":
+        return _chat_sequence_error(body.get("messages") or [])
+    if api == "anthropic":
+        return _anthropic_sequence_error(body.get("messages") or [])
+    if api == "responses":
+        inp = body.get("input")
+        return _responses_sequence_error(inp if isinstance(inp, list) else [])
+    return None
+
+
+def _chat_sequence_error(messages):
+    pending, answerable = [], set()
+    for i, m in enumerate(messages):
+        role = m.get("role")
+        if role == "tool":
+            call = m.get("tool_call_id")
+            if call not in answerable:
+                return f"Invalid parameter: messages with role 'tool' must be a response to a preceeding message with 'tool_calls'. (messages[{i}], tool_call_id {call})"
+            answerable.discard(call)
+            pending = [c for c in pending if c != call]
+            continue
+        if pending:
+            break
+        answerable = set()
+        if role == "assistant":
+            pending = [c.get("id") for c in m.get("tool_calls") or []]
+            answerable = set(pending)
+    if pending:
+        return f"An assistant message with 'tool_calls' must be followed by tool messages responding to each 'tool_call_id'. The following tool_call_ids did not have response messages: {', '.join(pending)}"
+    return None
+
+
+def _anthropic_sequence_error(messages):
+    convo = [(i, m) for i, m in enumerate(messages) if m.get("role") in ("user", "assistant")]
+    previous_uses = set()
+    for n, (i, m) in enumerate(convo):
+        blocks = m.get("content") if isinstance(m.get("content"), list) else []
+        if m.get("role") == "user":
+            for j, b in enumerate(blocks):
+                if isinstance(b, dict) and b.get("type") == "tool_result" and b.get("tool_use_id") not in previous_uses:
+                    return f"messages.{i}.content.{j}: unexpected `tool_use_id` found in `tool_result` blocks: {b.get('tool_use_id')}. Each `tool_result` block must have a corresponding `tool_use` block in the previous message."
+            previous_uses = set()
+            continue
+        uses = [b.get("id") for b in blocks if isinstance(b, dict) and b.get("type") == "tool_use"]
+        if uses:
+            following = convo[n + 1][1] if n + 1 < len(convo) else None
+            following_blocks = following.get("content") if following and isinstance(following.get("content"), list) else []
+            answered = {b.get("tool_use_id") for b in following_blocks if isinstance(b, dict) and b.get("type") == "tool_result"}
+            missing = [u for u in uses if u not in answered]
+            if missing:
+                return f"messages.{i}: `tool_use` ids were found without `tool_result` blocks immediately after: {', '.join(missing)}. Each `tool_use` block must have a corresponding `tool_result` block in the next message."
+        previous_uses = set(uses)
+    return None
+
+
+def _responses_sequence_error(items):
+    calls, outputs = [], set()
+    for item in items:
+        if item.get("type") == "function_call":
+            calls.append(item.get("call_id"))
+        elif item.get("type") == "function_call_output":
+            if item.get("call_id") not in calls:
+                return f"No tool call found for function call output with call_id {item.get('call_id')}."
+            outputs.add(item.get("call_id"))
+    for call in calls:
+        if call not in outputs:
+            return f"No tool output found for function call {call}."
+    return None
+
+
+def overflow_error(api, tokens, window):
+    """(status, body) of each API's context-overflow answer."""
+    if api == "anthropic":
+        return 400, {"type": "error", "error": {"type": "invalid_request_error", "message": f"prompt is too long: {tokens} tokens > {window} maximum"}}
+    if api == "responses":
+        return 400, {"error": {"message": "Your input exceeds the context window of this model. Please adjust your input and try again.", "type": "invalid_request_error", "param": "input", "code": "context_length_exceeded"}}
+    return 400, {"error": {"message": f"This model's maximum context length is {window} tokens. However, your messages resulted in {tokens} tokens. Please reduce the length of the messages.", "type": "invalid_request_error", "param": "messages", "code": "context_length_exceeded"}}
+
+
+def sequence_error_body(api, message):
+    if api == "anthropic":
+        return {"type": "error", "error": {"type": "invalid_request_error", "message": message}}
+    return {"error": {"message": message, "type": "invalid_request_error", "param": "messages" if api == "chat" else "input", "code": None}}
+
+
+def rejection(api, body, raw, scenario):
+    """(reason, status, body) when a real provider would refuse the request, else None."""
+    if scenario.get("validate", True):
+        message = tool_sequence_error(api, body)
+        if message:
+            return "tool_sequence", 400, sequence_error_body(api, message)
+    window = scenario.get("context_window")
+    if window and prompt_estimate(raw) > window:
+        status, error = overflow_error(api, prompt_estimate(raw), window)
+        return "context_window", status, error
+    return None
+
+
 APIS = {"anthropic": Anthropic, "chat": Chat, "responses": Responses}
 ROUTES = {
     "/messages": "anthropic",
@@ -507,6 +622,11 @@ class Handler(BaseHTTPRequestHandler):
             if api == "count_tokens":
                 self.script.record(dict(base, status=200))
                 return self._send(200, {"input_tokens": max(1, len(raw) // 4)})
+            refused = rejection(api, body, raw, self.script.scenario)
+            if refused:
+                reason, status, error = refused
+                self.script.record(dict(base, turn=None, rejected=reason, status=status, error=text_of(error.get("error", {}).get("message"))))
+                return self._send(status, error)
             request = Request(api, body)
             index, is_compaction = self.script.pick(request)
             turn = self.script.turns[index] if index is not None else {"reply": self.script.scenario.get("fallback", {"text": "(scripted server: no turn left)"})}

@@ -108,6 +108,41 @@ def check_server_apis(tmp):
     assert harness.orphaned_tool_results(log[1]) == [] and harness.orphaned_tool_results({"api": "chat", "body": {"messages": [{"role": "tool", "tool_call_id": "zz"}]}}) == ["zz"]
 
 
+def check_server_validation(tmp):
+    """Requests a real provider refuses are refused with its status and words, logged with the reason, and use no turn."""
+    scenario = Path(tmp) / "v.json"
+    scenario.write_text(json.dumps({"context_window": 100, "turns": [{"repeat": True, "reply": {"text": "ok"}}]}))
+    call = {"role": "assistant", "content": None, "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "read", "arguments": "{}"}}]}
+    refused = [
+        ("chat", [{"role": "user", "content": "go"}, {"role": "tool", "tool_call_id": "c9", "content": "x"}], "must be a response to a preceeding message with 'tool_calls'"),
+        ("chat", [{"role": "user", "content": "go"}, call, {"role": "user", "content": "next"}], "did not have response messages: c1"),
+        ("chat", [{"role": "user", "content": "go"}, call], "did not have response messages: c1"),
+        ("chat", [{"role": "user", "content": "x" * 800}], "maximum context length is 100 tokens"),
+        ("anthropic", [{"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t9", "content": "x"}]}], "unexpected `tool_use_id` found in `tool_result` blocks: t9"),
+        ("anthropic", [{"role": "user", "content": "go"}, {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "Read", "input": {}}]}, {"role": "user", "content": "next"}], "without `tool_result` blocks immediately after: t1"),
+        ("anthropic", [{"role": "user", "content": "y" * 800}], "prompt is too long"),
+        ("responses", [{"type": "function_call_output", "call_id": "f9", "output": "x"}], "No tool call found for function call output with call_id f9"),
+        ("responses", [{"type": "function_call", "call_id": "f1", "name": "r", "arguments": "{}"}], "No tool output found for function call f1"),
+    ]
+    accepted = [
+        ("chat", [{"role": "user", "content": "go"}, call, {"role": "tool", "tool_call_id": "c1", "content": "x"}]),
+        ("anthropic", [{"role": "user", "content": "go"}, {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "Read", "input": {}}]},
+                       {"role": "system", "content": "env"}, {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "x"}]}]),
+        ("responses", [{"type": "function_call", "call_id": "f1", "name": "r", "arguments": "{}"}, {"type": "function_call_output", "call_id": "f1", "output": "x"}]),
+    ]
+    paths = {"chat": "/v1/chat/completions", "anthropic": "/v1/messages", "responses": "/v1/responses"}
+    with harness.ScriptedModel(scenario, Path(tmp) / "log.jsonl") as m:
+        for api, messages, words in refused:
+            status, text = post(m.url + paths[api], {"model": "m", ("input" if api == "responses" else "messages"): messages})
+            assert status == 400 and words in json.loads(text)["error"]["message"], (api, status, text)
+        for api, messages in accepted:
+            status, text = post(m.url + paths[api], {"model": "m", ("input" if api == "responses" else "messages"): messages})
+            assert status == 200, (api, status, text)
+        log = m.requests()
+    assert [r.get("rejected") for r in log] == ["tool_sequence"] * 3 + ["context_window"] + ["tool_sequence"] * 2 + ["context_window"] + ["tool_sequence"] * 2 + [None] * 3, log
+    assert [r["turn"] for r in log[-3:]] == [0, 0, 0] and all(r["turn"] is None for r in log[:-3])
+
+
 def check_claude_code(tmp):
     """claude -p runs Read, Read, Edit, Write, Bash against the script and writes the transcript where we expect."""
     ws, home = make_workspace(tmp), Path(tmp) / "home"
@@ -156,7 +191,7 @@ def check_pi(tmp):
     assert all(r["stream"] and r["body"]["stream_options"]["include_usage"] and not harness.orphaned_tool_results(r) for r in requests)
 
 
-CHECKS = [(check_server_apis, False), (check_claude_code, True), (check_pi, True)]
+CHECKS = [(check_server_apis, False), (check_server_validation, False), (check_claude_code, True), (check_pi, True)]
 
 
 def main():
