@@ -24,6 +24,8 @@ if [[ -d editors/vscode/node_modules ]]; then
   (cd editors/vscode && npm test && npm run package)
   if [[ -x "${CHROMIUM:-/usr/bin/chromium}" || -n "${CI:-}" ]]; then
     (cd editors/vscode && npm run e2e)
+    # The same attached to a shared compactd, watching a test agent's session.
+    (cd editors/vscode && npm run e2e:shared)
   else
     echo "SKIP: editors/vscode e2e: no chromium (apt-get install chromium, or .ci/run)"
   fi

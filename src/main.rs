@@ -13,8 +13,8 @@ fn main() -> ExitCode {
         }
     };
     init_logging(cli.log_file.as_deref());
-    match cli.command.unwrap_or(Command::Serve) {
-        Command::Serve => {
+    match cli.command.unwrap_or(Command::Serve(Default::default())) {
+        Command::Serve(args) => {
             let runtime = tokio::runtime::Builder::new_multi_thread()
                 .enable_all()
                 .build()
@@ -24,8 +24,22 @@ fn main() -> ExitCode {
                 no_user_config: cli.no_user_config,
             };
             let code = runtime.block_on(async {
-                let stdin = tokio::io::BufReader::new(tokio::io::stdin());
-                compactd::serve(stdin, tokio::io::stdout(), options).await
+                match args.listen {
+                    Some(listen) => {
+                        let shared = compactd::server::shared::SharedOptions {
+                            listen,
+                            allow_remote: args.allow_remote,
+                            allowed_origins: args.allow_origin,
+                            max_connections: args.max_connections,
+                            discovery_file: args.discovery_file,
+                        };
+                        compactd::server::shared::serve(shared, options).await
+                    }
+                    None => {
+                        let stdin = tokio::io::BufReader::new(tokio::io::stdin());
+                        compactd::serve(stdin, tokio::io::stdout(), options).await
+                    }
+                }
             });
             // tokio's stdin reader thread may still be blocked on read.
             runtime.shutdown_background();

@@ -30,8 +30,16 @@ pub struct Cli {
 
 #[derive(Subcommand, Debug)]
 pub enum Command {
-    /// Serve JSON-RPC over stdio (the default).
-    Serve,
+    /// Serve JSON-RPC over stdio (the default), or with `--listen` over
+    /// WebSocket for several clients (the shared sidecar).
+    Serve(ServeArgs),
+    /// Attach stdio to a running shared sidecar: LSP-framed JSON-RPC on
+    /// stdin/stdout, relayed over WebSocket. Any stdio client (Neovim, an
+    /// agent's LSP library) spawns this instead of `compactd`.
+    ///
+    /// Exits 1 when no shared sidecar runs (no discovery file, or a stale
+    /// one) or the connection is refused.
+    Connect(ConnectArgs),
     /// Compact a transcript offline and print the summary.
     ///
     /// Prints the summary, then `Conversation compacted: N messages →
@@ -67,6 +75,49 @@ pub enum Command {
     /// transcript is cached under the data directory, so a render reads only
     /// what the transcript gained.
     Statusline(StatuslineArgs),
+}
+
+/// `compactd serve`.
+#[derive(Args, Debug, Default, Clone)]
+pub struct ServeArgs {
+    /// Listen for WebSocket clients on this address (`127.0.0.1:0` picks a
+    /// free port). Prints the address and writes it with a token to the
+    /// discovery file. Without it, serve stdio.
+    #[arg(long, value_name = "ADDR")]
+    pub listen: Option<std::net::SocketAddr>,
+    /// Allow a --listen address that is not loopback (anyone who reaches it
+    /// can try the token).
+    #[arg(long, requires = "listen")]
+    pub allow_remote: bool,
+    /// A browser origin allowed to connect (repeatable); connections with
+    /// any other `Origin` header are refused.
+    #[arg(long, value_name = "ORIGIN", requires = "listen")]
+    pub allow_origin: Vec<String>,
+    /// Connections served at once; more are refused (HTTP 503).
+    #[arg(long, value_name = "N", default_value_t = 32, requires = "listen")]
+    pub max_connections: usize,
+    /// Where to write the discovery file (default:
+    /// $XDG_RUNTIME_DIR/compactd/server.json, else the data directory).
+    #[arg(long, env = "COMPACTD_DISCOVERY_FILE", value_name = "FILE")]
+    pub discovery_file: Option<PathBuf>,
+}
+
+/// `compactd connect`.
+#[derive(Args, Debug, Clone)]
+pub struct ConnectArgs {
+    /// The server's URL (`ws://127.0.0.1:PORT/`); default: the discovery
+    /// file's. The token is always the discovery file's, or
+    /// COMPACTD_TOKEN's.
+    #[arg(long, value_name = "URL")]
+    pub url: Option<String>,
+    /// The discovery file to read (default as for `serve --listen`).
+    #[arg(long, env = "COMPACTD_DISCOVERY_FILE", value_name = "FILE")]
+    pub discovery_file: Option<PathBuf>,
+    /// Only check: print the URL of a live shared sidecar and exit 0, or
+    /// say why there is none and exit 1 (for editors choosing between
+    /// attaching and starting their own compactd).
+    #[arg(long, conflicts_with = "url")]
+    pub check: bool,
 }
 
 /// Which importer reads the file.

@@ -4,6 +4,7 @@
 
 pub mod args;
 mod compact;
+mod connect;
 mod progress;
 mod replay;
 mod stats;
@@ -40,7 +41,7 @@ impl<E: std::error::Error> From<E> for CliError {
     }
 }
 
-/// Runs a transcript command and prints its output.
+/// Runs a transcript command (or the `connect` bridge) and prints its output.
 pub fn run(command: Command, no_user_config: bool) -> ExitCode {
     // Run once per render: no runtime to start.
     if let Command::Statusline(args) = &command {
@@ -51,12 +52,16 @@ pub fn run(command: Command, no_user_config: bool) -> ExitCode {
         .build()
         .expect("tokio runtime");
     let result = match command {
-        Command::Serve => unreachable!("main serves"),
+        Command::Serve(_) => unreachable!("main serves"),
+        Command::Connect(args) => runtime.block_on(connect::run(&args)),
         Command::Compact(args) => runtime.block_on(compact::run(&args, no_user_config)),
         Command::Stats(args) => stats::run(&args, no_user_config),
         Command::Replay(args) => runtime.block_on(replay::run(&args, no_user_config)),
         Command::Statusline(_) => unreachable!("rendered above"),
     };
+    // `connect`'s stdin reader may still be blocked on a read the OS will
+    // not finish until the client closes our stdin.
+    runtime.shutdown_background();
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(CliError::Usage(message)) => {

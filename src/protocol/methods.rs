@@ -138,6 +138,12 @@ methods! {
     UNFOLLOW = "conversation/unfollow", Request(SessionParams => UnfollowResult);
     /// The agents' recent sessions for a workspace.
     LIST_AGENT_SESSIONS = "conversation/listAgentSessions", Request(ListAgentSessionsParams => ListAgentSessionsResult);
+    /// Follows a session: its notifications reach this connection too (the shared sidecar; on stdio the one client gets them all).
+    SUBSCRIBE = "conversation/subscribe", Request(SessionParams => SubscribeResult);
+    /// Stops following a session.
+    UNSUBSCRIBE = "conversation/unsubscribe", Request(SessionParams => UnsubscribeResult);
+    /// A WebSocket connection's first message when it sent no `Authorization` header: the token.
+    AUTHENTICATE = "connection/authenticate", Notification(AuthenticateParams);
     /// Server → client: a session's meter changed.
     TOKENS = "conversation/tokens", ServerNotification(TokensNotification);
     /// Server → client: a compaction was applied.
@@ -210,6 +216,7 @@ pub const ERROR_CODES: &[(&str, i32)] = &[
     ("REQUEST_CANCELLED", ErrorCode::RequestCanceled as i32),
     ("SESSION_LOCKED", super::error_codes::SESSION_LOCKED),
     ("SESSION_READ_ONLY", super::error_codes::SESSION_READ_ONLY),
+    ("UNAUTHORIZED", super::error_codes::UNAUTHORIZED),
 ];
 
 /// `schemas/methods.json`: the table and the error codes.
@@ -238,6 +245,11 @@ pub fn table_json() -> serde_json::Value {
 #[cfg(test)]
 mod tests {
     use super::ALL;
+
+    #[test]
+    fn the_websocket_edge_authenticates_with_the_tables_method() {
+        assert_eq!(super::AUTHENTICATE, crate::transport::ws::AUTHENTICATE);
+    }
 
     #[test]
     fn every_type_the_table_names_has_a_schema_of_that_title() {

@@ -24,9 +24,11 @@ mod files;
 mod follow;
 mod lsp;
 pub mod methods;
+mod shared;
 pub use files::*;
 pub use follow::*;
 pub use lsp::*;
+pub use shared::*;
 
 /// Error codes compactd defines (JSON-RPC's server-defined range).
 pub mod error_codes {
@@ -36,6 +38,9 @@ pub mod error_codes {
     pub const SESSION_LOCKED: i32 = -32010;
     /// The session was opened with `readOnly: true`: it cannot be changed.
     pub const SESSION_READ_ONLY: i32 = -32011;
+    /// A shared sidecar's connection without the right token (answered to
+    /// its first request, then closed).
+    pub const UNAUTHORIZED: i32 = crate::transport::ws::UNAUTHORIZED;
 }
 
 /// A `$/progress` token, as LSP defines it.
@@ -608,6 +613,9 @@ pub fn schemas() -> Vec<(&'static str, serde_json::Value)> {
         schema!("ListAgentSessionsParams", ListAgentSessionsParams),
         schema!("ListAgentSessionsResult", ListAgentSessionsResult),
         schema!("DidFollowNotification", DidFollowNotification),
+        schema!("SubscribeResult", SubscribeResult),
+        schema!("UnsubscribeResult", UnsubscribeResult),
+        schema!("AuthenticateParams", AuthenticateParams),
         schema!("FileNotificationParams", FileNotificationParams),
         schema!("FilesListResult", FilesListResult),
         schema!("UnchangedSinceReadResult", UnchangedSinceReadResult),

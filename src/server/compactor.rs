@@ -132,7 +132,7 @@ fn spawn(server: &mut Server, session_id: &str, request: CompactionRequest, plan
     let progress = request
         .progress
         .clone()
-        .or_else(|| server.progress.create(&server.out));
+        .or_else(|| server.create_progress_token());
     if let Some(token) = &progress {
         let begin = serde_json::json!({
             "kind": "begin",
@@ -141,7 +141,7 @@ fn spawn(server: &mut Server, session_id: &str, request: CompactionRequest, plan
             "message": format!("{}: {} messages", request.strategy.as_str(), planned.job.messages_summarized),
             "percentage": 0
         });
-        server.progress.send(&server.out, token, begin);
+        server.send_progress(token, begin);
     }
     server.next_job += 1;
     let key = server.next_job;
@@ -218,7 +218,7 @@ pub(crate) fn report(server: &mut Server, report: JobProgress) {
     if let Some(percentage) = report.progress.percentage {
         value["percentage"] = percentage.into();
     }
-    server.progress.send(&server.out, &token, value);
+    server.send_progress(&token, value);
 }
 
 /// Cancels the running compaction of a session: the task is aborted (the
@@ -231,7 +231,7 @@ pub(crate) fn cancel(server: &mut Server, session_id: &str) {
     job.abort.abort();
     if let Some(token) = &job.progress {
         let end = serde_json::json!({"kind": "end", "message": "cancelled"});
-        server.progress.send(&server.out, token, end);
+        server.send_progress(token, end);
     }
     for waiter in job.waiters {
         server.respond(waiter.id().clone(), Err(cancelled()));
@@ -260,10 +260,11 @@ pub(crate) fn finish(server: &mut Server, finished: Finished) {
             Err(e) => e.message.clone(),
         };
         let end = serde_json::json!({"kind": "end", "message": message});
-        server.progress.send(&server.out, token, end);
+        server.send_progress(token, end);
     }
     if let Some(result) = result.as_ref().ok().filter(|r| r.compacted) {
-        server.out.notify(
+        server.notify_session(
+            &finished.session_id,
             methods::DID_COMPACT,
             DidCompactNotification {
                 session_id: finished.session_id.clone(),
@@ -324,6 +325,7 @@ fn handoff(
     let tokens = engine::compaction::handoff_tokens(source, &opened.session);
     let mut result = CompactResult::handed_off(record, tokens);
     result.reason = Some(engine::compaction::handoff_reason(&new_id));
+    server.clients.follow_on(source_id, &new_id);
     result.handoff_prompt = Some(engine::compaction::handoff_prompt(record));
     result.handoff_session_id = Some(new_id);
     server.send_meter(&opened.session);
@@ -331,7 +333,7 @@ fn handoff(
     Ok(result)
 }
 
-fn answer(server: &Server, waiter: &Waiter, result: Result<CompactResult, RpcError>) {
+fn answer(server: &mut Server, waiter: &Waiter, result: Result<CompactResult, RpcError>) {
     let value = match waiter {
         Waiter::Compact(_) => result.map(|r| serde_json::to_value(r).expect("results serialize")),
         Waiter::ReportError { kind, .. } => result.map(|r| {
@@ -360,7 +362,8 @@ fn note_auto_outcome(server: &mut Server, session_id: &str, outcome: Result<(u64
         }
         AttemptVerdict::Stop { reason } => {
             tracing::warn!("session {session_id}: {reason}");
-            server.out.notify(
+            server.notify_session(
+                session_id,
                 methods::AUTO_COMPACT_STOPPED,
                 AutoCompactStoppedNotification {
                     session_id: session_id.to_string(),

@@ -191,7 +191,8 @@ impl Server {
                     DiskChange::Changed(path) | DiskChange::Removed(path) => (path, None),
                     DiskChange::Rescan => continue,
                 };
-                self.out.notify(
+                self.notify_session(
+                    &id,
                     methods::FILES_DID_CHANGE,
                     FileDidChangeNotification {
                         session_id: id.clone(),

@@ -131,6 +131,10 @@ impl Server {
         explicit: bool,
     ) -> RpcResult<FollowResult> {
         let id = follow::session_id(agent, path);
+        if explicit {
+            // The connection that asked watches it (on the shared sidecar).
+            self.clients.subscribe_current(&id);
+        }
         if let Some(followed) = self.following.mirrors.get_mut(&id) {
             followed.explicit |= explicit;
             // The answer is as of now, not as of the last poll.
@@ -332,7 +336,8 @@ impl Server {
             tracing::info!("{id}: the transcript was {why}; read it again");
         }
         for record in &polled.compactions {
-            self.out.notify(
+            self.notify_session(
+                id,
                 methods::DID_COMPACT,
                 DidCompactNotification {
                     session_id: id.to_string(),
@@ -414,7 +419,9 @@ impl Server {
                 self.unfollow(previous);
             }
         }
-        self.out.notify(
+        // No connection asked for it: every one hears of it (and may
+        // subscribe to the session).
+        self.clients.broadcast(
             methods::DID_FOLLOW,
             DidFollowNotification {
                 follow,

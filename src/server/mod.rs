@@ -1,9 +1,14 @@
 //! The dispatcher. One task owns all state and handles incoming messages
 //! strictly in arrival order; long requests (compaction) run as background
 //! tasks whose results come back to that owner to be applied. Everything
-//! written goes through one ordered `Outbox`, so a request's notifications
-//! always precede its response, and every request is answered exactly once.
+//! written to a client goes through its one ordered `Outbox`, so a
+//! request's notifications always precede its response, and every request
+//! is answered exactly once. The clients are one on stdio (`serve`) or
+//! several WebSocket connections on the shared sidecar (`shared::serve`):
+//! the same state owner takes every connection's messages in the order
+//! they arrived (`clients` routes what it sends).
 
+mod clients;
 mod compactor;
 mod file_tracking;
 mod follow;
@@ -11,6 +16,7 @@ mod handlers;
 mod importer;
 mod progress;
 mod routes;
+pub mod shared;
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -26,9 +32,9 @@ use crate::protocol::{error_codes, methods, MeterInfo, ProgressToken, TokensNoti
 use crate::session::Session;
 use crate::store::{SessionStore, StoreError};
 use crate::tokens;
-use crate::transport::{self, Incoming, Outbox};
+use crate::transport::{self, ConnectionId, Incoming, Outbox, STDIO};
+use clients::Clients;
 use file_tracking::FileTracking;
-use progress::ProgressTokens;
 
 /// How the server was started (CLI flags, not client configuration).
 #[derive(Debug, Clone, Default)]
@@ -37,6 +43,18 @@ pub struct ServeOptions {
     pub user_config_dir: Option<PathBuf>,
     /// Skip the user config file entirely.
     pub no_user_config: bool,
+}
+
+impl ServeOptions {
+    /// The user config directory to read `compactd.toml` from, if any.
+    pub fn user_dir(&self) -> Option<PathBuf> {
+        if self.no_user_config {
+            return None;
+        }
+        self.user_config_dir
+            .clone()
+            .or_else(Config::user_config_dir)
+    }
 }
 
 /// An error answered to a request.
@@ -102,8 +120,9 @@ impl Reply {
     }
 }
 
+/// A connection's place in the LSP lifecycle.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Phase {
+pub(crate) enum Phase {
     Uninitialized,
     Running,
     ShuttingDown,
@@ -133,8 +152,8 @@ pub(crate) struct ConfigDirs {
 }
 
 pub(crate) struct Server {
-    pub out: Outbox,
-    phase: Phase,
+    /// Every connection, and where each message goes.
+    pub clients: Clients,
     pub config: Config,
     pub config_dirs: ConfigDirs,
     pub store: SessionStore,
@@ -147,8 +166,6 @@ pub(crate) struct Server {
     /// Where background jobs (compactions, the watcher) send their results
     /// to the state owner.
     pub job_results_tx: mpsc::UnboundedSender<JobResult>,
-    /// Progress tokens: created on request, held back until accepted.
-    pub progress: ProgressTokens,
     options: ServeOptions,
     pub file_tracking: FileTracking,
     /// The agent transcripts followed, and auto-follow.
@@ -164,24 +181,8 @@ where
 {
     tokens::preload_in_background();
     let (out, writer) = transport::spawn_writer(output);
-    let (job_results_tx, mut job_results) = mpsc::unbounded_channel();
-    let config = Config::default();
-    let mut server = Server {
-        out,
-        phase: Phase::Uninitialized,
-        store: SessionStore::new(config.sessions_dir(), config.durability),
-        config,
-        config_dirs: ConfigDirs::default(),
-        sessions: HashMap::new(),
-        running: HashMap::new(),
-        importing: HashMap::new(),
-        next_job: 0,
-        job_results_tx,
-        progress: ProgressTokens::default(),
-        options,
-        file_tracking: FileTracking::default(),
-        following: follow::Following::default(),
-    };
+    let (mut server, mut job_results) = Server::new(options, Clients::new(false));
+    server.clients.add(STDIO, out);
     // The reader (with any partial frame it holds) lives in the pinned read
     // future and comes back with its result, so a job or watcher event
     // arriving mid-frame never costs the bytes already read.
@@ -190,7 +191,7 @@ where
     let exit_code = loop {
         tokio::select! {
             (mut input, incoming) = &mut reading => {
-                let stop = server.handle_input(incoming);
+                let stop = server.handle_input(STDIO, incoming);
                 // The cap may have changed (initialize, configuration).
                 input.set_max_frame_bytes(server.config.max_frame_bytes);
                 reading.set(next_frame(input));
@@ -222,14 +223,65 @@ async fn next_frame<R: AsyncBufRead + Unpin>(
 }
 
 impl Server {
-    /// Handles what the reader produced; `Some(code)` when the server must
-    /// exit. Refused input is answered here, so no request goes unanswered.
-    fn handle_input(&mut self, incoming: std::io::Result<Option<Incoming>>) -> Option<i32> {
+    /// A server with no session and the default configuration, and the
+    /// receiving end of its job channel.
+    fn new(
+        options: ServeOptions,
+        clients: Clients,
+    ) -> (Server, mpsc::UnboundedReceiver<JobResult>) {
+        let (job_results_tx, job_results) = mpsc::unbounded_channel();
+        let config = Config::default();
+        let server = Server {
+            clients,
+            store: SessionStore::new(config.sessions_dir(), config.durability),
+            config,
+            config_dirs: ConfigDirs::default(),
+            sessions: HashMap::new(),
+            running: HashMap::new(),
+            importing: HashMap::new(),
+            next_job: 0,
+            job_results_tx,
+            options,
+            file_tracking: FileTracking::default(),
+            following: follow::Following::default(),
+        };
+        (server, job_results)
+    }
+
+    /// Takes a configuration: the store, the file watcher over `roots`.
+    pub fn configure(&mut self, config: Config, roots: Vec<PathBuf>, dirs: ConfigDirs) {
+        self.store = SessionStore::new(config.sessions_dir(), config.durability);
+        tracing::info!("sessions in {}", self.store.dir().display());
+        self.file_tracking = FileTracking::start(&config, roots, &self.job_results_tx);
+        self.config = config;
+        self.config_dirs = dirs;
+    }
+
+    /// The phase of the connection being served.
+    fn phase(&self, conn: ConnectionId) -> Phase {
+        self.clients
+            .get(conn)
+            .map_or(Phase::ShuttingDown, |c| c.phase)
+    }
+
+    /// Handles what a connection's reader produced; `Some(code)` when the
+    /// server must exit (stdio only). Refused input is answered here, so no
+    /// request goes unanswered.
+    fn handle_input(
+        &mut self,
+        conn: ConnectionId,
+        incoming: std::io::Result<Option<Incoming>>,
+    ) -> Option<i32> {
         match incoming {
-            Ok(Some(Incoming::Message(message))) => self.handle_message(message),
+            Ok(Some(Incoming::Message(message))) => {
+                self.clients.current = Some(conn);
+                let stop = self.handle_message(conn, message);
+                self.clients.current = None;
+                stop
+            }
             Ok(Some(Incoming::Refused { response, why })) => {
                 tracing::error!("refused bad input: {why}");
-                self.out.send_json(response);
+                self.clients.send_json_to(conn, response);
                 None
             }
             Ok(Some(Incoming::Skipped(why))) => {
@@ -238,7 +290,7 @@ impl Server {
             }
             Ok(None) => {
                 tracing::info!("input closed without exit");
-                Some(if self.phase == Phase::ShuttingDown {
+                Some(if self.phase(conn) == Phase::ShuttingDown {
                     0
                 } else {
                     1
@@ -252,11 +304,16 @@ impl Server {
     }
 
     /// Handles one message; `Some(code)` when the server must exit.
-    fn handle_message(&mut self, message: Message) -> Option<i32> {
+    fn handle_message(&mut self, conn: ConnectionId, message: Message) -> Option<i32> {
         match message {
             Message::Request(request) => {
-                let id = request.id.clone();
-                let reply = match self.phase {
+                let id = self.clients.accept_request(conn, request.id.clone());
+                let mut request = lsp_server::Request {
+                    id: id.clone(),
+                    ..request
+                };
+                self.accept_token(conn, &mut request.params);
+                let reply = match self.phase(conn) {
                     Phase::Uninitialized if request.method != methods::INITIALIZE => {
                         Reply::Now(Err(RpcError::new(
                             ErrorCode::ServerNotInitialized,
@@ -264,12 +321,10 @@ impl Server {
                         )))
                     }
                     // Configuration, watcher and data dir stay as the
-                    // first `initialize` set them.
+                    // first `initialize` set them; on the shared sidecar
+                    // each connection initializes once.
                     Phase::Running if request.method == methods::INITIALIZE => {
-                        Reply::Now(Err(RpcError::new(
-                            ErrorCode::InvalidRequest,
-                            "server already initialized: `initialize` may be sent once (the configuration, the file watcher and dataDir stay as they are; use workspace/didChangeConfiguration for live settings)",
-                        )))
+                        Reply::Now(Err(self.already_initialized()))
                     }
                     Phase::ShuttingDown => Reply::Now(Err(RpcError::new(
                         ErrorCode::InvalidRequest,
@@ -282,27 +337,34 @@ impl Server {
                 }
                 None
             }
-            Message::Notification(notification) => {
+            Message::Notification(mut notification) => {
                 if notification.method == methods::EXIT {
-                    return Some(if self.phase == Phase::ShuttingDown {
+                    let code = if self.phase(conn) == Phase::ShuttingDown {
                         0
                     } else {
                         1
-                    });
+                    };
+                    return self.exit(conn, code);
                 }
-                if self.phase == Phase::Uninitialized {
+                if self.phase(conn) == Phase::Uninitialized {
                     tracing::warn!(
                         "notification `{}` before initialize ignored",
                         notification.method
                     );
                     return None;
                 }
+                if notification.method == methods::CANCEL_REQUEST {
+                    self.cancel_for(conn, &mut notification.params);
+                }
+                if notification.method == methods::WORK_DONE_PROGRESS_CANCEL {
+                    self.cancel_progress_for(conn, &mut notification.params);
+                }
                 routes::notification(self, notification);
                 None
             }
             Message::Response(response) => {
                 // Answers to our own requests (progress token creation).
-                if !self.progress.answered(&self.out, &response) {
+                if !self.clients.answered(conn, &response) {
                     tracing::warn!("a response to no request of ours: {}", response.id);
                 }
                 None
@@ -310,20 +372,79 @@ impl Server {
         }
     }
 
-    pub fn respond(&self, id: RequestId, result: RpcResult<serde_json::Value>) {
-        let response = match result {
-            Ok(value) => Response::new_ok(id, value),
-            Err(error) => Response::new_err(id, error.code, error.message),
+    /// The answer to a second `initialize` on one connection.
+    fn already_initialized(&self) -> RpcError {
+        let message = if self.clients.is_shared() {
+            "connection already initialized: `initialize` may be sent once per connection (a shared compactd keeps the configuration it started with; open another connection for another client)"
+        } else {
+            "server already initialized: `initialize` may be sent once (the configuration, the file watcher and dataDir stay as they are; use workspace/didChangeConfiguration for live settings)"
         };
-        self.out.send(response);
+        RpcError::new(ErrorCode::InvalidRequest, message)
     }
 
+    /// `exit` ends the process on stdio; on the shared sidecar it closes
+    /// that connection only.
+    fn exit(&mut self, conn: ConnectionId, code: i32) -> Option<i32> {
+        if conn == STDIO {
+            return Some(code);
+        }
+        tracing::info!("connection {conn} exited");
+        self.clients.remove(conn);
+        None
+    }
+
+    /// A request's `workDoneToken` becomes the dispatcher's token for it
+    /// (`clients` sends progress under it with the client's own token).
+    fn accept_token(&mut self, conn: ConnectionId, params: &mut serde_json::Value) {
+        let Some(given) = params.get_mut("workDoneToken") else {
+            return;
+        };
+        if let Ok(token) = serde_json::from_value::<ProgressToken>(given.clone()) {
+            let internal = self.clients.accept_token(conn, token);
+            *given = serde_json::to_value(internal).expect("tokens serialize");
+        }
+    }
+
+    /// `$/cancelRequest` names the client's id; the dispatcher's is
+    /// `clients`' translation of it.
+    fn cancel_for(&self, conn: ConnectionId, params: &mut serde_json::Value) {
+        let id = serde_json::from_value::<RequestId>(params["id"].clone());
+        if let Ok(id) = id {
+            params["id"] =
+                serde_json::to_value(self.clients.request_of(conn, &id)).expect("ids serialize");
+        }
+    }
+
+    /// `window/workDoneProgress/cancel` names the client's token; the
+    /// dispatcher's is `clients`' translation of it.
+    fn cancel_progress_for(&self, conn: ConnectionId, params: &mut serde_json::Value) {
+        let token = serde_json::from_value::<ProgressToken>(params["token"].clone());
+        if let Ok(token) = token {
+            params["token"] = serde_json::to_value(self.clients.token_of(conn, &token))
+                .expect("tokens serialize");
+        }
+    }
+
+    /// Answers a request, on the connection it came from.
+    pub fn respond(&mut self, id: RequestId, result: RpcResult<serde_json::Value>) {
+        let response = match result {
+            Ok(value) => Response::new_ok(id.clone(), value),
+            Err(error) => Response::new_err(id.clone(), error.code, error.message),
+        };
+        self.clients.respond(&id, response);
+    }
+
+    /// The connection being served enters the running phase.
     pub fn set_running(&mut self) {
-        self.phase = Phase::Running;
+        if let Some(client) = self.clients.current_mut() {
+            client.phase = Phase::Running;
+        }
     }
 
     pub fn set_shutting_down(&mut self) {
-        self.phase = Phase::ShuttingDown;
+        if let Some(client) = self.clients.current_mut() {
+            client.phase = Phase::ShuttingDown;
+        }
     }
 
     pub fn options(&self) -> &ServeOptions {
@@ -374,7 +495,8 @@ impl Server {
     }
 
     pub fn send_meter(&self, session: &Session) {
-        self.out.notify(
+        self.clients.notify_session(
+            &session.id,
             methods::TOKENS,
             TokensNotification {
                 session_id: session.id.clone(),
@@ -389,17 +511,51 @@ impl Server {
         SessionEnv::new(&self.config, self.file_tracking.workspace.clone())
     }
 
-    /// Keeps a session open (a new one, or one resumed from its log).
+    /// Keeps a session open (a new one, or one resumed from its log); the
+    /// connection that opened it follows it.
     pub fn insert_session(&mut self, open: OpenSession) {
+        self.clients.subscribe_current(&open.session.id);
         self.sessions.insert(open.session.id.clone(), open);
         self.sync_watches();
     }
 
+    /// A progress token compactd asks the connection being served to
+    /// create, for work it asked for (`None` when it cannot create them).
+    pub fn create_progress_token(&mut self) -> Option<ProgressToken> {
+        let conn = self.clients.current?;
+        self.clients.create_token(conn)
+    }
+
+    /// Sends `$/progress` to the connection its token belongs to, as LSP
+    /// 3.17 has it there (`progress::ProgressTokens`).
+    pub fn send_progress(&mut self, token: &ProgressToken, value: serde_json::Value) {
+        self.clients.send_progress(token, value);
+    }
+
+    /// Sends a notification about a session to its subscribers.
+    pub fn notify_session(&self, session_id: &str, method: &str, params: impl serde::Serialize) {
+        self.clients.notify_session(session_id, method, params);
+    }
+
     fn finish_job(&mut self, result: JobResult) {
         match result {
-            JobResult::Compaction(finished) => compactor::finish(self, *finished),
+            JobResult::Compaction(finished) => {
+                // What the job causes goes to the connection that asked.
+                self.clients.current = self
+                    .running
+                    .get(&finished.session_id)
+                    .and_then(|job| job.owner.as_ref())
+                    .and_then(|id| self.clients.connection_of(id));
+                compactor::finish(self, *finished);
+                self.clients.current = None;
+            }
             JobResult::Progress(progress) => compactor::report(self, progress),
-            JobResult::Import(finished) => importer::finish(self, *finished),
+            JobResult::Import(finished) => {
+                // The importer follows the session it imported.
+                self.clients.current = self.clients.connection_of(&finished.request);
+                importer::finish(self, *finished);
+                self.clients.current = None;
+            }
             JobResult::FilesChanged(changes) => {
                 self.follow_disk_changes(&changes);
                 self.on_disk_changes(changes);

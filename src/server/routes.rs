@@ -11,7 +11,8 @@ use super::handlers::{
     append, branch, cancel, cancel_progress, check, compact, compactions, did_change,
     did_change_configuration, did_change_watched_files, did_close, did_open, did_save, files_did,
     files_list, files_unchanged_since_read, follow, history, import, lifecycle,
-    list_agent_sessions, open, pin, preview, report_error, set_auto_compact, unfollow,
+    list_agent_sessions, open, pin, preview, report_error, set_auto_compact, subscribe, unfollow,
+    unsubscribe,
 };
 use super::{parse_params, Reply, RpcError, RpcResult, Server};
 use crate::protocol::{methods, FileOp};
@@ -77,6 +78,10 @@ const REQUESTS: &[(&str, RequestRoute)] = &[
     (methods::LIST_AGENT_SESSIONS, |s, _, p| {
         now(s, p, list_agent_sessions::handle)
     }),
+    (methods::SUBSCRIBE, |s, _, p| now(s, p, subscribe::handle)),
+    (methods::UNSUBSCRIBE, |s, _, p| {
+        now(s, p, unsubscribe::handle)
+    }),
     (methods::FILES_LIST, |s, _, p| now(s, p, files_list::handle)),
     (methods::FILES_UNCHANGED_SINCE_READ, |s, _, p| {
         now(s, p, files_unchanged_since_read::handle)
@@ -96,6 +101,9 @@ const NOTIFICATIONS: &[(&str, NotificationRoute)] = &[
         parse_params(p).map(|p| cancel_progress::handle(s, p))
     }),
     (methods::SET_TRACE, |_, _| Ok(())),
+    // The WebSocket edge takes it as a connection's first message; a later
+    // one (or one on stdio) changes nothing.
+    (methods::AUTHENTICATE, |_, _| Ok(())),
     (methods::LOG_TRACE, |_, _| Ok(())),
     (methods::DID_CHANGE_CONFIGURATION, |s, p| {
         parse_params(p).map(|p| did_change_configuration::handle(s, p))
@@ -250,6 +258,8 @@ mod tests {
                 "conversation/follow",
                 "conversation/unfollow",
                 "conversation/listAgentSessions",
+                "conversation/subscribe",
+                "conversation/unsubscribe",
                 "files/list",
                 "files/unchangedSinceRead",
             ]

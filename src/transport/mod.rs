@@ -5,8 +5,12 @@
 //! how, and `decode` for which error answers what).
 
 pub mod decode;
+pub mod discovery;
 pub mod framing;
+pub mod guard;
 pub mod leading_id;
+pub mod ws;
+pub mod ws_client;
 
 use std::io;
 
@@ -76,9 +80,67 @@ pub fn encode_json(value: &serde_json::Value) -> Vec<u8> {
 }
 
 #[derive(Debug)]
-enum Outgoing {
+pub(crate) enum Outgoing {
     Message(Message),
     Json(serde_json::Value),
+}
+
+impl Outgoing {
+    /// The JSON text of the message, without a header (one WebSocket
+    /// message).
+    pub(crate) fn to_text(&self) -> String {
+        match self {
+            Outgoing::Message(message) => message_json(message).to_string(),
+            Outgoing::Json(value) => value.to_string(),
+        }
+    }
+}
+
+/// A message as JSON, with its `"jsonrpc": "2.0"` (which `lsp-server`
+/// adds only when it writes a frame).
+pub fn message_json(message: &Message) -> serde_json::Value {
+    let mut value = serde_json::to_value(message).expect("messages serialize");
+    if let Some(object) = value.as_object_mut() {
+        object.insert("jsonrpc".into(), "2.0".into());
+    }
+    value
+}
+
+/// Identifies a client connection to the dispatcher: stdio's is
+/// [`STDIO`], each WebSocket connection gets the next number.
+pub type ConnectionId = u64;
+
+/// The connection of a server serving stdio.
+pub const STDIO: ConnectionId = 0;
+
+/// What the shared sidecar's connections tell the dispatcher, in order
+/// per connection: opened, what it sent, closed.
+#[derive(Debug)]
+pub enum ConnectionEvent {
+    /// An authenticated connection; what the dispatcher sends it goes
+    /// through `out`.
+    Opened {
+        id: ConnectionId,
+        out: Outbox,
+        peer: String,
+    },
+    /// One message, classified as on stdio.
+    Received {
+        id: ConnectionId,
+        incoming: Incoming,
+    },
+    /// The connection is gone (closed by the client, an error, or refused
+    /// after it opened).
+    Closed { id: ConnectionId },
+}
+
+/// Classifies one message that arrived whole (a WebSocket text message):
+/// as a frame body on stdio, without the framing.
+pub fn classify_text(bytes: &[u8]) -> Incoming {
+    match serde_json::from_slice(bytes) {
+        Ok(value) => decode::classify(framing::FrameEvent::Json(value)),
+        Err(e) => decode::classify(framing::FrameEvent::InvalidJson(e.to_string())),
+    }
 }
 
 /// The one ordered sender: everything the server writes goes through it,
@@ -101,6 +163,17 @@ impl Outbox {
 
     pub fn notify(&self, method: &str, params: impl serde::Serialize) {
         self.send(lsp_server::Notification::new(method.to_string(), params));
+    }
+
+    /// An outbox and the receiving end a writer drains.
+    pub(crate) fn pair() -> (Outbox, mpsc::UnboundedReceiver<Outgoing>) {
+        let (tx, rx) = mpsc::unbounded_channel();
+        (Outbox { tx }, rx)
+    }
+
+    /// True once the writer is gone (the connection closed).
+    pub fn is_closed(&self) -> bool {
+        self.tx.is_closed()
     }
 
     /// An outbox whose output a test reads from the other half.
@@ -136,7 +209,7 @@ impl Sent {
 pub fn spawn_writer<W: AsyncWrite + Unpin + Send + 'static>(
     mut output: W,
 ) -> (Outbox, tokio::task::JoinHandle<io::Result<()>>) {
-    let (tx, mut rx) = mpsc::unbounded_channel::<Outgoing>();
+    let (outbox, mut rx) = Outbox::pair();
     let handle = tokio::spawn(async move {
         while let Some(outgoing) = rx.recv().await {
             let bytes = match &outgoing {
@@ -150,7 +223,7 @@ pub fn spawn_writer<W: AsyncWrite + Unpin + Send + 'static>(
         }
         output.flush().await
     });
-    (Outbox { tx }, handle)
+    (outbox, handle)
 }
 
 #[cfg(test)]

@@ -430,6 +430,12 @@ fn function_lengths(path: &Path) -> Vec<(usize, usize, String)> {
             out.push((1, i + 1, trimmed.to_string()));
             continue;
         }
+        // An empty body on the signature's line: one line, not up to the
+        // next closing brace at this indent.
+        if line.trim_end().ends_with("{}") {
+            out.push((1, i + 1, trimmed.to_string()));
+            continue;
+        }
         let closing = format!("{indent}}}");
         if let Some(end) = (i..lines.len()).find(|&j| lines[j] == closing) {
             out.push((end - i + 1, i + 1, trimmed.to_string()));

@@ -24,6 +24,7 @@ mod progress;
 mod robustness;
 mod schemas;
 mod secrets;
+mod shared;
 mod statusline;
 mod store;
 mod summarizers;

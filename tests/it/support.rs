@@ -52,10 +52,17 @@ impl Server {
     }
 
     pub fn spawn_with_env(data_dir: &Path, env: &[(&str, &str)]) -> Server {
+        Self::spawn_args(data_dir, &[], env)
+    }
+
+    /// Spawns the binary with `args` after `--no-user-config` (a command,
+    /// such as `connect`, that speaks JSON-RPC on stdio).
+    pub fn spawn_args(data_dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Server {
         let home = tempfile::tempdir().unwrap();
         let mut command = Command::new(env!("CARGO_BIN_EXE_compactd"));
         command
             .arg("--no-user-config")
+            .args(args)
             .env("HOME", home.path())
             .env("XDG_DATA_HOME", home.path().join("data"))
             .env("XDG_CONFIG_HOME", home.path().join("config"))

@@ -161,6 +161,10 @@ def test_every_method_of_the_table_has_a_typed_function_that_the_server_accepts(
         assert statuses["src/main.rs"] == "modified"
         assert statuses["src/gen.rs"] == "created"
         assert isinstance(client.files_unchanged_since_read("all")["files"], list)
+        # On stdio the one client gets every notification: these change nothing.
+        assert client.subscribe("all")["open"] is True
+        assert client.unsubscribe("all")["wasSubscribed"] is True
+        client.authenticate("only a WebSocket connection needs one")
 
     own = {m.name for m in methods.METHODS if m.params is not None and m.kind != "serverNotification"}
     assert own == set(called), f"not called: {own - set(called)}"

@@ -1,6 +1,6 @@
 // CompactdClient: spawns compactd, speaks LSP-framed JSON-RPC over its
 // stdio (vscode-jsonrpc), runs the LSP lifecycle, and is CompactdMethods
-// over that connection.
+// over that connection; or attaches to a shared compactd over WebSocket.
 
 import { spawn, type ChildProcess } from 'node:child_process';
 import { pathToFileURL } from 'node:url';
@@ -11,6 +11,8 @@ import * as m from './generated/methods';
 import type { CompactdCapabilities, Config } from './generated/types';
 import { checkServerVersion, findServer, type LocateOptions, type ServerCandidate } from './locate';
 import type { ProgressToken, RequestOptions, WorkDoneProgressValue } from './rpc';
+import { connectWebSocket, discoveryPath, liveDiscovery, readDiscovery } from './shared';
+import type WebSocket from 'ws';
 
 export interface SpawnOptions extends LocateOptions {
   /** Arguments after the binary, e.g. `['--no-user-config']`. */
@@ -31,6 +33,18 @@ export interface SpawnOptions extends LocateOptions {
   stderr?: 'inherit' | 'ignore' | ((text: string) => void);
   /** Run `compactd --version` first and refuse a program that is not compactd. Default true. */
   checkVersion?: boolean;
+  clientInfo?: { name: string; version?: string };
+}
+
+export interface ConnectOptions {
+  /** The shared compactd's URL (`ws://127.0.0.1:PORT/`). Default: the discovery file's. */
+  url?: string;
+  /** Default: `$COMPACTD_TOKEN`, else the discovery file's. */
+  token?: string;
+  /** The discovery file. Default: where the server writes it (`discoveryPath()`). */
+  discoveryFile?: string;
+  /** As for `spawn`. Default true. */
+  workDoneProgress?: boolean;
   clientInfo?: { name: string; version?: string };
 }
 
@@ -64,13 +78,17 @@ export class CompactdClient extends CompactdMethods {
 
   private constructor(
     readonly connection: MessageConnection,
-    readonly process: ChildProcess,
-    readonly server: ServerCandidate,
+    /** The spawned server; undefined when attached to a shared one. */
+    readonly process: ChildProcess | undefined,
+    /** The spawned binary, or the shared server's URL. */
+    readonly server: ServerCandidate | { path: string; source: 'shared' },
     /** Resolves when the process exits, for whatever reason. */
     readonly exited: Promise<ServerExit>,
     /** Rejects with ServerExited when the process exits; every request races it. */
     private readonly gone: Promise<never>,
     private readonly stderrTail: () => string,
+    /** The WebSocket to a shared compactd, when attached to one. */
+    readonly socket?: WebSocket,
   ) {
     super(connection);
     connection.onUnhandledProgress(({ token, value }) => {
@@ -133,6 +151,55 @@ export class CompactdClient extends CompactdMethods {
     return client;
   }
 
+  /**
+   * Attaches to a shared compactd (`compactd serve --listen`) over
+   * WebSocket, as one of its clients: the server's configuration applies
+   * (no `configuration` here), sessions may be shared with other clients,
+   * and `close()` ends this connection only. Rejects when none runs.
+   */
+  static async connect(options: ConnectOptions = {}): Promise<CompactdClient> {
+    const file = options.discoveryFile ?? discoveryPath();
+    const found = options.url ? readDiscovery(file) : liveDiscovery(file);
+    const url = options.url ?? found?.url;
+    const token = options.token ?? process.env.COMPACTD_TOKEN ?? found?.token;
+    if (!url || !token) throw new Error(`no shared compactd: ${file} is missing or names a server that is gone`);
+    const { reader, writer, socket } = await connectWebSocket(url, token);
+    const exited = new Promise<ServerExit>((resolve) => socket.once('close', () => resolve({ code: null, signal: null })));
+    const gone = exited.then((): never => {
+      throw new ServerExited(`compactd at ${url} closed the connection`, { code: null, signal: null });
+    });
+    gone.catch(() => undefined);
+    const connection = createMessageConnection(reader, writer);
+    exited.then(() => connection.dispose());
+    const client = new CompactdClient(connection, undefined, { path: url, source: 'shared' }, exited, gone, () => '', socket);
+    connection.listen();
+    try {
+      client.initializeResult = await client.request<InitializeResult>(m.INITIALIZE, {
+        processId: process.pid,
+        clientInfo: options.clientInfo ?? { name: 'compactd-client' },
+        rootUri: null,
+        capabilities: { window: { workDoneProgress: options.workDoneProgress ?? true } },
+      });
+    } catch (error) {
+      socket.terminate();
+      throw error;
+    }
+    await connection.sendNotification(m.INITIALIZED, {});
+    return client;
+  }
+
+  /** A shared compactd when one runs (`connect`), else a spawned one (`spawn`). */
+  static async connectOrSpawn(options: SpawnOptions & { connect?: ConnectOptions } = {}): Promise<CompactdClient> {
+    if (liveDiscovery(options.connect?.discoveryFile ?? discoveryPath())) {
+      try {
+        return await CompactdClient.connect({ workDoneProgress: options.workDoneProgress, clientInfo: options.clientInfo, ...options.connect });
+      } catch {
+        // A stale file whose pid was reused, or a server going away: start our own.
+      }
+    }
+    return CompactdClient.spawn(options);
+  }
+
   override async request<R>(method: string, params: object, options?: RequestOptions): Promise<R> {
     return Promise.race([super.request<R>(method, params, options), this.gone]);
   }
@@ -162,14 +229,21 @@ export class CompactdClient extends CompactdMethods {
     return this.closing;
   }
 
+  private running(): boolean {
+    if (this.process) return this.process.exitCode === null && this.process.signalCode === null;
+    return this.socket?.readyState === 1;
+  }
+
   private async shutdown(timeoutMs: number): Promise<ServerExit> {
-    if (this.process.exitCode === null && this.process.signalCode === null) {
-      const timer = setTimeout(() => this.process.kill('SIGKILL'), timeoutMs);
+    if (this.running()) {
+      // On a shared compactd `exit` closes this connection; the server goes on.
+      const timer = setTimeout(() => (this.process ? this.process.kill('SIGKILL') : this.socket?.terminate()), timeoutMs);
       try {
         await this.request(m.SHUTDOWN, {});
         await this.connection.sendNotification(m.EXIT);
       } catch {
-        this.process.kill();
+        if (this.process) this.process.kill();
+        else this.socket?.terminate();
       }
       const exit = await this.exited;
       clearTimeout(timer);
@@ -179,7 +253,8 @@ export class CompactdClient extends CompactdMethods {
   }
 
   private async kill(): Promise<void> {
-    this.process.kill();
+    if (this.process) this.process.kill();
+    else this.socket?.terminate();
     await this.exited;
   }
 }

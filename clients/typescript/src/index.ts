@@ -1,6 +1,7 @@
-// compactd-client: spawn compactd and call every method of its protocol, typed from schemas/.
+// compactd-client: spawn compactd (or attach to a shared one) and call every method of its protocol, typed from schemas/.
 
-export { CompactdClient, ServerExited, type InitializeResult, type ServerExit, type SpawnOptions } from './client';
+export { CompactdClient, ServerExited, type ConnectOptions, type InitializeResult, type ServerExit, type SpawnOptions } from './client';
+export { connectWebSocket, discoveryPath, liveDiscovery, readDiscovery, type Discovery, type WebSocketTransport } from './shared';
 export { CompactdMethods, SERVER_NOTIFICATIONS, type ServerNotifications } from './generated/api';
 export * as methods from './generated/methods';
 export * from './generated/types';

@@ -68,7 +68,7 @@ describe('lifecycle', () => {
       const began = next<WorkDoneProgressValue>('progress begin', (h) => client.onProgress('d', h));
       const waiting = client.compact({ sessionId: 'doomed', workDoneToken: 'd' });
       await began;
-      client.process.kill('SIGKILL');
+      client.process!.kill('SIGKILL');
       await assert.rejects(waiting, (e: Error) => e instanceof ServerExited && /exited \(SIGKILL\)/.test(e.message));
       await assert.rejects(client.history({ sessionId: 'doomed' }), ServerExited);
       assert.deepEqual(await client.close(), { code: null, signal: 'SIGKILL' });
@@ -152,6 +152,10 @@ describe('a conversation', () => {
         ['modified', 'created', 'deleted', 'modified', 'created'],
       );
       assert.ok(Array.isArray((await client.filesUnchangedSinceRead({ sessionId: 'all' })).files));
+      // On stdio the one client gets every notification: these change nothing.
+      assert.equal((await client.subscribe({ sessionId: 'all' })).open, true);
+      assert.equal((await client.unsubscribe({ sessionId: 'all' })).wasSubscribed, true);
+      await client.authenticate({ token: 'only a WebSocket connection needs one' });
       const meter = next<TokensNotification>('the meter with the new limit', (h) => client.onTokens(h), (n) => n.sessionId === 'all');
       await client.changeConfiguration({ autoCompactTokenLimit: 1234 });
       assert.equal((await meter).autoCompactAt, 1234);

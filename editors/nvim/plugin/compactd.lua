@@ -35,3 +35,4 @@ command('CompactFollow', 'follow', {
   desc = "compactd: follow an agent's session [claude-code|codex|pi|transcript] (no argument: pick)",
 })
 command('CompactUnfollow', 'unfollow', { nargs = 0, desc = 'compactd: stop following, back to your own session' })
+command('CompactWatch', 'watch', { nargs = 1, desc = 'compactd: watch a session on a shared compactd {sessionId}' })

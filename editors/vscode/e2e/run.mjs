@@ -13,6 +13,15 @@
 // Show Tracked Files, Follow Agent Session… and Write Handoff on it.
 // Screenshots and the code-server log go to e2e-artifacts/.
 //
+// With --shared the extension attaches to a shared compactd (`compactd
+// serve --listen`, `compactd.server.connect: auto`) instead of starting
+// one, runs the same steps over WebSocket, and then, in place of the Claude
+// Code part (a shared compactd keeps its own configuration, so the
+// extension's `compactd.follow` does not reach it), watches the session a
+// test agent drives from its own process (Watch Shared Session…,
+// compactd-client over WebSocket): the status bar shows the agent's meter
+// as it appends and compacts.
+//
 // Needs: compactd.vsix (npm run package), the compactd binary (COMPACTD_BIN,
 // default ../../target/debug/compactd), code-server (e2e/install-code-server.sh,
 // cached) and Debian's chromium (CHROMIUM, default /usr/bin/chromium).
@@ -24,6 +33,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { chromium } from 'playwright-core';
+import client from 'compactd-client';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const artifacts = join(root, 'e2e-artifacts');
@@ -33,6 +43,7 @@ const chromiumPath = process.env.CHROMIUM ?? '/usr/bin/chromium';
 /** A bound on each wait, so a broken run fails instead of hanging. Never used to wait for something to happen. */
 const PATIENCE_MS = 120_000;
 const started = Date.now();
+const sharedMode = process.argv.includes('--shared');
 
 function step(message) {
   console.log(`[e2e ${((Date.now() - started) / 1000).toFixed(1)}s] ${message}`);
@@ -82,6 +93,13 @@ async function main() {
   const extensions = join(scratch, 'extensions');
   const workspace = join(scratch, 'workspace');
   const env = { ...process.env, HOME: scratch, XDG_CONFIG_HOME: join(scratch, 'config'), XDG_DATA_HOME: join(scratch, 'data') };
+  let shared;
+  if (sharedMode) {
+    step('starting a shared compactd');
+    shared = await startShared(scratch, env);
+    // The extension host inherits code-server's environment.
+    env.COMPACTD_DISCOVERY_FILE = shared.discoveryFile;
+  }
   writeJson(join(userData, 'User/settings.json'), {
     'workbench.startupEditor': 'none',
     'workbench.tips.enabled': false,
@@ -98,6 +116,7 @@ async function main() {
     'compactd.server.path': serverBin,
     'compactd.dataDir': join(scratch, 'sessions'),
     'compactd.keepRecentTokens': 400,
+    ...(sharedMode ? { 'compactd.server.connect': 'auto' } : {}),
   });
   mkdirSync(join(workspace, 'src'), { recursive: true });
   writeFileSync(join(workspace, 'src/main.rs'), 'fn main() {\n    println!("hello");\n}\n');
@@ -233,10 +252,13 @@ async function main() {
     await runCommand(page, 'compactd: Toggle Auto-Compact');
     await page.locator('.notifications-toasts', { hasText: 'compactd: auto-compact is off for e2e-demo.' }).waitFor();
 
-    const followed = await followClaudeCode(page, scratch, workspace);
+    // A shared compactd keeps its own configuration (the extension's
+    // `compactd.follow: auto` is not applied to it), so with --shared the
+    // window watches a test agent's session instead of following Claude Code.
+    const followed = sharedMode ? await watchTheAgent(page, meter, shared) : await followClaudeCode(page, scratch, workspace);
 
     writeFileSync(join(artifacts, 'browser-console.log'), consoleLines.join('\n'));
-    step(`passed: meter ${before} → ${after}, "${announcement}"; followed Claude Code: ${followed.join(' → ')}`);
+    step(`passed: meter ${before} → ${after}, "${announcement}"; ${sharedMode ? "watched the agent's session" : 'followed Claude Code'}: ${followed.join(' → ')}`);
     console.log('e2e: 1 passed, 0 failed');
   } catch (error) {
     if (browser) {
@@ -256,8 +278,101 @@ async function main() {
         process.kill(-codeServer.pid, 'SIGTERM');
       } catch {}
     }
+    if (shared) await shared.stop();
     rmSync(scratch, { recursive: true, force: true });
   }
+}
+
+/** `compactd serve --listen 127.0.0.1:0` with its own compactd.toml; resolves once it printed its address. */
+async function startShared(scratch, env) {
+  const dir = join(scratch, 'shared');
+  mkdirSync(dir, { recursive: true });
+  writeFileSync(join(dir, 'compactd.toml'), `dataDir = ${JSON.stringify(join(scratch, 'sessions'))}\nkeepRecentTokens = 400\n`);
+  const discoveryFile = join(scratch, 'run', 'server.json');
+  const child = spawn(serverBin, ['--no-user-config', 'serve', '--listen', '127.0.0.1:0', '--discovery-file', discoveryFile], {
+    cwd: dir,
+    env,
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  const exited = new Promise((resolveExit) => child.once('exit', (code) => resolveExit(code)));
+  const url = await new Promise((resolveUrl, reject) => {
+    const timer = setTimeout(() => reject(new Error('the shared compactd printed no address')), PATIENCE_MS);
+    let out = '';
+    child.stdout.on('data', (chunk) => {
+      out += chunk;
+      const match = /compactd listening on (\S+)/.exec(out);
+      if (match) {
+        clearTimeout(timer);
+        resolveUrl(match[1]);
+      }
+    });
+  });
+  step(`shared compactd at ${url}`);
+  return {
+    url,
+    discoveryFile,
+    stop: async () => {
+      child.kill('SIGTERM');
+      const code = await exited;
+      if (code !== 0) throw new Error(`the shared compactd exited ${code}`);
+      if (existsSync(discoveryFile)) throw new Error('the shared compactd left its discovery file');
+    },
+  };
+}
+
+/**
+ * A test agent in this process drives a session on the shared compactd; the
+ * window watches it (Watch Shared Session…) and shows its meter. Returns the
+ * texts the meter showed.
+ */
+async function watchTheAgent(page, meter, shared) {
+  const agent = await client.CompactdClient.connect({ discoveryFile: shared.discoveryFile, clientInfo: { name: 'e2e-agent' } });
+  const shown = [];
+  const show = async (what) => {
+    shown.push((await meter.innerText()).trim());
+    step(`${what}: the status bar shows ${shown.at(-1)}`);
+  };
+  try {
+    const { conversation } = await import('./fixture-extension/conversation.js').then((m) => m.default ?? m);
+    await agent.open({ sessionId: 'agent-1', model: 'gpt-4o', contextWindow: 200000 });
+    const first = await agent.append({ sessionId: 'agent-1', messages: conversation(6) });
+    step(`the agent appended to agent-1: ${first.meter.contextTokens} tokens`);
+    await runCommand(page, 'compactd: Watch Shared Session…');
+    await page.locator('.quick-input-widget', { hasText: 'Watch a session another client drives' }).waitFor();
+    await page.keyboard.type('agent-1');
+    await page.keyboard.press('Enter');
+    await page.locator('.notifications-toasts', { hasText: `compactd: watching agent-1 on ${shared.url}` }).waitFor();
+    await waitForMeter(page, meter, first.meter.contextTokens, '/200k');
+    await show("the agent's meter");
+    await page.screenshot({ path: join(artifacts, '06-agent-meter.png') });
+    // The agent goes on in its own process; the window shows it.
+    const second = await agent.append({ sessionId: 'agent-1', messages: conversation(12).slice(24) });
+    await waitForMeter(page, meter, second.meter.contextTokens, '/200k');
+    await show('the agent appended more');
+    const compacted = await agent.compact({ sessionId: 'agent-1', keepRecentTokens: 200 });
+    if (!compacted.compacted) throw new Error(`the agent's compaction did not apply: ${compacted.reason}`);
+    await waitForMeter(page, meter, compacted.tokensAfter, '/200k');
+    await show(`the agent compacted (${compacted.tokensBefore} → ${compacted.tokensAfter})`);
+    await page.screenshot({ path: join(artifacts, '07-agent-compacted.png') });
+  } finally {
+    await agent.close();
+  }
+  return shown;
+}
+
+/** Waits until the status bar's meter shows `tokens` (as rounded for display) of a `window` like `/200k`. */
+async function waitForMeter(page, meter, tokens, window) {
+  await page.waitForFunction(
+    ({ tokens, window }) => {
+      const text = document.getElementById('compactd.compactd.compactd.meter')?.textContent.trim() ?? '';
+      const match = /^([\d.]+)(k|M)?(\/[\d.]+(?:k|M)?) \(\d+%\)$/.exec(text);
+      if (!match || match[3] !== window) return false;
+      const shown = Number(match[1]) * (match[2] === 'k' ? 1e3 : match[2] === 'M' ? 1e6 : 1);
+      return Math.abs(shown - tokens) <= Math.max(50, tokens * 0.001);
+    },
+    { tokens, window },
+    { timeout: PATIENCE_MS },
+  );
 }
 
 const line = (value) => `${JSON.stringify(value)}\n`;

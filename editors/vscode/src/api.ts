@@ -10,6 +10,7 @@ import type {
   Message,
   OpenParams,
   OpenResult,
+  SubscribeResult,
   TokensNotification,
 } from 'compactd-client';
 
@@ -28,6 +29,14 @@ export interface CompactdApi {
   compact(params: CompactRequest, token?: vscode.CancellationToken): Promise<CompactResult>;
   /** Makes the status bar show this session. */
   showSession(sessionId: string): void;
+  /**
+   * Watches a session another client drives on a shared compactd
+   * (`compactd.server.connect`, `conversation/subscribe`), e.g. an agent in
+   * its own process: its meter and compactions reach this window, and the
+   * status bar shows it. (Following an agent's transcript file is
+   * `conversation/follow`, the Follow Agent Session… command.)
+   */
+  watchSharedSession(sessionId: string): Promise<SubscribeResult>;
   /** Any other method of the protocol (docs/protocol.md). */
   sendRequest<R>(method: string, params: object, token?: vscode.CancellationToken): Promise<R>;
   readonly onDidChangeMeter: vscode.Event<TokensNotification>;

@@ -195,6 +195,29 @@ async function branch(deps: Deps): Promise<void> {
   }
 }
 
+/**
+ * Watches a session another client (an agent) drives on a shared compactd
+ * (`conversation/subscribe`). Not Follow Agent Session…, which mirrors an
+ * agent's transcript file (`conversation/follow`).
+ */
+async function watchSharedSession(deps: Deps): Promise<void> {
+  const sessionId = await vscode.window.showInputBox({
+    title: 'Watch a session another client drives (a shared compactd)',
+    prompt: 'The session id, e.g. the one your agent opened',
+  });
+  if (!sessionId) return;
+  try {
+    const result = await deps.connection.methods.subscribe({ sessionId });
+    if (result.meter) deps.tracker.onTokens({ sessionId, ...result.meter });
+    deps.tracker.select(sessionId);
+    deps.refresh();
+    const where = deps.connection.attached ? ` on ${deps.connection.attached}` : ' (this window started its own compactd: set compactd.server.connect to share one)';
+    void vscode.window.showInformationMessage(`compactd: watching ${sessionId}${result.open ? '' : ' (not open yet)'}${where}.`);
+  } catch (error) {
+    void vscode.window.showErrorMessage(`compactd: watching failed: ${describe(error, m.SUBSCRIBE)}`);
+  }
+}
+
 async function selectSession(deps: Deps): Promise<void> {
   const sessions = deps.tracker.list();
   if (sessions.length === 0) {
@@ -290,6 +313,7 @@ export function registerCommands(deps: Deps): vscode.Disposable[] {
     vscode.commands.registerCommand('compactd.followAgentSession', guard(followAgentSession)),
     vscode.commands.registerCommand('compactd.writeHandoff', guard(writeHandoff)),
     vscode.commands.registerCommand('compactd.copyHandoff', (uri?: vscode.Uri) => copyHandoff(uri)),
+    vscode.commands.registerCommand('compactd.watchSharedSession', guard(watchSharedSession)),
     vscode.commands.registerCommand('compactd.restart', guard(() => deps.restart())),
     vscode.commands.registerCommand('compactd.showLog', () => deps.connection.output.show()),
   ];

@@ -1,10 +1,12 @@
 // The server process and its LanguageClient: locating and vetting the
-// binary, starting, restarting, configuration updates, and the server's
-// notifications fanned out to the rest of the extension.
+// binary (or attaching to a shared compactd over WebSocket), starting,
+// restarting, configuration updates, and the server's notifications fanned
+// out to the rest of the extension.
 
 import {
   checkServerVersion,
   CompactdMethods,
+  connectWebSocket,
   findServer,
   methods as m,
   type AutoCompactStoppedNotification,
@@ -18,6 +20,7 @@ import {
 import { join } from 'node:path';
 import * as vscode from 'vscode';
 import { LanguageClient, type LanguageClientOptions, type ServerOptions, State } from 'vscode-languageclient/node';
+import { chooseServer } from './core/attach';
 import { serverConfiguration } from './core/settings';
 
 export type ProgressValue = WorkDoneProgressValue;
@@ -55,6 +58,8 @@ export class ServerConnection implements vscode.Disposable {
   readonly onState = this.stateEmitter.event;
   server: ServerCandidate | undefined;
   version: string | undefined;
+  /** The shared compactd's URL while attached to one (`compactd.server.connect`). */
+  attached: string | undefined;
 
   constructor(
     private readonly extensionPath: string,
@@ -76,6 +81,8 @@ export class ServerConnection implements vscode.Disposable {
 
   private async launch(): Promise<LanguageClient> {
     try {
+      const attached = await this.attach();
+      if (attached) return attached;
       const server = findServer({
         path: vscode.workspace.getConfiguration('compactd').get<string>('server.path') ?? '',
         pathName: 'compactd.server.path',
@@ -96,8 +103,37 @@ export class ServerConnection implements vscode.Disposable {
     }
   }
 
-  private createClient(server: ServerCandidate): LanguageClient {
-    const serverOptions: ServerOptions = { command: server.path, args: [] };
+  /** Attaches to a shared compactd when the setting says so; undefined: start one. */
+  private async attach(): Promise<LanguageClient | undefined> {
+    this.attached = undefined;
+    const choice = chooseServer(vscode.workspace.getConfiguration('compactd').get<string>('server.connect'));
+    if (choice.kind === 'spawn') {
+      if (choice.why) this.output.appendLine(`[compactd] ${choice.why}: starting compactd`);
+      return undefined;
+    }
+    this.output.appendLine(`[compactd] attaching to the shared compactd at ${choice.url}`);
+    const serverOptions: ServerOptions = async () => {
+      const { reader, writer } = await connectWebSocket(choice.url, choice.token);
+      return { reader, writer };
+    };
+    const server: ServerCandidate = { path: choice.url, source: 'explicit' };
+    const client = this.createClient(server, serverOptions);
+    this.client = client;
+    try {
+      await client.start();
+    } catch (error) {
+      if (!choice.fallBack) throw error;
+      this.output.appendLine(`[compactd] ${error instanceof Error ? error.message : String(error)}: starting compactd`);
+      await this.stop();
+      return undefined;
+    }
+    this.server = server;
+    this.attached = choice.url;
+    return client;
+  }
+
+  private createClient(server: ServerCandidate, attached?: ServerOptions): LanguageClient {
+    const serverOptions: ServerOptions = attached ?? { command: server.path, args: [] };
     const clientOptions: LanguageClientOptions = {
       // Every file the editor opens or saves feeds the server's file ledger.
       documentSelector: [{ scheme: 'file' }],

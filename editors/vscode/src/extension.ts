@@ -79,7 +79,7 @@ export function activate(context: vscode.ExtensionContext): CompactdApi {
     }),
     vscode.workspace.onDidChangeConfiguration((event) => {
       if (event.affectsConfiguration('compactd.meter')) refresh();
-      if (event.affectsConfiguration('compactd.server.path')) {
+      if (event.affectsConfiguration('compactd.server.path') || event.affectsConfiguration('compactd.server.connect')) {
         void restart().catch(() => undefined);
       } else if (event.affectsConfiguration('compactd') && !event.affectsConfiguration('compactd.meter')) {
         if (event.affectsConfiguration('compactd.follow') && currentServerConfiguration().follow === 'off') {
@@ -115,6 +115,13 @@ export function activate(context: vscode.ExtensionContext): CompactdApi {
     showSession: (sessionId) => {
       tracker.select(sessionId);
       refresh();
+    },
+    watchSharedSession: async (sessionId) => {
+      const result = await server.methods.subscribe({ sessionId });
+      if (result.meter) tracker.onTokens({ sessionId, ...result.meter });
+      tracker.select(sessionId);
+      refresh();
+      return result;
     },
     sendRequest: (method, params, token) => requests.request(method, params, { token }),
     onDidChangeMeter: server.onTokens,

@@ -462,7 +462,9 @@ export class Bridge {
   private fail(error: unknown, fallback: string): void {
     const why = (error instanceof Error ? error.message : String(error)).replace(/\.\s*$/, '');
     if (!this.client) this.unavailable = why;
-    else if (this.client.process.exitCode !== null || this.client.process.signalCode !== null) this.client = this.sessionId = undefined;
+    // The bridge spawns its compactd, so there is a process (`process` is
+    // undefined only for a client attached to a shared one).
+    else if (this.client.process && (this.client.process.exitCode !== null || this.client.process.signalCode !== null)) this.client = this.sessionId = undefined;
     // Attached again (a fresh import) at the next compaction or report, not at every message.
     else this.sessionId = undefined;
     this.pi.notify(oneLine(`compactd: ${why}; ${fallback}`), 'warning');

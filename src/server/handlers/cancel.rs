@@ -16,11 +16,11 @@ pub fn handle(server: &mut Server, params: CancelParams) {
         compactor::cancel(server, &session_id);
         return;
     }
-    for job in server.running.values_mut() {
-        if let Some(at) = job.waiters.iter().position(|w| *w.id() == params.id) {
-            job.waiters.remove(at);
-            server.respond(params.id, Err(compactor::cancelled()));
-            return;
-        }
+    let joined = server.running.values_mut().any(|job| {
+        let at = job.waiters.iter().position(|w| *w.id() == params.id);
+        at.map(|at| job.waiters.remove(at)).is_some()
+    });
+    if joined {
+        server.respond(params.id, Err(compactor::cancelled()));
     }
 }

@@ -5,12 +5,18 @@
 //! key holding `null` or `{}`) change nothing: some clients send exactly
 //! that on connect, and it must not wipe `initializationOptions`. Invalid
 //! settings are logged and the old ones kept. The data directory stays what
-//! it was at `initialize`: open session logs do not move.
+//! it was at `initialize`: open session logs do not move. A shared sidecar
+//! ignores it: its configuration is its own.
 
 use crate::protocol::{Config, DidChangeConfigurationParams};
 use crate::server::Server;
 
 pub fn handle(server: &mut Server, params: DidChangeConfigurationParams) {
+    if server.clients.is_shared() {
+        // One client's settings would change every other client's sessions.
+        tracing::info!("workspace/didChangeConfiguration ignored: a shared compactd keeps the configuration it started with");
+        return;
+    }
     let Some(settings) = compactd_settings(params.settings) else {
         tracing::debug!("workspace/didChangeConfiguration without settings: nothing changes");
         return;

@@ -2,11 +2,44 @@ use std::path::PathBuf;
 
 use crate::files::path_from_uri;
 use crate::protocol::{methods, CompactdCapabilities, Config, InitializeParams};
-use crate::server::file_tracking::FileTracking;
 use crate::server::{ConfigDirs, RpcError, RpcResult, Server};
-use crate::store::SessionStore;
 
 pub fn initialize(server: &mut Server, params: InitializeParams) -> RpcResult<serde_json::Value> {
+    if server.clients.is_shared() {
+        // The shared sidecar's configuration is its own, fixed at start.
+        if params.initialization_options.is_some() {
+            tracing::info!("initializationOptions ignored: a shared compactd keeps the configuration it started with");
+        }
+    } else {
+        configure(server, &params)?;
+    }
+    let creates_tokens = params
+        .capabilities
+        .pointer("/window/workDoneProgress")
+        .and_then(|v| v.as_bool())
+        .unwrap_or(false);
+    if let Some(client) = server.clients.current_mut() {
+        client.progress.client_creates = creates_tokens;
+    }
+    server.set_running();
+    let capabilities = CompactdCapabilities {
+        version: env!("CARGO_PKG_VERSION").to_string(),
+        methods: methods::advertised_requests(),
+        notifications: methods::advertised_notifications(),
+    };
+    Ok(serde_json::json!({
+        "capabilities": {
+            // Full-text sync lets editors feed the file ledger.
+            "textDocumentSync": { "openClose": true, "change": 1, "save": true },
+            "experimental": { "compactd": capabilities }
+        },
+        "serverInfo": { "name": "compactd", "version": env!("CARGO_PKG_VERSION") }
+    }))
+}
+
+/// On stdio the client configures the server: its workspace and
+/// `initializationOptions` over the config files.
+fn configure(server: &mut Server, params: &InitializeParams) -> RpcResult<()> {
     let folders: Vec<PathBuf> = params
         .workspace_folders
         .iter()
@@ -23,48 +56,19 @@ pub fn initialize(server: &mut Server, params: InitializeParams) -> RpcResult<se
     } else {
         folders
     };
-    let user_dir = if server.options().no_user_config {
-        None
-    } else {
-        server
-            .options()
-            .user_config_dir
-            .clone()
-            .or_else(Config::user_config_dir)
-    };
+    let user_dir = server.options().user_dir();
     let config = Config::resolve(
         params.initialization_options.as_ref(),
         root.as_deref(),
         user_dir.as_deref(),
     )
     .map_err(|e| RpcError::invalid_params(format!("initializationOptions: {e}")))?;
-    server.store = SessionStore::new(config.sessions_dir(), config.durability);
-    tracing::info!("sessions in {}", server.store.dir().display());
-    server.file_tracking = FileTracking::start(&config, roots, &server.job_results_tx);
-    server.config = config;
-    server.config_dirs = ConfigDirs {
+    let dirs = ConfigDirs {
         workspace_root: root,
         user_dir,
     };
-    server.progress.client_creates = params
-        .capabilities
-        .pointer("/window/workDoneProgress")
-        .and_then(|v| v.as_bool())
-        .unwrap_or(false);
-    server.set_running();
-    let capabilities = CompactdCapabilities {
-        version: env!("CARGO_PKG_VERSION").to_string(),
-        methods: methods::advertised_requests(),
-        notifications: methods::advertised_notifications(),
-    };
-    Ok(serde_json::json!({
-        "capabilities": {
-            // Full-text sync lets editors feed the file ledger.
-            "textDocumentSync": { "openClose": true, "change": 1, "save": true },
-            "experimental": { "compactd": capabilities }
-        },
-        "serverInfo": { "name": "compactd", "version": env!("CARGO_PKG_VERSION") }
-    }))
+    server.configure(config, roots, dirs);
+    Ok(())
 }
 
 pub fn shutdown(server: &mut Server, _params: serde_json::Value) -> RpcResult<serde_json::Value> {

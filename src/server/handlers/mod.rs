@@ -28,4 +28,6 @@ pub mod pin;
 pub mod preview;
 pub mod report_error;
 pub mod set_auto_compact;
+pub mod subscribe;
 pub mod unfollow;
+pub mod unsubscribe;

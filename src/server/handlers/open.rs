@@ -39,6 +39,9 @@ pub fn handle(server: &mut Server, params: OpenParams) -> RpcResult<OpenResult> 
         (true, Vec::new())
     };
     engine::append::change_settings(server.session_mut(&id)?, requested)?;
+    // The opener follows the session (a second client of a session already
+    // open here shares it).
+    server.clients.subscribe_current(&id);
     let open = &server.sessions[&id];
     let session = &open.session;
     let meter = server.meter_info(session);

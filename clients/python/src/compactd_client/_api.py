@@ -103,6 +103,18 @@ class AsyncMethods:
         """`conversation/listAgentSessions`: The agents' recent sessions for a workspace."""
         return await self._request(m.LIST_AGENT_SESSIONS, _params(limit=limit, workspace=workspace))
 
+    async def subscribe(self, session_id: str) -> t.SubscribeResult:
+        """`conversation/subscribe`: Follows a session: its notifications reach this connection too (the shared sidecar; on stdio the one client gets them all)."""
+        return await self._request(m.SUBSCRIBE, _params(sessionId=session_id))
+
+    async def unsubscribe(self, session_id: str) -> t.UnsubscribeResult:
+        """`conversation/unsubscribe`: Stops following a session."""
+        return await self._request(m.UNSUBSCRIBE, _params(sessionId=session_id))
+
+    async def authenticate(self, token: str) -> None:
+        """`connection/authenticate`: A WebSocket connection's first message when it sent no `Authorization` header: the token."""
+        await self._notify(m.AUTHENTICATE, _params(token=token))
+
     def on_tokens(self, callback: Callable[[t.TokensNotification], Any]) -> Subscription:
         """`conversation/tokens`: Server → client: a session's meter changed."""
         return self._subscribe(m.TOKENS, callback)
@@ -249,6 +261,18 @@ class SyncMethods:
     def list_agent_sessions(self, *, limit: Optional[int] = None, workspace: Optional[str] = None, timeout: Optional[float] = None, cancel: Optional[Cancellation] = None) -> t.ListAgentSessionsResult:
         """`conversation/listAgentSessions`: The agents' recent sessions for a workspace."""
         return self._request(m.LIST_AGENT_SESSIONS, _params(limit=limit, workspace=workspace), timeout=timeout, cancel=cancel)
+
+    def subscribe(self, session_id: str, *, timeout: Optional[float] = None, cancel: Optional[Cancellation] = None) -> t.SubscribeResult:
+        """`conversation/subscribe`: Follows a session: its notifications reach this connection too (the shared sidecar; on stdio the one client gets them all)."""
+        return self._request(m.SUBSCRIBE, _params(sessionId=session_id), timeout=timeout, cancel=cancel)
+
+    def unsubscribe(self, session_id: str, *, timeout: Optional[float] = None, cancel: Optional[Cancellation] = None) -> t.UnsubscribeResult:
+        """`conversation/unsubscribe`: Stops following a session."""
+        return self._request(m.UNSUBSCRIBE, _params(sessionId=session_id), timeout=timeout, cancel=cancel)
+
+    def authenticate(self, token: str) -> None:
+        """`connection/authenticate`: A WebSocket connection's first message when it sent no `Authorization` header: the token."""
+        self._notify(m.AUTHENTICATE, _params(token=token))
 
     def on_tokens(self, callback: Callable[[t.TokensNotification], Any]) -> Subscription:
         """`conversation/tokens`: Server → client: a session's meter changed."""

@@ -54,6 +54,12 @@ FOLLOW = "conversation/follow"
 UNFOLLOW = "conversation/unfollow"
 #: request: The agents' recent sessions for a workspace.
 LIST_AGENT_SESSIONS = "conversation/listAgentSessions"
+#: request: Follows a session: its notifications reach this connection too (the shared sidecar; on stdio the one client gets them all).
+SUBSCRIBE = "conversation/subscribe"
+#: request: Stops following a session.
+UNSUBSCRIBE = "conversation/unsubscribe"
+#: notification: A WebSocket connection's first message when it sent no `Authorization` header: the token.
+AUTHENTICATE = "connection/authenticate"
 #: serverNotification: Server → client: a session's meter changed.
 TOKENS = "conversation/tokens"
 #: serverNotification: Server → client: a compaction was applied.
@@ -127,6 +133,9 @@ METHODS: Tuple[Method, ...] = (
     Method("FOLLOW", "conversation/follow", "request", False, "FollowParams", "FollowResult"),
     Method("UNFOLLOW", "conversation/unfollow", "request", False, "SessionParams", "UnfollowResult"),
     Method("LIST_AGENT_SESSIONS", "conversation/listAgentSessions", "request", False, "ListAgentSessionsParams", "ListAgentSessionsResult"),
+    Method("SUBSCRIBE", "conversation/subscribe", "request", False, "SessionParams", "SubscribeResult"),
+    Method("UNSUBSCRIBE", "conversation/unsubscribe", "request", False, "SessionParams", "UnsubscribeResult"),
+    Method("AUTHENTICATE", "connection/authenticate", "notification", False, "AuthenticateParams", None),
     Method("TOKENS", "conversation/tokens", "serverNotification", False, "TokensNotification", None),
     Method("DID_COMPACT", "conversation/didCompact", "serverNotification", False, "DidCompactNotification", None),
     Method("AUTO_COMPACT_STOPPED", "conversation/autoCompactStopped", "serverNotification", False, "AutoCompactStoppedNotification", None),
@@ -155,3 +164,4 @@ REQUEST_CANCELLED = -32800
 SERVER_NOT_INITIALIZED = -32002
 SESSION_LOCKED = -32010
 SESSION_READ_ONLY = -32011
+UNAUTHORIZED = -32001

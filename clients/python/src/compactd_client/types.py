@@ -217,6 +217,13 @@ class AppendResult(_AppendResultRequired, total=False):
     warnings: List[str]
 
 
+#: The first message of a WebSocket connection that sent no
+#: `Authorization` header.
+class AuthenticateParams(TypedDict):
+    #: The token from the discovery file.
+    token: str
+
+
 #: `conversation/autoCompactStopped`: the circuit breaker stopped
 #: auto-compaction for a session.
 class AutoCompactStoppedNotification(TypedDict):
@@ -897,6 +904,18 @@ class SetAutoCompactResult(TypedDict):
     enabled: bool
 
 
+class _SubscribeResultRequired(TypedDict):
+    sessionId: str
+    #: The session is open in this server now (its notifications flow);
+    #: a session opened later is followed from then on.
+    open: bool
+
+
+class SubscribeResult(_SubscribeResultRequired, total=False):
+    #: Its meter, when it is open.
+    meter: Optional[MeterInfo]
+
+
 class _TokensNotificationRequired(TypedDict):
     sessionId: str
     contextTokens: int
@@ -935,6 +954,12 @@ class UnfollowResult(TypedDict):
     unfollowed: bool
 
 
+class UnsubscribeResult(TypedDict):
+    sessionId: str
+    #: The connection followed the session until now.
+    wasSubscribed: bool
+
+
 #: `window/workDoneProgress/cancel`'s params, as LSP defines them: the
 #: token of the progress the user cancelled. A schema of its own, because
 #: a client sends it (the generated clients type every method they send).
@@ -953,6 +978,7 @@ ProgressToken = Union[int, str]
 ROOT_TYPES = (
     "AppendParams",
     "AppendResult",
+    "AuthenticateParams",
     "AutoCompactStoppedNotification",
     "BranchParams",
     "BranchResult",
@@ -991,8 +1017,10 @@ ROOT_TYPES = (
     "SessionParams",
     "SetAutoCompactParams",
     "SetAutoCompactResult",
+    "SubscribeResult",
     "TokensNotification",
     "UnchangedSinceReadResult",
     "UnfollowResult",
+    "UnsubscribeResult",
     "WorkDoneProgressCancelParams",
 )

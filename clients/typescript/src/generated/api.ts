@@ -7,6 +7,7 @@ import * as m from './methods';
 import type {
   AppendParams,
   AppendResult,
+  AuthenticateParams,
   AutoCompactStoppedNotification,
   BranchParams,
   BranchResult,
@@ -42,9 +43,11 @@ import type {
   SessionParams,
   SetAutoCompactParams,
   SetAutoCompactResult,
+  SubscribeResult,
   TokensNotification,
   UnchangedSinceReadResult,
   UnfollowResult,
+  UnsubscribeResult,
   WorkDoneProgressCancelParams,
 } from './types';
 
@@ -153,6 +156,21 @@ export class CompactdMethods extends RpcBase {
   /** `conversation/listAgentSessions`: The agents' recent sessions for a workspace. */
   listAgentSessions(params: ListAgentSessionsParams = {}, options?: RequestOptions): Promise<ListAgentSessionsResult> {
     return this.request<ListAgentSessionsResult>(m.LIST_AGENT_SESSIONS, params, options);
+  }
+
+  /** `conversation/subscribe`: Follows a session: its notifications reach this connection too (the shared sidecar; on stdio the one client gets them all). */
+  subscribe(params: SessionParams, options?: RequestOptions): Promise<SubscribeResult> {
+    return this.request<SubscribeResult>(m.SUBSCRIBE, params, options);
+  }
+
+  /** `conversation/unsubscribe`: Stops following a session. */
+  unsubscribe(params: SessionParams, options?: RequestOptions): Promise<UnsubscribeResult> {
+    return this.request<UnsubscribeResult>(m.UNSUBSCRIBE, params, options);
+  }
+
+  /** `connection/authenticate`: A WebSocket connection's first message when it sent no `Authorization` header: the token. */
+  authenticate(params: AuthenticateParams): Promise<void> {
+    return this.notify(m.AUTHENTICATE, params);
   }
 
   /** `conversation/tokens`: Server → client: a session's meter changed. */

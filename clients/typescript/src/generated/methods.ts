@@ -51,6 +51,12 @@ export const FOLLOW = 'conversation/follow';
 export const UNFOLLOW = 'conversation/unfollow';
 /** request: The agents' recent sessions for a workspace. */
 export const LIST_AGENT_SESSIONS = 'conversation/listAgentSessions';
+/** request: Follows a session: its notifications reach this connection too (the shared sidecar; on stdio the one client gets them all). */
+export const SUBSCRIBE = 'conversation/subscribe';
+/** request: Stops following a session. */
+export const UNSUBSCRIBE = 'conversation/unsubscribe';
+/** notification: A WebSocket connection's first message when it sent no `Authorization` header: the token. */
+export const AUTHENTICATE = 'connection/authenticate';
 /** serverNotification: Server → client: a session's meter changed. */
 export const TOKENS = 'conversation/tokens';
 /** serverNotification: Server → client: a compaction was applied. */
@@ -115,6 +121,9 @@ export const METHODS: readonly { constant: string; name: string; kind: MethodKin
   { constant: 'FOLLOW', name: 'conversation/follow', kind: 'request', lsp: false, params: 'FollowParams', result: 'FollowResult' },
   { constant: 'UNFOLLOW', name: 'conversation/unfollow', kind: 'request', lsp: false, params: 'SessionParams', result: 'UnfollowResult' },
   { constant: 'LIST_AGENT_SESSIONS', name: 'conversation/listAgentSessions', kind: 'request', lsp: false, params: 'ListAgentSessionsParams', result: 'ListAgentSessionsResult' },
+  { constant: 'SUBSCRIBE', name: 'conversation/subscribe', kind: 'request', lsp: false, params: 'SessionParams', result: 'SubscribeResult' },
+  { constant: 'UNSUBSCRIBE', name: 'conversation/unsubscribe', kind: 'request', lsp: false, params: 'SessionParams', result: 'UnsubscribeResult' },
+  { constant: 'AUTHENTICATE', name: 'connection/authenticate', kind: 'notification', lsp: false, params: 'AuthenticateParams', result: null },
   { constant: 'TOKENS', name: 'conversation/tokens', kind: 'serverNotification', lsp: false, params: 'TokensNotification', result: null },
   { constant: 'DID_COMPACT', name: 'conversation/didCompact', kind: 'serverNotification', lsp: false, params: 'DidCompactNotification', result: null },
   { constant: 'AUTO_COMPACT_STOPPED', name: 'conversation/autoCompactStopped', kind: 'serverNotification', lsp: false, params: 'AutoCompactStoppedNotification', result: null },
@@ -143,3 +152,4 @@ export const REQUEST_CANCELLED = -32800;
 export const SERVER_NOT_INITIALIZED = -32002;
 export const SESSION_LOCKED = -32010;
 export const SESSION_READ_ONLY = -32011;
+export const UNAUTHORIZED = -32001;

@@ -109,6 +109,7 @@ export type SummarizerProvider = 'offline' | 'test' | 'openai' | 'anthropic';
 export interface CompactdSchemas {
   AppendParams?: AppendParams;
   AppendResult?: AppendResult;
+  AuthenticateParams?: AuthenticateParams;
   AutoCompactStoppedNotification?: AutoCompactStoppedNotification;
   BranchParams?: BranchParams;
   BranchResult?: BranchResult;
@@ -145,9 +146,11 @@ export interface CompactdSchemas {
   SessionParams?: SessionParams;
   SetAutoCompactParams?: SetAutoCompactParams;
   SetAutoCompactResult?: SetAutoCompactResult;
+  SubscribeResult?: SubscribeResult;
   TokensNotification?: TokensNotification;
   UnchangedSinceReadResult?: UnchangedSinceReadResult;
   UnfollowResult?: UnfollowResult;
+  UnsubscribeResult?: UnsubscribeResult;
   WorkDoneProgressCancelParams?: WorkDoneProgressCancelParams;
   Config?: Config;
   Message?: Message;
@@ -254,6 +257,16 @@ export interface AutoCompactPoint {
    * The rule and where its figures came from, for people.
    */
   rule: string;
+}
+/**
+ * The first message of a WebSocket connection that sent no
+ * `Authorization` header.
+ */
+export interface AuthenticateParams {
+  /**
+   * The token from the discovery file.
+   */
+  token: string;
 }
 /**
  * `conversation/autoCompactStopped`: the circuit breaker stopped
@@ -975,6 +988,18 @@ export interface SetAutoCompactResult {
   enabled: boolean;
   sessionId: string;
 }
+export interface SubscribeResult {
+  /**
+   * Its meter, when it is open.
+   */
+  meter?: MeterInfo | null;
+  /**
+   * The session is open in this server now (its notifications flow);
+   * a session opened later is followed from then on.
+   */
+  open: boolean;
+  sessionId: string;
+}
 /**
  * `conversation/tokens`: the meter of a session changed.
  */
@@ -1020,6 +1045,13 @@ export interface UnfollowResult {
    * False when the session was not followed.
    */
   unfollowed: boolean;
+}
+export interface UnsubscribeResult {
+  sessionId: string;
+  /**
+   * The connection followed the session until now.
+   */
+  wasSubscribed: boolean;
 }
 /**
  * `window/workDoneProgress/cancel`'s params, as LSP defines them: the

@@ -103,7 +103,7 @@ end
 -- and kept for :checkhealth, the process ends, and the server is not started
 -- again until setup() runs, instead of once per buffer.
 local function spawn(dispatchers, cfg)
-  local rpc = vim.lsp.rpc.start(config.cmd(), dispatchers, {
+  local rpc = vim.lsp.rpc.start(config.server_cmd(), dispatchers, {
     cwd = cfg and cfg.cmd_cwd,
     env = config.cmd_env(),
   })

@@ -50,6 +50,14 @@ M.compact = on_session(function(session, args)
   end)
 end)
 
+--- :CompactWatch {sessionId}
+function M.watch(args)
+  ask(compactd.subscribe, 'conversation/subscribe', { sessionId = args.args }, function(result)
+    local where = compactd.attached() and (' on ' .. compactd.attached()) or ''
+    ui.info(('watching %s%s%s'):format(result.sessionId, where, result.open and '' or ' (not open yet)'))
+  end)
+end
+
 --- :CompactCancel
 function M.cancel()
   if not compactd.cancel() then

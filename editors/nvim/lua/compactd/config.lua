@@ -7,6 +7,7 @@ local M = {}
 M.plugin_keys = {
   cmd = true,
   cmd_env = true,
+  connect = true,
   autostart = true,
   root_markers = true,
   statusline = true,
@@ -21,6 +22,13 @@ M.defaults = {
   -- writes to stderr as an error in lsp.log, so compactd logs warnings only
   -- unless `COMPACTD_LOG` says otherwise.
   cmd_env = nil,
+  -- Attach to a shared compactd (`compactd serve --listen`) instead of
+  -- starting one: 'auto' attaches when its discovery file names a live one
+  -- (else starts compactd as usual), a `ws://` URL attaches to that one,
+  -- nil starts compactd. Attached through `compactd connect`, a stdio
+  -- bridge; the shared server keeps its own configuration (the options
+  -- below are not sent).
+  connect = nil,
   -- Attach every file buffer, so its textDocument/* notifications feed the
   -- file ledger. When false the server starts on the first command or API call.
   autostart = true,
@@ -61,6 +69,13 @@ function M.set(opts)
     check_type('cmd', opts.cmd, 'table')
   end
   check_type('cmd_env', opts.cmd_env, 'table')
+  if
+    opts.connect ~= nil
+    and opts.connect ~= 'auto'
+    and not (type(opts.connect) == 'string' and opts.connect:match('^ws://'))
+  then
+    error(("compactd: `connect` must be 'auto' or a ws:// URL, got %s"):format(vim.inspect(opts.connect)), 0)
+  end
   check_type('autostart', opts.autostart, 'boolean')
   check_type('root_markers', opts.root_markers, 'table')
   check_type('statusline', opts.statusline, 'table')
@@ -93,6 +108,28 @@ function M.cmd()
     return { cmd }
   end
   return vim.deepcopy(cmd)
+end
+
+--- The command Neovim runs: compactd, or `compactd connect` when `connect`
+--- finds a shared compactd. `M.attached` is its URL then, else nil.
+function M.server_cmd()
+  local cmd = M.cmd()
+  local connect = current.connect
+  M.attached = nil
+  if connect == 'auto' then
+    local check = vim.list_extend(vim.deepcopy(cmd), { 'connect', '--check' })
+    local ok, found = pcall(function()
+      return vim.system(check, { env = M.cmd_env(), text = true }):wait()
+    end)
+    if ok and found.code == 0 then
+      M.attached = vim.trim(found.stdout)
+      return vim.list_extend(cmd, { 'connect' })
+    end
+  elseif type(connect) == 'string' then
+    M.attached = connect
+    return vim.list_extend(cmd, { 'connect', '--url', connect })
+  end
+  return cmd
 end
 
 function M.cmd_env()

@@ -132,6 +132,21 @@ M.open = api('conversation/open', {
     state.set_meter(result.sessionId, result.meter)
   end,
 })
+--- Follows a session another client drives (a shared compactd): its meter
+--- and compactions reach this Neovim, and it becomes current, so the
+--- statusline shows it. params: {sessionId}
+M.subscribe = api('conversation/subscribe', {
+  after = function(_, result)
+    state.current = result.sessionId
+    state.set_meter(result.sessionId, result.meter)
+  end,
+})
+--- Stops following a session. params: {sessionId?}
+M.unsubscribe = api('conversation/unsubscribe', {})
+--- The URL of the shared compactd this Neovim attached to, or nil.
+function M.attached()
+  return config.attached
+end
 --- params: {sessionId?, messages}
 M.append = api('conversation/append', { after = store_meter })
 --- params: {sessionId?}

@@ -1,0 +1,115 @@
+//! `compactd connect`: a stdio ↔ WebSocket bridge to a running shared
+//! sidecar, so any client that spawns a stdio language server (Neovim's
+//! `vim.lsp`, an agent's LSP library) attaches to it with no WebSocket
+//! code. Frames from stdin are read as the server reads them (malformed
+//! input is answered here, as the server would) and sent one JSON-RPC
+//! message per WebSocket message; what the server sends is written to
+//! stdout with its `Content-Length` header, in order.
+
+use super::args::ConnectArgs;
+use super::CliError;
+use crate::transport::discovery;
+use crate::transport::ws_client::{self, Receiver, Sender};
+use crate::transport::{self, Incoming, Outbox};
+
+pub async fn run(args: &ConnectArgs) -> Result<(), CliError> {
+    if args.check {
+        return check(args).await;
+    }
+    let (url, token) = target(args)?;
+    let (sender, receiver) = ws_client::connect(&url, &token)
+        .await
+        .map_err(CliError::Failure)?;
+    tracing::info!("attached to {url}");
+    // One writer for stdout: the server's messages and the answers to bad
+    // input never interleave.
+    let (stdout, writer) = transport::spawn_writer(tokio::io::stdout());
+    let upstream = tokio::spawn(forward_stdin(sender, stdout.clone()));
+    let result = forward_server(receiver, &stdout).await;
+    upstream.abort();
+    drop(stdout);
+    let _ = writer.await;
+    result
+}
+
+/// `--check`: a live server's URL on stdout, or why there is none.
+async fn check(args: &ConnectArgs) -> Result<(), CliError> {
+    let path = discovery::resolve_path(args.discovery_file.as_deref())
+        .ok_or_else(|| CliError::Failure("no default discovery file path".into()))?;
+    match discovery::live(&path).await? {
+        Some(found) => {
+            println!("{}", found.url);
+            Ok(())
+        }
+        None => Err(CliError::Failure(format!(
+            "no live shared compactd ({}: missing, or left by a server that is gone)",
+            path.display()
+        ))),
+    }
+}
+
+/// The URL (flag, else discovery file) and the token (COMPACTD_TOKEN, else
+/// the discovery file's).
+fn target(args: &ConnectArgs) -> Result<(String, String), CliError> {
+    let path = discovery::resolve_path(args.discovery_file.as_deref());
+    let found = match &path {
+        Some(path) => discovery::read(path)?,
+        None => None,
+    };
+    let token = std::env::var("COMPACTD_TOKEN")
+        .ok()
+        .or_else(|| found.as_ref().map(|d| d.token.clone()));
+    let url = args
+        .url
+        .clone()
+        .or_else(|| found.as_ref().map(|d| d.url.clone()));
+    match (url, token) {
+        (Some(url), Some(token)) => Ok((url, token)),
+        _ => Err(CliError::Failure(format!(
+            "no shared compactd: no discovery file at {} (start one with `compactd serve --listen 127.0.0.1:0`)",
+            path.map_or("(no default path)".into(), |p| p.display().to_string())
+        ))),
+    }
+}
+
+/// stdin frames → WebSocket messages, until stdin ends.
+async fn forward_stdin(mut sender: Sender, stdout: Outbox) {
+    let stdin = tokio::io::BufReader::new(tokio::io::stdin());
+    let mut reader = transport::Reader::new(stdin);
+    loop {
+        let text = match reader.next().await {
+            Ok(Some(Incoming::Message(message))) => transport::message_json(&message).to_string(),
+            Ok(Some(Incoming::Refused { response, why })) => {
+                tracing::error!("refused bad input: {why}");
+                stdout.send_json(response);
+                continue;
+            }
+            Ok(Some(Incoming::Skipped(why))) => {
+                tracing::error!("skipped bad input: {why}");
+                continue;
+            }
+            Ok(None) | Err(_) => break,
+        };
+        if sender.send_text_owned(text).await.is_err() || sender.flush().await.is_err() {
+            break;
+        }
+    }
+    let _ = sender.close().await;
+}
+
+/// WebSocket messages → stdout frames, until the server closes.
+async fn forward_server(mut receiver: Receiver, stdout: &Outbox) -> Result<(), CliError> {
+    loop {
+        let mut data = Vec::new();
+        match receiver.receive_data(&mut data).await {
+            Ok(_) => match serde_json::from_slice(&data) {
+                Ok(value) => stdout.send_json(value),
+                Err(e) => {
+                    tracing::error!("the server sent a message that is not JSON ({e}); dropped")
+                }
+            },
+            Err(soketto::connection::Error::Closed) => return Ok(()),
+            Err(e) => return Err(CliError::Failure(format!("connection lost: {e}"))),
+        }
+    }
+}
