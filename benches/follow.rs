@@ -104,14 +104,7 @@ fn follow_at(dir: &Path, mb: u64, appends: usize) -> (Duration, Duration, usize)
     let config = Config::default();
     let tools = FileTools::default();
     // The agents' settings of a home of its own, not this machine's.
-    let homes = AgentHomes {
-        home: dir.to_path_buf(),
-        claude_code: dir.join(".claude"),
-        claude_config_dir_set: false,
-        codex: dir.join(".codex"),
-        pi: dir.join(".pi/agent"),
-        pi_sessions: None,
-    };
+    let homes = AgentHomes::under(dir);
     let session_env = SessionEnv::new(&config, disk::workspace(vec![dir.to_path_buf()]));
     let env = FollowEnv {
         config: &config,

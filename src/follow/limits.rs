@@ -268,14 +268,7 @@ mod tests {
     use super::*;
 
     fn homes(dir: &Path) -> AgentHomes {
-        AgentHomes {
-            home: dir.to_path_buf(),
-            claude_code: dir.join(".claude"),
-            claude_config_dir_set: false,
-            codex: dir.join(".codex"),
-            pi: dir.join(".pi/agent"),
-            pi_sessions: None,
-        }
+        AgentHomes::under(dir)
     }
 
     /// The points measured with the real programs (see the module docs).

@@ -11,7 +11,7 @@ pub mod limits;
 pub mod status;
 pub mod tail;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -104,15 +104,27 @@ impl AgentHomes {
                 .filter(|v| !v.is_empty())
                 .map(PathBuf::from)
         };
-        let home = dirs::home_dir().unwrap_or_else(std::env::temp_dir);
+        let defaults = AgentHomes::under(&dirs::home_dir().unwrap_or_else(std::env::temp_dir));
         let claude_dir = var("CLAUDE_CONFIG_DIR");
         AgentHomes {
             claude_config_dir_set: claude_dir.is_some(),
-            claude_code: claude_dir.unwrap_or_else(|| home.join(".claude")),
-            codex: var("CODEX_HOME").unwrap_or_else(|| home.join(".codex")),
-            pi: var("PI_CODING_AGENT_DIR").unwrap_or_else(|| home.join(".pi").join("agent")),
+            claude_code: claude_dir.unwrap_or(defaults.claude_code),
+            codex: var("CODEX_HOME").unwrap_or(defaults.codex),
+            pi: var("PI_CODING_AGENT_DIR").unwrap_or(defaults.pi),
             pi_sessions: var("PI_CODING_AGENT_SESSION_DIR"),
-            home,
+            home: defaults.home,
+        }
+    }
+
+    /// Every agent's default folders under `home`, no variable read.
+    pub fn under(home: &Path) -> AgentHomes {
+        AgentHomes {
+            home: home.to_path_buf(),
+            claude_code: home.join(".claude"),
+            claude_config_dir_set: false,
+            codex: home.join(".codex"),
+            pi: home.join(".pi").join("agent"),
+            pi_sessions: None,
         }
     }
 
