@@ -46,6 +46,14 @@ seed frame_reader type "\x05\x01Content-Type: x\r\n\r\n$request$(frame "$request
 seed request_decoder request "$request"
 seed request_decoder batch '[{"jsonrpc":"2.0","id":1.5,"method":"m"},{"id":"a"}]'
 seed request_decoder response '{"jsonrpc":"2.0","id":"compactd-progress-1","result":null}'
+# Odd but legitimate input: lone surrogates (read as U+FFFD), and nesting
+# past the depth limit with the id after it (refused under that id).
+lone='{"jsonrpc":"2.0","id":2,"method":"conversation/append","params":{"sessionId":"s","messages":[{"role":"user","content":"abc\\ud83d \\udc00 \\ud83d\\ude00"}]}}'
+deep="{\"jsonrpc\":\"2.0\",\"method\":\"m\",\"params\":$(printf '[%.0s' {1..300})$(printf ']%.0s' {1..300}),\"id\":3}"
+seed request_decoder lone "$lone"
+seed request_decoder deep "$deep"
+seed frame_reader lone "\x01\x00$(frame "$lone")"
+seed frame_reader deep "\x09\x00$(frame "$deep")$(frame "$request")"
 
 status=0
 for target in "${TARGETS[@]}"; do

@@ -16,6 +16,7 @@ pub mod files;
 pub mod follow;
 pub mod import;
 pub mod protocol;
+pub mod regular_file;
 pub mod server;
 pub mod session;
 pub mod store;

@@ -1,9 +1,12 @@
-//! The JSON-RPC decoder over arbitrary JSON: every value is a request with
-//! an id LSP allows, a notification, a response, or refused with a
-//! well-formed error (never dropped); `leading_id` never panics on any
-//! prefix.
+//! The JSON-RPC decoder over arbitrary bytes read as a body: every value is
+//! a request with an id LSP allows, a notification, a response, or refused
+//! with a well-formed error (never dropped); what does not parse carries
+//! the id `leading_id` reads, and a body that parses as plain JSON parses
+//! the same through `body::parse` (lone surrogates are its only repair);
+//! `leading_id` never panics on any prefix.
 #![no_main]
 
+use compactd::transport::body;
 use compactd::transport::decode::{answers, decode, Incoming};
 use compactd::transport::leading_id::leading_id;
 use libfuzzer_sys::fuzz_target;
@@ -17,9 +20,17 @@ fuzz_target!(|data: &[u8]| {
             panic!("leading_id returned an id that is not a number or a string");
         }
     }
-    let Ok(value) = serde_json::from_slice::<Value>(data) else {
-        return;
+    let value = match body::parse(data) {
+        Ok(value) => value,
+        Err(unread) => {
+            assert_eq!(unread.id, leading_id(data));
+            assert!(serde_json::from_slice::<Value>(data).is_err());
+            return;
+        }
     };
+    if let Ok(plain) = serde_json::from_slice::<Value>(data) {
+        assert_eq!(plain, value, "a body serde_json reads is read the same");
+    }
     let id = value.get("id").cloned();
     let has_method = value.get("method").is_some();
     match decode(value) {

@@ -99,15 +99,21 @@ fn prune_suffices(config: &Config, session: &Session) -> bool {
 }
 
 /// Feeds an automatic compaction's outcome to the session's breaker:
-/// `Ok((before, after))` tokens, or why it produced no compaction.
+/// `Ok((before, after))` tokens, or why it produced no compaction. A
+/// compaction is judged by what it removed: `after` is what it left of the
+/// context it planned on, compared with the auto-compaction point, so
+/// messages appended while it ran (which the next trigger handles) never
+/// count against it.
 pub fn record_outcome(
     config: &Config,
     session: &mut Session,
     outcome: Result<(u64, u64), String>,
 ) -> AttemptVerdict {
-    let still_over = !triggers_fired(config, session).is_empty();
     match outcome {
-        Ok((before, after)) => session.breaker.record_attempt(before, after, still_over),
+        Ok((before, after)) => {
+            let at = auto_compact_at(config, context_window(config, session));
+            session.breaker.record_attempt(before, after, after >= at)
+        }
         Err(why) => session.breaker.record_no_progress(&why),
     }
 }

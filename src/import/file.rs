@@ -9,9 +9,11 @@
 //! non-blocking for that reason). The read stops one byte past the cap, so
 //! a file that grows while it is read cannot exhaust memory.
 
-use std::fs::{File, FileType, Metadata};
+use std::fs::{File, Metadata};
 use std::io::Read;
 use std::path::Path;
+
+use crate::regular_file::{self, human_bytes};
 
 /// The bytes of the regular file at `path`, or why it was not read.
 pub fn read_regular(path: &Path, max_bytes: u64) -> Result<Vec<u8>, String> {
@@ -26,30 +28,11 @@ pub fn read_regular(path: &Path, max_bytes: u64) -> Result<Vec<u8>, String> {
 /// Opens a regular file for reading, checked before and after opening
 /// (as `read_regular` does): anything else is an error, never a wait.
 pub(crate) fn open_regular(path: &Path) -> std::io::Result<File> {
-    let not_regular = || std::io::Error::other("not a regular file");
-    if !std::fs::metadata(path)?.is_file() {
-        return Err(not_regular());
-    }
-    let file = open(path).map_err(std::io::Error::other)?;
-    if !file.metadata()?.is_file() {
-        return Err(not_regular());
-    }
-    Ok(file)
+    regular_file::open_read(path)
 }
 
-#[cfg(unix)]
 fn open(path: &Path) -> Result<File, String> {
-    use std::os::unix::fs::OpenOptionsExt;
-    std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
-        .open(path)
-        .map_err(|e| e.to_string())
-}
-
-#[cfg(not(unix))]
-fn open(path: &Path) -> Result<File, String> {
-    File::open(path).map_err(|e| e.to_string())
+    regular_file::open_read(path).map_err(|e| e.to_string())
 }
 
 /// At most `max_bytes` from `reader`; an error if there is more.
@@ -70,12 +53,8 @@ fn read_bounded(reader: impl Read, expected: u64, max_bytes: u64) -> Result<Vec<
 }
 
 fn check(metadata: &Metadata, max_bytes: u64) -> Result<(), String> {
-    let kind = metadata.file_type();
-    if !kind.is_file() {
-        return Err(format!(
-            "not a regular file ({}); only regular files are imported",
-            kind_name(kind)
-        ));
+    if let Err(e) = regular_file::check_regular(metadata) {
+        return Err(format!("{e}; only regular files are imported"));
     }
     if metadata.len() > max_bytes {
         return Err(format!(
@@ -85,39 +64,6 @@ fn check(metadata: &Metadata, max_bytes: u64) -> Result<(), String> {
         ));
     }
     Ok(())
-}
-
-fn kind_name(kind: FileType) -> &'static str {
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::FileTypeExt;
-        if kind.is_fifo() {
-            return "a FIFO or pipe";
-        }
-        if kind.is_char_device() {
-            return "a character device";
-        }
-        if kind.is_block_device() {
-            return "a block device";
-        }
-        if kind.is_socket() {
-            return "a socket";
-        }
-    }
-    if kind.is_dir() {
-        "a directory"
-    } else {
-        "a special file"
-    }
-}
-
-/// `1536` → `1536 bytes`; `3221225472` → `3.0 GiB (3221225472 bytes)`.
-fn human_bytes(n: u64) -> String {
-    const UNITS: [(&str, u64); 3] = [("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)];
-    match UNITS.iter().find(|(_, size)| n >= *size) {
-        Some((unit, size)) => format!("{:.1} {unit} ({n} bytes)", n as f64 / *size as f64),
-        None => format!("{n} bytes"),
-    }
 }
 
 #[cfg(test)]
@@ -132,13 +78,6 @@ mod tests {
         assert!(err.contains("grew past maxImportBytes"), "{err}");
         let exact = read_bounded(&b"0123456789"[..], 10, 10).unwrap();
         assert_eq!(exact.len(), 10);
-    }
-
-    #[test]
-    fn sizes_read_like_people_write_them() {
-        assert_eq!(human_bytes(1000), "1000 bytes");
-        assert_eq!(human_bytes(1 << 30), "1.0 GiB (1073741824 bytes)");
-        assert_eq!(human_bytes(1536), "1.5 KiB (1536 bytes)");
     }
 
     #[test]

@@ -28,29 +28,50 @@ pub struct ReadReport {
     pub torn_tail: bool,
 }
 
+/// The longest log line read into memory: four times the default frame
+/// cap, room for the largest message a client can send, escaped. A longer
+/// line is skipped as it streams past, like a line that is no entry.
+pub const MAX_LINE_BYTES: usize = 1 << 30;
+
 /// Reads entries one line at a time, handing each to `each`. Lines that do
-/// not parse are skipped with a warning (a torn last line is one).
-pub fn read_entries(
+/// not parse are skipped with a warning (a torn last line is one). A line
+/// that cannot be an entry (it does not start with `{`: a run of NULs
+/// from a sparse file, binary garbage) or is longer than
+/// [`MAX_LINE_BYTES`] is skipped without being held, so no file, however
+/// large, is read into memory whole.
+pub fn read_entries(reader: impl BufRead, each: impl FnMut(LogEntry)) -> io::Result<ReadReport> {
+    read_entries_capped(reader, MAX_LINE_BYTES, each)
+}
+
+fn read_entries_capped(
     mut reader: impl BufRead,
+    max_line: usize,
     mut each: impl FnMut(LogEntry),
 ) -> io::Result<ReadReport> {
     let mut report = ReadReport::default();
     let mut line = Vec::new();
     let mut number = 0usize;
-    loop {
-        line.clear();
-        if reader.read_until(b'\n', &mut line)? == 0 {
-            break;
-        }
+    while let Some(read) = next_line(&mut reader, &mut line, max_line)? {
         number += 1;
-        let last = !line.ends_with(b"\n");
-        report.torn_tail = last;
+        report.torn_tail = !read.complete;
+        let skipped = match read.skipped {
+            Some(Skipped::NotAnEntry(byte)) => Some(format!("starts with byte {byte:#04x}")),
+            Some(Skipped::TooLong) => Some(format!("longer than {max_line} bytes")),
+            None => None,
+        };
+        if let Some(why) = skipped {
+            report.warnings.push(format!(
+                "line {number}: not an entry ({why}, {} bytes), skipped unread",
+                read.bytes
+            ));
+            continue;
+        }
         if line.iter().all(u8::is_ascii_whitespace) {
             continue;
         }
         match serde_json::from_slice::<LogEntry>(&line) {
             Ok(entry) => each(entry),
-            Err(e) if last => report
+            Err(e) if !read.complete => report
                 .warnings
                 .push(format!("line {number}: torn last line skipped ({e})")),
             Err(e) => report
@@ -59,6 +80,71 @@ pub fn read_entries(
         }
     }
     Ok(report)
+}
+
+/// One line as `next_line` read it.
+struct ReadLine {
+    /// Ended by a newline (else the file ended first).
+    complete: bool,
+    /// Its length, newline included.
+    bytes: u64,
+    /// Why it was not kept, if it was not.
+    skipped: Option<Skipped>,
+}
+
+enum Skipped {
+    /// The first byte that is not whitespace is not `{`.
+    NotAnEntry(u8),
+    TooLong,
+}
+
+/// Reads the next line into `line`, or streams past it without keeping it
+/// when it cannot be an entry or is longer than `max`. `None` at the end.
+fn next_line(
+    reader: &mut impl BufRead,
+    line: &mut Vec<u8>,
+    max: usize,
+) -> io::Result<Option<ReadLine>> {
+    line.clear();
+    let mut read = ReadLine {
+        complete: false,
+        bytes: 0,
+        skipped: None,
+    };
+    loop {
+        let buf = match reader.fill_buf() {
+            Ok(buf) => buf,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        if buf.is_empty() {
+            return Ok((read.bytes > 0).then_some(read));
+        }
+        let (chunk, complete) = match memchr::memchr(b'\n', buf) {
+            Some(at) => (&buf[..=at], true),
+            None => (buf, false),
+        };
+        if read.skipped.is_none() {
+            if line.len() + chunk.len() > max {
+                read.skipped = Some(Skipped::TooLong);
+                line.clear();
+            } else {
+                line.extend_from_slice(chunk);
+                let first = line.iter().find(|b| !b.is_ascii_whitespace());
+                if let Some(&byte) = first.filter(|&&b| b != b'{') {
+                    read.skipped = Some(Skipped::NotAnEntry(byte));
+                    line.clear();
+                }
+            }
+        }
+        let n = chunk.len();
+        read.bytes += n as u64;
+        reader.consume(n);
+        if complete {
+            read.complete = true;
+            return Ok(Some(read));
+        }
+    }
 }
 
 /// Rebuilds a session from entries given in log order. Only the latest
@@ -245,5 +331,53 @@ fn count_entry(entry: &mut LogEntry, encoding: Encoding) {
             encoding,
             tokens::count_message(encoding, message),
         ));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry_line(id: &str) -> Vec<u8> {
+        let mut line = serde_json::to_vec(&LogEntry::message(Message::user(id, "hi"))).unwrap();
+        line.push(b'\n');
+        line
+    }
+
+    fn read(bytes: &[u8], max_line: usize) -> (Vec<String>, ReadReport) {
+        let mut ids = Vec::new();
+        // A small buffer, so lines span many reads.
+        let reader = io::BufReader::with_capacity(7, bytes);
+        let report = read_entries_capped(reader, max_line, |entry| {
+            if let LogEntry::Message { message, .. } = entry {
+                ids.push(message.id);
+            }
+        })
+        .unwrap();
+        (ids, report)
+    }
+
+    #[test]
+    fn lines_that_are_no_entry_or_too_long_are_skipped_without_being_kept() {
+        let mut bytes = entry_line("a");
+        bytes.extend(vec![0u8; 10_000]);
+        bytes.push(b'\n');
+        bytes.extend(entry_line("b"));
+        bytes.extend(format!("{{\"type\":\"pin\",\"text\":\"{}\"}}\n", "x".repeat(500)).as_bytes());
+        bytes.extend(entry_line("c"));
+        bytes.extend(vec![0u8; 300]);
+        let (ids, report) = read(&bytes, 400);
+        assert_eq!(ids, ["a", "b", "c"]);
+        assert!(report.torn_tail, "the NULs at the end are a torn tail");
+        assert_eq!(report.warnings.len(), 3, "{:?}", report.warnings);
+        assert!(report.warnings[0]
+            .contains("line 2: not an entry (starts with byte 0x00, 10001 bytes)"));
+        assert!(report.warnings[1].contains("line 4: not an entry (longer than 400 bytes"));
+        assert!(
+            report.warnings[2].contains("line 6: not an entry (starts with byte 0x00, 300 bytes)")
+        );
+        let whole = read(&entry_line("a"), 400);
+        assert_eq!((whole.0.len(), whole.1.torn_tail), (1, false));
+        assert!(read(b"", 400).0.is_empty());
     }
 }

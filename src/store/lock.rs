@@ -11,6 +11,8 @@ use std::fs::{File, OpenOptions, TryLockError};
 use std::io::{self, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
+use crate::regular_file;
+
 /// Why a lock could not be taken.
 #[derive(Debug)]
 pub enum LockError {
@@ -32,20 +34,22 @@ pub struct SessionLock {
 impl SessionLock {
     /// Takes the lock at `path` (created if missing) without waiting.
     pub fn acquire(path: &Path) -> Result<SessionLock, LockError> {
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(path)
-            .map_err(LockError::Io)?;
+        let file = regular_file::open_with(
+            path,
+            OpenOptions::new()
+                .read(true)
+                .write(true)
+                .create(true)
+                .truncate(false),
+        )
+        .map_err(LockError::Io)?;
         Self::lock(file, path)
     }
 
     /// Takes the lock at `path` only if that lock file exists: `Ok(None)`
     /// when it does not (no compactd ever opened that session there).
     pub fn acquire_existing(path: &Path) -> Result<Option<SessionLock>, LockError> {
-        match OpenOptions::new().read(true).write(true).open(path) {
+        match regular_file::open_with(path, OpenOptions::new().read(true).write(true)) {
             Ok(file) => Self::lock(file, path).map(Some),
             Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
             Err(e) => Err(LockError::Io(e)),

@@ -1,8 +1,14 @@
 //! Writing a session log: one `write` per append, so a crash tears at most
 //! the end, and an fsync when the configuration asks for one.
+//!
+//! A write that fails (a full disk, an I/O error, a failed sync) may leave
+//! part of its bytes behind. The log is cut back to its last complete line
+//! before the error is returned, and, if even that fails, before anything
+//! else is written: so nothing is ever appended onto a partial line, and an
+//! entry whose append was refused never reappears after a restart.
 
 use std::fs::File;
-use std::io::Write;
+use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -61,6 +67,11 @@ struct Writer {
     durability: SharedDurability,
     /// Appends synced so far.
     syncs: u64,
+    /// The length of the log up to its last complete line: what every
+    /// acknowledged write ends at, and where a failed one is cut back to.
+    whole_len: u64,
+    /// A failed write could not be cut back yet: the next write cuts first.
+    needs_cut: bool,
     /// Held for as long as the log is open.
     _lock: SessionLock,
 }
@@ -72,17 +83,20 @@ impl SessionLog {
         file: File,
         lock: SessionLock,
         durability: SharedDurability,
-    ) -> SessionLog {
-        SessionLog {
+    ) -> Result<SessionLog, StoreError> {
+        let whole_len = file.metadata().map_err(super::io_error(&path))?.len();
+        Ok(SessionLog {
             id: id.to_string(),
             path,
             writer: Some(Writer {
                 file,
                 durability,
                 syncs: 0,
+                whole_len,
+                needs_cut: false,
                 _lock: lock,
             }),
-        }
+        })
     }
 
     /// A log this process only reads: it holds no lock and writes nothing.
@@ -104,23 +118,15 @@ impl SessionLog {
 
     /// Appends entries with one write, so a crash tears at most the end.
     /// `durable` syncs to disk whatever the configured durability (headers
-    /// and compactions); otherwise `Durability` decides.
+    /// and compactions); otherwise `Durability` decides. On an error
+    /// nothing of these entries stays in the log.
     pub fn append(&mut self, entries: &[LogEntry], durable: bool) -> Result<(), StoreError> {
         let mut buf = Vec::with_capacity(256 * entries.len());
         for entry in entries {
             serde_json::to_writer(&mut buf, entry).expect("log entries serialize");
             buf.push(b'\n');
         }
-        self.write_raw(&buf)?;
-        let writer = self.writer.as_mut().expect("write_raw checked");
-        if durable || writer.durability.fsync() {
-            writer
-                .file
-                .sync_data()
-                .map_err(super::io_error(&self.path))?;
-            writer.syncs += 1;
-        }
-        Ok(())
+        self.write_raw(&buf, durable)
     }
 
     /// How many appends were synced to disk (for tests of durability).
@@ -128,16 +134,61 @@ impl SessionLog {
         self.writer.as_ref().map_or(0, |w| w.syncs)
     }
 
-    pub(super) fn write_raw(&mut self, bytes: &[u8]) -> Result<(), StoreError> {
+    /// Writes `bytes` (whole lines, or the newline ending a torn tail) and
+    /// syncs them when `durable` or the durability asks: all of it, or on
+    /// an error none of it.
+    pub(super) fn write_raw(&mut self, bytes: &[u8], durable: bool) -> Result<(), StoreError> {
         let Some(writer) = self.writer.as_mut() else {
             return Err(StoreError::ReadOnly {
                 id: self.id.clone(),
             });
         };
-        writer
-            .file
-            .write_all(bytes)
-            .map_err(super::io_error(&self.path))
+        let io_error = super::io_error(&self.path);
+        if writer.needs_cut {
+            writer.cut_back().map_err(|e| {
+                super::io_error(&self.path)(io::Error::new(
+                    e.kind(),
+                    format!("an earlier write failed and the log could not be cut back to its last complete line ({e}); nothing is written until it can"),
+                ))
+            })?;
+        }
+        let written = writer.file.write_all(bytes).and_then(|()| {
+            if durable || writer.durability.fsync() {
+                writer.file.sync_data()?;
+                writer.syncs += 1;
+            }
+            Ok(())
+        });
+        match written {
+            Ok(()) => {
+                writer.whole_len += bytes.len() as u64;
+                Ok(())
+            }
+            Err(e) => {
+                // Best effort now; if it fails, the next write tries first.
+                writer.needs_cut = true;
+                if let Err(cut) = writer.cut_back() {
+                    tracing::error!(
+                        "{}: a failed write could not be cut back yet: {cut}",
+                        self.path.display()
+                    );
+                }
+                Err(io_error(e))
+            }
+        }
+    }
+}
+
+impl Writer {
+    /// Cuts the log back to its last complete line (the file is opened to
+    /// append, so the next write lands right after it).
+    fn cut_back(&mut self) -> io::Result<()> {
+        self.file.set_len(self.whole_len)?;
+        if self.durability.fsync() {
+            self.file.sync_data()?;
+        }
+        self.needs_cut = false;
+        Ok(())
     }
 }
 

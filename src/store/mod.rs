@@ -18,6 +18,7 @@ use serde::{Deserialize, Serialize};
 use crate::compaction::CompactionRecord;
 use crate::conversation::Message;
 use crate::files::{FileEvent, FileTools, SessionFileLedger, Workspace};
+use crate::regular_file;
 use crate::session::Session;
 use crate::tokens::Encoding;
 
@@ -256,7 +257,7 @@ impl SessionStore {
     /// line only); `None` for a session of its own or no log.
     pub fn follows(&self, id: &str) -> Result<Option<FollowedTranscript>, StoreError> {
         let path = self.path_for(id)?;
-        let file = match std::fs::File::open(&path) {
+        let file = match regular_file::open_read(&path) {
             Ok(file) => file,
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
             Err(e) => return Err(io_error(&path)(e)),
@@ -274,7 +275,7 @@ impl SessionStore {
 
     fn read(&self, id: &str, each: impl FnMut(LogEntry)) -> Result<Option<ReadReport>, StoreError> {
         let path = self.path_for(id)?;
-        let file = match std::fs::File::open(&path) {
+        let file = match regular_file::open_read(&path) {
             Ok(file) => file,
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
             Err(e) => return Err(io_error(&path)(e)),
@@ -287,7 +288,10 @@ impl SessionStore {
 
     /// Opens a log for appending under a lock this process holds, creating
     /// the directory and file. After a torn tail, the fragment is ended
-    /// first so it stays a line of its own.
+    /// first so it stays a line of its own. The log itself is locked too
+    /// (on Unix, where the lock is advisory and readers are not stopped):
+    /// a lock file deleted under a running writer cannot let a second
+    /// process write the same log.
     pub fn open_log(
         &self,
         id: &str,
@@ -296,14 +300,24 @@ impl SessionStore {
     ) -> Result<SessionLog, StoreError> {
         let path = self.path_for(id)?;
         std::fs::create_dir_all(&self.dir).map_err(io_error(&self.dir))?;
-        let file = OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&path)
+        let file = regular_file::open_with(&path, OpenOptions::new().create(true).append(true))
             .map_err(io_error(&path))?;
-        let mut log = SessionLog::writable(id, path, file, lock, self.durability.clone());
+        #[cfg(unix)]
+        match file.try_lock() {
+            Ok(()) => {}
+            Err(std::fs::TryLockError::WouldBlock) => {
+                return Err(StoreError::Locked {
+                    id: id.to_string(),
+                    pid: None,
+                })
+            }
+            // No locks on this filesystem: the lock file already said so.
+            Err(std::fs::TryLockError::Error(e)) if e.kind() == io::ErrorKind::Unsupported => {}
+            Err(std::fs::TryLockError::Error(e)) => return Err(io_error(&path)(e)),
+        }
+        let mut log = SessionLog::writable(id, path, file, lock, self.durability.clone())?;
         if torn_tail {
-            log.write_raw(b"\n")?;
+            log.write_raw(b"\n", false)?;
         }
         Ok(log)
     }

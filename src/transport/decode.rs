@@ -1,7 +1,11 @@
 //! JSON-RPC 2.0 classification of what the framing layer produced: a pure
 //! function from one [`FrameEvent`] to what the dispatcher does with it.
 //!
-//! - Invalid JSON: `-32700` with `id: null` (the id cannot be known).
+//! - Invalid JSON: `-32700`, with the message's `id` when it can still be
+//!   read (`leading_id`), else `null`. A lone surrogate escape is no
+//!   error: it reads as U+FFFD (`body`).
+//! - Valid JSON nested deeper than `body::MAX_DEPTH`: `-32600`, with the id
+//!   found the same way.
 //! - Valid JSON that is no request, notification or response (not an
 //!   object, a batch array, `jsonrpc` not `"2.0"`, `method` not a string, no
 //!   `method` and no `result`/`error`): `-32600`, with the message's `id`
@@ -44,7 +48,14 @@ const INVALID_REQUEST: i32 = ErrorCode::InvalidRequest as i32;
 pub fn classify(event: FrameEvent) -> Incoming {
     match event {
         FrameEvent::Json(value) => decode(value),
-        FrameEvent::InvalidJson(why) => refuse(&Value::Null, PARSE_ERROR, format!("parse error: {why}")),
+        FrameEvent::InvalidJson { why, id, too_deep } => {
+            let id = id.unwrap_or(Value::Null);
+            if too_deep {
+                refuse(&id, INVALID_REQUEST, format!("invalid request: {why}"))
+            } else {
+                refuse(&id, PARSE_ERROR, format!("parse error: {why}"))
+            }
+        }
         FrameEvent::TooLarge {
             declared,
             limit,

@@ -39,6 +39,7 @@
 
 use serde_json::Value;
 
+use super::body;
 use super::leading_id::leading_id;
 
 /// The default cap on one frame's body: 256 MiB fits any real transcript.
@@ -61,8 +62,14 @@ pub enum FrameEvent {
     /// A well-framed body holding one JSON document.
     Json(Value),
     /// A frame with a valid header whose body is not one JSON document of
-    /// the declared length (answered -32700).
-    InvalidJson(String),
+    /// the declared length (answered -32700, or -32600 when `too_deep`),
+    /// with the id found in it, if any (`leading_id`).
+    InvalidJson {
+        why: String,
+        id: Option<Value>,
+        /// Valid JSON nested past `body::MAX_DEPTH`.
+        too_deep: bool,
+    },
     /// A frame declaring more than the cap; its body was skipped unread.
     /// `id` is the request id found at the start of the body, if any.
     TooLarge {
@@ -80,7 +87,7 @@ impl FrameEvent {
     /// arrived when it was found out.
     pub fn same_outcome(&self, other: &FrameEvent) -> bool {
         match (self, other) {
-            (FrameEvent::InvalidJson(_), FrameEvent::InvalidJson(_)) => true,
+            (FrameEvent::InvalidJson { .. }, FrameEvent::InvalidJson { .. }) => true,
             (a, b) => a == b,
         }
     }
@@ -323,15 +330,20 @@ impl FrameDecoder {
             if let Some(limit) = over_limit {
                 return self.too_large(declared, limit, leading_id(body));
             }
-            return match serde_json::from_slice::<Value>(body) {
+            return match body::parse(body) {
                 Ok(value) => {
                     self.consume(body_at + needed);
                     self.state = State::Header(HeaderScan::default());
                     Step::Emit(FrameEvent::Json(value))
                 }
-                Err(e) => self.bad(FrameEvent::InvalidJson(format!(
-                    "the {declared}-byte body is not valid JSON ({e})"
-                ))),
+                Err(unread) => self.bad(FrameEvent::InvalidJson {
+                    why: format!(
+                        "the {declared}-byte body is not valid JSON ({})",
+                        unread.why
+                    ),
+                    id: unread.id,
+                    too_deep: unread.too_deep,
+                }),
             };
         }
         // Not all there: a header line inside the body proves the declared
@@ -357,10 +369,14 @@ impl FrameDecoder {
             return self.too_large(declared, limit, id);
         }
         match cut_at {
-            Some(at) => self.bad(FrameEvent::InvalidJson(format!(
-                "Content-Length says {declared} bytes but the next header starts after {}",
-                at - body_at
-            ))),
+            Some(at) => self.bad(FrameEvent::InvalidJson {
+                why: format!(
+                    "Content-Length says {declared} bytes but the next header starts after {}",
+                    at - body_at
+                ),
+                id: leading_id(&self.pending()[body_at..at]),
+                too_deep: false,
+            }),
             None => self.skipped(format!(
                 "end of input inside a frame body ({available} of {declared} bytes)"
             )),

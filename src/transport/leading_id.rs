@@ -1,44 +1,97 @@
-//! The id at the start of a JSON-RPC message whose body is cut short (a
-//! frame over the size cap): answering it with that id lets the client match
-//! the refusal. Shared by the framing (which reports it) and the decoder.
+//! The id of a JSON-RPC message whose body cannot be parsed whole: cut
+//! short (a frame over the size cap), malformed further on, or nested past
+//! the depth limit. Answering with that id lets the client match the
+//! refusal. Shared by the framing (which reports it) and the decoder.
 
-use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, Visitor};
+use serde::Deserialize;
 use serde_json::Value;
 
-/// The top-level `id` of a JSON object that may be cut anywhere (the start
-/// of an oversized frame's body): found when it comes before the cut, as
-/// clients put it before `params`. `None` when there is none to be seen.
-pub fn leading_id(prefix: &[u8]) -> Option<Value> {
-    let mut found = None;
-    let mut de = serde_json::Deserializer::from_slice(prefix);
-    // The cut makes the document end early, so this errors after the
-    // visitor stored what it saw; only the stored id matters.
-    let _ = IdSeed(&mut found).deserialize(&mut de);
-    found.filter(|id| matches!(id, Value::Number(_) | Value::String(_)))
-}
-
-struct IdSeed<'a>(&'a mut Option<Value>);
-
-impl<'de> DeserializeSeed<'de> for IdSeed<'_> {
-    type Value = ();
-    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
-        deserializer.deserialize_map(self)
+/// The top-level `id` of a JSON object that may be cut, broken or nested
+/// anywhere: found when it is a number or a string and its own bytes are
+/// sound, in whatever place among the members it stands (clients put it
+/// first, but not all do). The scan keeps no stack, so any nesting depth
+/// costs nothing. `None` when there is none to be seen.
+pub fn leading_id(bytes: &[u8]) -> Option<Value> {
+    let mut at = skip_ws(bytes, 0);
+    if bytes.get(at) != Some(&b'{') {
+        return None;
     }
-}
-
-impl<'de> Visitor<'de> for IdSeed<'_> {
-    type Value = ();
-    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-        f.write_str("a JSON-RPC message")
-    }
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
-        while let Some(key) = map.next_key::<String>()? {
-            if key == "id" {
-                *self.0 = Some(map.next_value::<Value>()?);
-                return Ok(());
+    at += 1;
+    let mut depth = 1usize;
+    // At depth 1, right after `{` or `,`: the next string is a key.
+    let mut key_next = true;
+    while let Some(&byte) = bytes.get(at) {
+        match byte {
+            b'"' => {
+                let end = string_end(bytes, at)?;
+                if depth == 1 && key_next {
+                    let colon = skip_ws(bytes, end + 1);
+                    if bytes.get(colon) == Some(&b':') && is_id_key(&bytes[at..=end]) {
+                        return id_value(&bytes[skip_ws(bytes, colon + 1)..]);
+                    }
+                    key_next = false;
+                }
+                at = end + 1;
             }
-            map.next_value::<IgnoredAny>()?;
+            b'{' | b'[' => {
+                depth += 1;
+                at += 1;
+            }
+            b'}' | b']' => {
+                depth -= 1;
+                if depth == 0 {
+                    return None;
+                }
+                at += 1;
+            }
+            b',' => {
+                key_next |= depth == 1;
+                at += 1;
+            }
+            _ => at += 1,
         }
-        Ok(())
     }
+    None
+}
+
+/// Whether a key's JSON string (quotes included) says `id`, however escaped.
+fn is_id_key(quoted: &[u8]) -> bool {
+    quoted == b"\"id\"" || serde_json::from_slice::<String>(quoted).is_ok_and(|key| key == "id")
+}
+
+/// The value at the start of `bytes`, when it is a number or a string.
+fn id_value(bytes: &[u8]) -> Option<Value> {
+    if !matches!(bytes.first(), Some(b'"' | b'-' | b'0'..=b'9')) {
+        return None;
+    }
+    let mut de = serde_json::Deserializer::from_slice(bytes);
+    Value::deserialize(&mut de)
+        .ok()
+        .filter(|id| matches!(id, Value::Number(_) | Value::String(_)))
+}
+
+/// The index of the quote closing the string that opens at `start`;
+/// `None` when the input ends first.
+fn string_end(bytes: &[u8], start: usize) -> Option<usize> {
+    let mut at = start + 1;
+    loop {
+        at += memchr::memchr2(b'"', b'\\', &bytes[at..])?;
+        if bytes[at] == b'"' {
+            return Some(at);
+        }
+        at += 2;
+        if at > bytes.len() {
+            return None;
+        }
+    }
+}
+
+fn skip_ws(bytes: &[u8], mut at: usize) -> usize {
+    while bytes
+        .get(at)
+        .is_some_and(|b| matches!(b, b' ' | b'\t' | b'\n' | b'\r'))
+    {
+        at += 1;
+    }
+    at
 }

@@ -4,6 +4,7 @@
 //! resynchronises on the next `Content-Length` header (see `framing` for
 //! how, and `decode` for which error answers what).
 
+pub mod body;
 pub mod decode;
 pub mod discovery;
 pub mod framing;
@@ -137,9 +138,13 @@ pub enum ConnectionEvent {
 /// Classifies one message that arrived whole (a WebSocket text message):
 /// as a frame body on stdio, without the framing.
 pub fn classify_text(bytes: &[u8]) -> Incoming {
-    match serde_json::from_slice(bytes) {
+    match body::parse(bytes) {
         Ok(value) => decode::classify(framing::FrameEvent::Json(value)),
-        Err(e) => decode::classify(framing::FrameEvent::InvalidJson(e.to_string())),
+        Err(unread) => decode::classify(framing::FrameEvent::InvalidJson {
+            why: unread.why,
+            id: unread.id,
+            too_deep: unread.too_deep,
+        }),
     }
 }
 

@@ -736,3 +736,45 @@ fn overflow_errors_compact_and_ask_for_a_retry_while_look_alikes_do_not() {
     assert_eq!(did.len(), 1);
     assert_eq!(did[0]["trigger"], "overflow");
 }
+
+/// 10,000 appends sent without waiting for their answers: each automatic
+/// compaction is judged by what it removed, not by the messages appended
+/// while it ran, so the breaker never trips and the session ends under
+/// its limit.
+#[test]
+fn appends_made_while_a_compaction_runs_never_count_against_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut server = Server::start_with_progress(
+        dir.path(),
+        json!({"autoCompactTokenLimit": 20_000, "keepRecentTokens": 2_000}),
+    );
+    let id = server.open(json!({}));
+    let sent: Vec<i64> = chat(5_000, 40, "flood")
+        .into_iter()
+        .map(|message| {
+            server.send_request(
+                "conversation/append",
+                json!({"sessionId": id, "messages": [message]}),
+            )
+        })
+        .collect();
+    let mut compactions_started = 0;
+    for request in sent {
+        let answer = server.response(request).unwrap();
+        compactions_started += usize::from(answer["compacting"] == true);
+    }
+    let check = loop {
+        let check = check_session(&mut server, &id);
+        if check["compacting"] != true {
+            break check;
+        }
+        server.wait_progress_end();
+    };
+    assert!(compactions_started > 0, "the flood compacted");
+    let stopped = server.received_notifications("conversation/autoCompactStopped");
+    assert!(stopped.is_empty(), "{stopped:?}");
+    assert_eq!(check["autoCompact"], true, "{check}");
+    assert_eq!(check["shouldCompact"], false, "{check}");
+    let tokens = check["meter"]["contextTokens"].as_u64().unwrap();
+    assert!(tokens < 20_000, "{check}");
+}

@@ -249,3 +249,26 @@ fn compact_out_never_replaces_a_log_a_server_has_open() {
     );
     assert_ne!(std::fs::read_to_string(&live).unwrap(), before);
 }
+
+/// Deleting a session's lock file under a running writer admits no second
+/// writer: the log itself is locked too.
+#[cfg(unix)]
+#[test]
+fn a_deleted_lock_file_admits_no_second_writer() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut writer = writer_of(dir.path(), "shared");
+    std::fs::remove_file(dir.path().join("shared.lock")).unwrap();
+    let mut other = Server::start(dir.path(), json!({}));
+    let error = other
+        .request("conversation/open", json!({"sessionId": "shared"}))
+        .expect_err("a second writer was admitted");
+    assert_eq!(error.code, LOCKED, "{error:?}");
+    writer.append("shared", user("m2", "second"));
+    assert_eq!(history_ids(&mut writer, "shared"), ["m1", "m2"]);
+    // Reading still works, and the writer's end frees the log.
+    other.open(json!({"sessionId": "shared", "readOnly": true}));
+    assert_eq!(writer.shutdown_and_exit(), 0);
+    let mut third = Server::start(dir.path(), json!({}));
+    third.open(json!({"sessionId": "shared"}));
+    assert_eq!(history_ids(&mut third, "shared"), ["m1", "m2"]);
+}

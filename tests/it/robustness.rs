@@ -59,7 +59,7 @@ struct BadFrame {
     /// What is wrong with it (lengths are relative to the body).
     name: &'static str,
     bytes: String,
-    /// The error code it is answered with (`id: null` unless `answer_id`).
+    /// The error code it is answered with, under `answer_id`.
     answer: Option<i64>,
     answer_id: Value,
     /// A fragment of the line logged on stderr.
@@ -70,7 +70,14 @@ const PARSE_ERROR: Option<i64> = Some(-32700);
 const INVALID_REQUEST: Option<i64> = Some(-32600);
 const NOT_ANSWERED: Option<i64> = None;
 
-type Kind = (&'static str, String, Option<i64>, &'static str);
+/// A bad frame's name, bytes, answer code, the id answered (`null`, or the
+/// lost request's own id when it can still be read) and what is logged.
+type Kind = (&'static str, String, Option<i64>, Value, &'static str);
+
+/// The id of the request the bad frames lose, read from what is left of it.
+fn lost_id() -> Value {
+    json!(500)
+}
 
 /// Frames whose `Content-Length` is wrong (`lost` is the body).
 fn bad_lengths(lost: &str) -> Vec<Kind> {
@@ -82,46 +89,77 @@ fn bad_lengths(lost: &str) -> Vec<Kind> {
             "3 short",
             with_length(len - 3),
             PARSE_ERROR,
+            lost_id(),
             "not valid JSON",
         ),
         (
             "1 short",
             with_length(len - 1),
             PARSE_ERROR,
+            lost_id(),
             "not valid JSON",
         ),
-        ("1 long", with_length(len + 1), PARSE_ERROR, "parse error"),
-        ("5 long", with_length(len + 5), PARSE_ERROR, "parse error"),
-        ("40 long", with_length(len + 40), PARSE_ERROR, "parse error"),
+        (
+            "1 long",
+            with_length(len + 1),
+            PARSE_ERROR,
+            lost_id(),
+            "parse error",
+        ),
+        (
+            "5 long",
+            with_length(len + 5),
+            PARSE_ERROR,
+            lost_id(),
+            "parse error",
+        ),
+        (
+            "40 long",
+            with_length(len + 40),
+            PARSE_ERROR,
+            lost_id(),
+            "parse error",
+        ),
         (
             "50000 long",
             with_length(len + 50_000),
             PARSE_ERROR,
+            lost_id(),
             "next header",
         ),
-        ("zero", with_length(0), PARSE_ERROR, "parse error"),
+        (
+            "zero",
+            with_length(0),
+            PARSE_ERROR,
+            Value::Null,
+            "parse error",
+        ),
         (
             "negative",
             with_length(-5),
             NOT_ANSWERED,
+            Value::Null,
             "invalid Content-Length",
         ),
         (
             "a word",
             with_length(len).replace(&len.to_string(), "many"),
             NOT_ANSWERED,
+            Value::Null,
             "invalid Content-Length",
         ),
         (
             "over the cap",
             "Content-Length: 300000000\r\n\r\n".into(),
             INVALID_REQUEST,
+            Value::Null,
             "maxFrameBytes",
         ),
         (
             "more digits than u64",
             huge.into(),
             INVALID_REQUEST,
+            Value::Null,
             "maxFrameBytes",
         ),
     ]
@@ -133,29 +171,33 @@ fn bad_headers(lost: &str) -> Vec<Kind> {
     let only_type = "Content-Type: application/vscode-jsonrpc; charset=utf-8\r\n\r\n";
     let cut = frame("{\"jsonrpc\": \"2.0\", \"id\": 500,");
     vec![
-        ("invalid JSON", cut, PARSE_ERROR, "parse error"),
+        ("invalid JSON", cut, PARSE_ERROR, lost_id(), "parse error"),
         (
             "missing header",
             lost.into(),
             NOT_ANSWERED,
+            Value::Null,
             "malformed header line",
         ),
         (
             "only Content-Type",
             format!("{only_type}{lost}"),
             NOT_ANSWERED,
+            Value::Null,
             "without Content-Length",
         ),
         (
             "garbage line",
             format!("hello there\r\n{lost}"),
             NOT_ANSWERED,
+            Value::Null,
             "malformed header line",
         ),
         (
             "no blank line",
             format!("Content-Length: {len}\r\n{lost}"),
             NOT_ANSWERED,
+            Value::Null,
             "malformed header line",
         ),
     ]
@@ -166,11 +208,11 @@ fn bad_frames(session: &str) -> Vec<BadFrame> {
     let mut frames: Vec<BadFrame> = bad_lengths(&lost)
         .into_iter()
         .chain(bad_headers(&lost))
-        .map(|(name, bytes, answer, logged)| BadFrame {
+        .map(|(name, bytes, answer, answer_id, logged)| BadFrame {
             name,
             bytes,
             answer,
-            answer_id: Value::Null,
+            answer_id,
             logged,
         })
         .collect();
@@ -254,7 +296,7 @@ fn bad_frames_back_to_back_then_requests() {
 /// (`{id, code}`, or an array of them for a batch).
 fn invalid_messages(session: &str) -> Vec<(&'static str, String, Value)> {
     let history = |id: Value| body(id, "conversation/history", json!({"sessionId": session}));
-    let parse_error = json!({"id": null, "code": -32700});
+    let parse = |id: Value| json!({"id": id, "code": -32700});
     let invalid = |id: Value| json!({"id": id, "code": -32600});
     let batch = format!(
         "[{},{{\"jsonrpc\":\"2.0\",\"method\":\"x\"}}]",
@@ -264,14 +306,14 @@ fn invalid_messages(session: &str) -> Vec<(&'static str, String, Value)> {
         (
             "unparsable",
             r#"{"jsonrpc":"2.0","id":7,"method":"#.into(),
-            parse_error.clone(),
+            parse(json!(7)),
         ),
         (
             "trailing characters",
             format!("{} x", history(json!(8))),
-            parse_error.clone(),
+            parse(json!(8)),
         ),
-        ("bad escape", r#"{"a":"\u00"}"#.into(), parse_error),
+        ("bad escape", r#"{"a":"\u00"}"#.into(), parse(Value::Null)),
         (
             "method not a string",
             r#"{"jsonrpc":"2.0","id":9,"method":5}"#.into(),
@@ -308,6 +350,30 @@ fn invalid_messages(session: &str) -> Vec<(&'static str, String, Value)> {
             "a batch",
             batch,
             json!([invalid(json!(13)), invalid(Value::Null)]),
+        ),
+        // Ids that are strings: the pings' numbers never meet them.
+        (
+            "broken before the id",
+            r#"{"jsonrpc":"2.0","method":"m","params":{"x":tru},"id":"late-16"}"#.into(),
+            parse(json!("late-16")),
+        ),
+        (
+            "tool arguments nested 200 levels, id last",
+            format!(
+                r#"{{"jsonrpc":"2.0","method":"conversation/append","params":{{"sessionId":"{session}","messages":[{{"role":"assistant","content":"","toolCalls":[{{"id":"c","name":"t","arguments":{{"a":{}1{}}}}}]}}]}},"id":"deep-17"}}"#,
+                "[".repeat(200),
+                "]".repeat(200)
+            ),
+            invalid(json!("deep-17")),
+        ),
+        (
+            "100,000 nested arrays",
+            format!(
+                r#"{{"jsonrpc":"2.0","id":"deep-18","method":"conversation/history","params":{}{}}}"#,
+                "[".repeat(100_000),
+                "]".repeat(100_000)
+            ),
+            invalid(json!("deep-18")),
         ),
     ]
 }
@@ -403,4 +469,27 @@ fn max_frame_bytes_is_a_setting_with_a_floor() {
         json!([{"role": "user", "content": "x".repeat(300_000)}]),
     );
     assert_eq!(history(&mut server, &session).len(), 1);
+}
+
+/// A lone surrogate escape (a truncated emoji as Python's `json.dumps` or
+/// JavaScript's `JSON.stringify` writes it) is text: the request is
+/// answered, a notification's batch kept, and each lone surrogate reads
+/// as U+FFFD, through a restart.
+#[test]
+fn lone_surrogates_are_kept_as_the_replacement_character() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut server = Server::start(dir.path(), json!({}));
+    let session = server.open(json!({"sessionId": "s"}));
+    let request = r#"{"jsonrpc":"2.0","id":41,"method":"conversation/append","params":{"sessionId":"s","messages":[{"role":"user","content":"abc\ud83d"},{"role":"user","content":"\ude00 pair \ud83d\ude00"}]}}"#;
+    server.send_raw(frame(request).as_bytes());
+    let answer = server.next_where(|m| m["id"] == 41);
+    assert!(answer.get("result").is_some(), "{answer}");
+    let notification = r#"{"jsonrpc":"2.0","method":"conversation/append","params":{"sessionId":"s","messages":[{"role":"user","content":"file-\udcff.txt"}]}}"#;
+    server.send_raw(frame(notification).as_bytes());
+    let expected = ["abc\u{fffd}", "\u{fffd} pair 😀", "file-\u{fffd}.txt"];
+    assert_eq!(history(&mut server, &session), expected);
+    assert_eq!(server.shutdown_and_exit(), 0);
+    let mut again = Server::start(dir.path(), json!({}));
+    again.open(json!({"sessionId": "s"}));
+    assert_eq!(history(&mut again, "s"), expected);
 }

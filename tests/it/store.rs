@@ -105,3 +105,77 @@ fn durability_is_a_setting_with_two_values() {
     let log = std::fs::read_to_string(dir.path().join("synced.jsonl")).unwrap();
     assert_eq!(log.lines().count(), 3, "{log}");
 }
+
+/// What stands at `<dataDir>/<id>.jsonl` or `<id>.lock` is not trusted:
+/// a FIFO or a device is refused with an error naming it (never a hang),
+/// and a 1 GiB sparse file of NULs opens without being held in memory.
+#[cfg(unix)]
+#[test]
+fn session_logs_and_lock_files_that_are_not_regular_files_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path();
+    let mkfifo = |path: &std::path::Path| {
+        let status = std::process::Command::new("mkfifo")
+            .arg(path)
+            .status()
+            .unwrap();
+        assert!(status.success());
+    };
+    mkfifo(&data.join("fifo.jsonl"));
+    std::os::unix::fs::symlink("/dev/zero", data.join("zero.jsonl")).unwrap();
+    mkfifo(&data.join("fifolock.lock"));
+    std::os::unix::fs::symlink("/dev/zero", data.join("zerolock.lock")).unwrap();
+    let sparse = std::fs::File::create(data.join("sparse.jsonl")).unwrap();
+    sparse.set_len(1 << 30).unwrap();
+    drop(sparse);
+
+    let mut server = Server::start(data, json!({}));
+    for (id, kind) in [
+        ("fifo", "a FIFO"),
+        ("zero", "a character device"),
+        ("fifolock", "a FIFO"),
+        ("zerolock", "a character device"),
+    ] {
+        for params in [
+            json!({"sessionId": id}),
+            json!({"sessionId": id, "readOnly": true}),
+        ] {
+            if id.ends_with("lock") && params.get("readOnly").is_some() {
+                continue; // reading takes no lock; there is no log either
+            }
+            let error = server.request("conversation/open", params).unwrap_err();
+            assert!(
+                error.message.contains("not a regular file") && error.message.contains(kind),
+                "{id}: {error:?}"
+            );
+        }
+    }
+    let opened = server
+        .request("conversation/open", json!({"sessionId": "sparse"}))
+        .unwrap();
+    assert_eq!(opened["messageCount"], 0);
+    let warnings = opened["warnings"].to_string();
+    assert!(
+        warnings.contains("starts with byte 0x00, 1073741824 bytes"),
+        "{warnings}"
+    );
+    let peak = peak_rss_kib(server.pid());
+    assert!(peak < 400 * 1024, "the NULs were held: peak RSS {peak} KiB");
+    // The server still serves, and the sparse session takes appends.
+    server.append(
+        "sparse",
+        json!([{"id": "m1", "role": "user", "content": "hi"}]),
+    );
+    server.open(json!({"sessionId": "fine"}));
+}
+
+/// The process's peak resident set (`VmHWM`), in KiB.
+#[cfg(unix)]
+fn peak_rss_kib(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap()
+}

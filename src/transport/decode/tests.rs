@@ -158,7 +158,11 @@ fn values_that_are_not_requests_get_minus_32600() {
 
 #[test]
 fn framing_events_map_to_error_codes() {
-    let parse = classify(FrameEvent::InvalidJson("cut".into()));
+    let parse = classify(FrameEvent::InvalidJson {
+        why: "cut".into(),
+        id: None,
+        too_deep: false,
+    });
     assert_eq!(summary(&parse), "-32700 id=null");
     let big = classify(FrameEvent::TooLarge {
         declared: 9,

@@ -18,7 +18,7 @@ pub(crate) fn events(input: &[u8], chunk: usize, cap: u64) -> Vec<FrameEvent> {
 fn summary(event: &FrameEvent) -> String {
     match event {
         FrameEvent::Json(value) => format!("json {}", value["id"]),
-        FrameEvent::InvalidJson(_) => "invalid json".into(),
+        FrameEvent::InvalidJson { .. } => "invalid json".into(),
         FrameEvent::TooLarge { declared, id, .. } => {
             format!(
                 "too large {declared} id={}",
@@ -201,7 +201,7 @@ fn a_too_long_body_is_cut_at_the_next_header_without_waiting() {
     decoder.feed(format!("Content-Length: {}\r\n\r\n{b}{}", b.len() + 400, frame(1)).as_bytes());
     // Not finished: the rest of the declared 400 bytes never comes.
     assert!(
-        matches!(decoder.next_event(), Some(FrameEvent::InvalidJson(why)) if why.contains("next header"))
+        matches!(decoder.next_event(), Some(FrameEvent::InvalidJson { why, .. }) if why.contains("next header"))
     );
     assert_eq!(
         decoder.next_event().map(|e| summary(&e)),
