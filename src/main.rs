@@ -15,6 +15,9 @@ fn main() -> ExitCode {
     init_logging(cli.log_file.as_deref());
     match cli.command.unwrap_or(Command::Serve(Default::default())) {
         Command::Serve(args) => {
+            // A server holds a log and a lock per open session.
+            let limit = compactd::server::raise_descriptor_limit();
+            tracing::debug!("open file descriptor limit: {limit}");
             let runtime = tokio::runtime::Builder::new_multi_thread()
                 .enable_all()
                 .build()

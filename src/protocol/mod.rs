@@ -105,6 +105,18 @@ pub struct OpenResult {
     pub meter: MeterInfo,
 }
 
+/// `conversation/close`.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CloseResult {
+    pub session_id: String,
+    /// The session was closed: its log and lock released, its running
+    /// compaction cancelled. False when it was not open, or (on a shared
+    /// compactd) another connection still uses it: then only this
+    /// connection stopped following it.
+    pub closed: bool,
+}
+
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct AppendParams {
@@ -580,6 +592,7 @@ pub fn schemas() -> Vec<(&'static str, serde_json::Value)> {
         schema!("message", Message),
         schema!("OpenParams", OpenParams),
         schema!("OpenResult", OpenResult),
+        schema!("CloseResult", CloseResult),
         schema!("AppendParams", AppendParams),
         schema!("AppendResult", AppendResult),
         schema!("SessionParams", SessionParams),

@@ -84,13 +84,33 @@ impl Clients {
 
     /// Forgets a connection: its outbox goes (the writer ends after what is
     /// queued); answers to its requests and its progress are dropped.
-    pub fn remove(&mut self, id: ConnectionId) {
-        self.clients.remove(&id);
+    /// Returns the sessions it was subscribed to.
+    pub fn remove(&mut self, id: ConnectionId) -> HashSet<String> {
+        let subscriptions = self
+            .clients
+            .remove(&id)
+            .map(|client| client.subscriptions)
+            .unwrap_or_default();
         self.pending.retain(|_, (conn, _)| *conn != id);
         self.tokens.retain(|_, (conn, _)| *conn != id);
         if self.current == Some(id) {
             self.current = None;
         }
+        subscriptions
+    }
+
+    /// Whether any connection is subscribed to the session.
+    pub fn is_subscribed_by_any(&self, session_id: &str) -> bool {
+        self.clients
+            .values()
+            .any(|client| client.subscriptions.contains(session_id))
+    }
+
+    /// Whether a connection other than the current one is subscribed.
+    pub fn is_subscribed_by_another(&self, session_id: &str) -> bool {
+        self.clients.iter().any(|(id, client)| {
+            Some(*id) != self.current && client.subscriptions.contains(session_id)
+        })
     }
 
     pub fn get(&self, id: ConnectionId) -> Option<&Client> {
@@ -102,11 +122,16 @@ impl Clients {
         self.current.and_then(|id| self.clients.get_mut(&id))
     }
 
-    /// The id the dispatcher handles a request under.
-    pub fn accept_request(&mut self, conn: ConnectionId, id: RequestId) -> RequestId {
+    /// The id the dispatcher handles a request under; `None` when the
+    /// connection already has a request with that id in flight (answering
+    /// both under one id would lose one of the answers).
+    pub fn accept_request(&mut self, conn: ConnectionId, id: RequestId) -> Option<RequestId> {
         let internal = Self::internal_id(conn, &id);
+        if self.pending.contains_key(&internal) {
+            return None;
+        }
         self.pending.insert(internal.clone(), (conn, id));
-        internal
+        Some(internal)
     }
 
     fn internal_id(conn: ConnectionId, id: &RequestId) -> RequestId {

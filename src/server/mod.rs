@@ -15,6 +15,7 @@ mod follow;
 mod handlers;
 mod importer;
 mod progress;
+mod residency;
 mod routes;
 pub mod shared;
 
@@ -34,6 +35,7 @@ use crate::store::{SessionStore, StoreError};
 use crate::tokens;
 use crate::transport::{self, ConnectionId, Incoming, Outbox, STDIO};
 use clients::Clients;
+pub use residency::raise_descriptor_limit;
 use file_tracking::FileTracking;
 
 /// How the server was started (CLI flags, not client configuration).
@@ -170,6 +172,8 @@ pub(crate) struct Server {
     pub file_tracking: FileTracking,
     /// The agent transcripts followed, and auto-follow.
     pub following: follow::Following,
+    /// Which sessions stay open, and those evicted to free descriptors.
+    residency: residency::Residency,
 }
 
 /// Serves one client until `exit` or end of input. Returns the process
@@ -244,6 +248,7 @@ impl Server {
             options,
             file_tracking: FileTracking::default(),
             following: follow::Following::default(),
+            residency: residency::Residency::default(),
         };
         (server, job_results)
     }
@@ -307,7 +312,19 @@ impl Server {
     fn handle_message(&mut self, conn: ConnectionId, message: Message) -> Option<i32> {
         match message {
             Message::Request(request) => {
-                let id = self.clients.accept_request(conn, request.id.clone());
+                let Some(id) = self.clients.accept_request(conn, request.id.clone()) else {
+                    let message = format!(
+                        "invalid request: id {} is already in use by a request still in flight; `{}` was not run (use a new id for each request)",
+                        request.id, request.method
+                    );
+                    tracing::error!("{message}");
+                    let id = serde_json::to_value(&request.id).expect("ids serialize");
+                    self.clients.send_json_to(
+                        conn,
+                        transport::decode::error_response(&id, ErrorCode::InvalidRequest as i32, &message),
+                    );
+                    return None;
+                };
                 let mut request = lsp_server::Request {
                     id: id.clone(),
                     ..request
@@ -330,7 +347,10 @@ impl Server {
                         ErrorCode::InvalidRequest,
                         "server is shutting down: only `exit` is accepted",
                     ))),
-                    _ => routes::request(self, request),
+                    _ => match self.bring_back_named(&request.method, &request.params) {
+                        Ok(()) => routes::request(self, request),
+                        Err(error) => Reply::Now(Err(error)),
+                    },
                 };
                 if let Reply::Now(result) = reply {
                     self.respond(id, result);
@@ -358,6 +378,10 @@ impl Server {
                 }
                 if notification.method == methods::WORK_DONE_PROGRESS_CANCEL {
                     self.cancel_progress_for(conn, &mut notification.params);
+                }
+                if let Err(error) = self.bring_back_named(&notification.method, &notification.params) {
+                    tracing::error!("`{}` not applied: {}", notification.method, error.message);
+                    return None;
                 }
                 routes::notification(self, notification);
                 None
@@ -389,7 +413,7 @@ impl Server {
             return Some(code);
         }
         tracing::info!("connection {conn} exited");
-        self.clients.remove(conn);
+        self.connection_closed(conn);
         None
     }
 
@@ -512,11 +536,23 @@ impl Server {
     }
 
     /// Keeps a session open (a new one, or one resumed from its log); the
-    /// connection that opened it follows it.
+    /// connection that opened it follows it. Under pressure the least
+    /// recently used idle session makes room (`residency`).
     pub fn insert_session(&mut self, open: OpenSession) {
-        self.clients.subscribe_current(&open.session.id);
-        self.sessions.insert(open.session.id.clone(), open);
+        let id = open.session.id.clone();
+        self.clients.subscribe_current(&id);
+        self.sessions.insert(id.clone(), open);
+        self.make_room(&id);
         self.sync_watches();
+    }
+
+    /// Reopens the session a message's params name if it was evicted
+    /// (`residency`), and marks it used.
+    fn bring_back_named(&mut self, method: &str, params: &serde_json::Value) -> RpcResult<()> {
+        match residency::named_session(method, params) {
+            Some(id) => self.bring_back(&id.to_string()),
+            None => Ok(()),
+        }
     }
 
     /// A progress token compactd asks the connection being served to

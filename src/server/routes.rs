@@ -8,7 +8,7 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 
 use super::handlers::{
-    append, branch, cancel, cancel_progress, check, compact, compactions, did_change,
+    append, branch, cancel, close, cancel_progress, check, compact, compactions, did_change,
     did_change_configuration, did_change_watched_files, did_close, did_open, did_save, files_did,
     files_list, files_unchanged_since_read, follow, history, import, lifecycle,
     list_agent_sessions, open, pin, preview, report_error, set_auto_compact, subscribe, unfollow,
@@ -56,6 +56,7 @@ const REQUESTS: &[(&str, RequestRoute)] = &[
     }),
     (methods::SHUTDOWN, |s, _, p| now(s, p, lifecycle::shutdown)),
     (methods::OPEN, |s, _, p| now(s, p, open::handle)),
+    (methods::CLOSE, |s, _, p| now(s, p, close::handle)),
     (methods::APPEND, |s, _, p| now(s, p, append::handle)),
     (methods::HISTORY, |s, _, p| now(s, p, history::handle)),
     (methods::COMPACT, |s, id, p| later(s, id, p, compact::start)),
@@ -244,6 +245,7 @@ mod tests {
             methods::advertised_requests(),
             [
                 "conversation/open",
+                "conversation/close",
                 "conversation/append",
                 "conversation/history",
                 "conversation/compact",

@@ -177,7 +177,7 @@ impl Server {
                     self.handle_input(id, Ok(Some(incoming)));
                 }
             }
-            ConnectionEvent::Closed { id } => self.clients.remove(id),
+            ConnectionEvent::Closed { id } => self.connection_closed(id),
         }
     }
 }

@@ -22,6 +22,7 @@ mod locking;
 mod overhead;
 mod persistence;
 mod progress;
+mod residency;
 mod robustness;
 mod schemas;
 mod secrets;

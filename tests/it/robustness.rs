@@ -493,3 +493,52 @@ fn lone_surrogates_are_kept_as_the_replacement_character() {
     again.open(json!({"sessionId": "s"}));
     assert_eq!(history(&mut again, "s"), expected);
 }
+
+/// A request id reused while the first request with it is still in flight
+/// is refused -32600 naming the id, and the first is still answered once.
+#[test]
+fn a_request_id_reused_in_flight_is_refused_and_the_first_still_answered() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut server = Server::start(
+        dir.path(),
+        json!({"autoCompact": false, "keepRecentTokens": 10,
+               "summarizer": {"provider": "test", "delayMs": 30000}}),
+    );
+    let session = server.open(json!({}));
+    let chat: Vec<Value> = (0..8)
+        .flat_map(|i| {
+            [
+                json!({"role": "user", "content": format!("request {i}: {}", "word ".repeat(60))}),
+                json!({"role": "assistant", "content": format!("answer {i}: {}", "word ".repeat(60))}),
+            ]
+        })
+        .collect();
+    server.append(&session, chat);
+    let seen = server.received.len();
+    let compact = body(json!("dup"), "conversation/compact", json!({"sessionId": session}));
+    server.send_raw(frame(&compact).as_bytes());
+    let history = body(json!("dup"), "conversation/history", json!({"sessionId": session}));
+    server.send_raw(frame(&history).as_bytes());
+    let refused = server.next_where(|m| m["id"] == "dup");
+    assert_eq!(refused["error"]["code"], -32600, "{refused}");
+    let message = refused["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("\"dup\"") && message.contains("conversation/history"),
+        "{message}"
+    );
+    server.notify("$/cancelRequest", json!({"id": "dup"}));
+    let first = server.next_where(|m| m["id"] == "dup");
+    assert_eq!(first["error"]["code"], -32800, "the compaction: {first}");
+    assert_eq!(
+        server.received[seen..]
+            .iter()
+            .filter(|m| m["id"] == "dup")
+            .count(),
+        2,
+        "one answer each"
+    );
+    // The id is free again once answered.
+    server.send_raw(frame(&history).as_bytes());
+    let again = server.next_where(|m| m["id"] == "dup");
+    assert!(again.get("result").is_some(), "{again}");
+}

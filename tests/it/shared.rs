@@ -801,3 +801,81 @@ async fn created_tokens_follow_lsp_on_each_connection_and_initialize_is_once_per
         "no progress under a refused token"
     );
 }
+
+/// On a shared compactd, `conversation/close` closes a session only once
+/// no other connection uses it, and a connection that ends closes the
+/// sessions only it used (their locks go, so another process may open
+/// them). A WebSocket message with a lone surrogate is read like a frame
+/// on stdio: U+FFFD.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sessions_close_when_no_connection_uses_them() {
+    let server = Shared::start();
+    let mut agent = server.client().await;
+    let mut editor = server.client().await;
+    agent.initialize().await;
+    editor.initialize().await;
+    for id in ["watched", "alone"] {
+        agent
+            .request("conversation/open", json!({"sessionId": id}))
+            .await
+            .unwrap();
+    }
+    agent
+        .stream
+        .send(WsMessage::text(
+            r#"{"jsonrpc":"2.0","id":"lone","method":"conversation/append","params":{"sessionId":"alone","messages":[{"role":"user","content":"cut \ud83d"}]}}"#,
+        ))
+        .await
+        .unwrap();
+    let appended = agent
+        .next_where(|m| m["id"] == "lone" && m.get("method").is_none())
+        .await;
+    assert!(appended.get("result").is_some(), "{appended}");
+    editor
+        .request("conversation/subscribe", json!({"sessionId": "watched"}))
+        .await
+        .unwrap();
+    let kept = agent
+        .request("conversation/close", json!({"sessionId": "watched"}))
+        .await
+        .unwrap();
+    assert_eq!(kept["closed"], false, "the editor still uses it");
+    let history = editor
+        .request("conversation/history", json!({"sessionId": "watched"}))
+        .await;
+    assert!(history.is_ok(), "{history:?}");
+
+    // The agent goes: `alone` is closed with it, `watched` stays open for
+    // the editor; closing it there closes it.
+    agent.stream.close(None).await.unwrap();
+    drop(agent);
+    let mut other = support::Server::start(&server.sessions_dir(), json!({}));
+    let reopened = loop {
+        // The connection's end reaches the server on its own schedule: the
+        // editor's round trip orders nothing on the agent's connection, so
+        // ask until the lock is free, as a client would.
+        match other.request("conversation/open", json!({"sessionId": "alone"})) {
+            Ok(opened) => break opened,
+            Err(e) => {
+                assert_eq!(e.code, -32010, "{e:?}");
+                editor
+                    .request("conversation/subscribe", json!({"sessionId": "watched"}))
+                    .await
+                    .unwrap();
+            }
+        }
+    };
+    assert_eq!(reopened["messageCount"], 1);
+    let history = other
+        .request("conversation/history", json!({"sessionId": "alone"}))
+        .unwrap();
+    assert_eq!(history["messages"][0]["content"], "cut \u{fffd}");
+    let locked = other.request("conversation/open", json!({"sessionId": "watched"}));
+    assert_eq!(locked.map_err(|e| e.code), Err(-32010), "the editor uses it");
+    let closed = editor
+        .request("conversation/close", json!({"sessionId": "watched"}))
+        .await
+        .unwrap();
+    assert_eq!(closed["closed"], true);
+    other.open(json!({"sessionId": "watched"}));
+}

@@ -58,6 +58,17 @@ impl Server {
     /// Spawns the binary with `args` after `--no-user-config` (a command,
     /// such as `connect`, that speaks JSON-RPC on stdio).
     pub fn spawn_args(data_dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Server {
+        Self::spawn_limited(data_dir, args, env, None)
+    }
+
+    /// Spawns the binary with its open file limit (soft and hard, as
+    /// `ulimit -n` sets them) at `nofile`, when given.
+    pub fn spawn_limited(
+        data_dir: &Path,
+        args: &[&str],
+        env: &[(&str, &str)],
+        nofile: Option<u64>,
+    ) -> Server {
         let home = tempfile::tempdir().unwrap();
         let mut command = Command::new(env!("CARGO_BIN_EXE_compactd"));
         command
@@ -73,6 +84,25 @@ impl Server {
         for (k, v) in env {
             command.env(k, v);
         }
+        #[cfg(unix)]
+        if let Some(nofile) = nofile {
+            use std::os::unix::process::CommandExt;
+            // SAFETY: setrlimit is async-signal-safe; nothing else runs here.
+            unsafe {
+                command.pre_exec(move || {
+                    let limit = libc::rlimit {
+                        rlim_cur: nofile,
+                        rlim_max: nofile,
+                    };
+                    if libc::setrlimit(libc::RLIMIT_NOFILE, &limit) != 0 {
+                        return Err(std::io::Error::last_os_error());
+                    }
+                    Ok(())
+                });
+            }
+        }
+        #[cfg(not(unix))]
+        let _ = nofile;
         let mut child = command.spawn().expect("spawn compactd");
         let stdout = child.stdout.take().unwrap();
         let (tx, rx) = mpsc::channel();

@@ -7,6 +7,7 @@ pub mod branch;
 pub mod cancel;
 pub mod cancel_progress;
 pub mod check;
+pub mod close;
 pub mod compact;
 pub mod compactions;
 pub mod did_change;
