@@ -28,7 +28,7 @@ pub async fn run(args: &ConnectArgs) -> Result<(), CliError> {
     let result = forward_server(receiver, &stdout).await;
     upstream.abort();
     drop(stdout);
-    let _ = writer.await;
+    let _ = writer.finish().await;
     result
 }
 

@@ -177,7 +177,8 @@ pub(crate) struct Server {
 }
 
 /// Serves one client until `exit` or end of input. Returns the process
-/// exit code: 0 after `shutdown` then `exit`, else 1.
+/// exit code: 0 once `shutdown` was answered (then `exit` or the end of
+/// input), else 1.
 pub async fn serve<R, W>(input: R, output: W, options: ServeOptions) -> i32
 where
     R: AsyncBufRead + Unpin,
@@ -210,10 +211,8 @@ where
         job.abort.abort();
     }
     drop(server);
-    match writer.await {
-        Ok(Ok(())) => {}
-        Ok(Err(e)) => tracing::warn!("writing output failed: {e}"),
-        Err(e) => tracing::warn!("writer task failed: {e}"),
+    if let Err(e) = writer.finish().await {
+        tracing::warn!("writing output failed: {e}");
     }
     exit_code
 }

@@ -14,6 +14,9 @@ pub mod ws;
 pub mod ws_client;
 
 use std::io;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
 
 use lsp_server::Message;
 use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWrite, AsyncWriteExt};
@@ -210,25 +213,69 @@ impl Sent {
     }
 }
 
+/// The writer task `spawn_writer` started.
+pub struct Writer {
+    task: tokio::task::JoinHandle<io::Result<()>>,
+    /// Bytes written so far: whether it is getting anywhere.
+    written: Arc<AtomicU64>,
+}
+
+/// How long the output may take no byte at all before a writer that is
+/// finishing gives up.
+pub const STALLED_OUTPUT: Duration = Duration::from_secs(10);
+
+impl Writer {
+    /// Waits for everything queued to be written, as long as the reader
+    /// takes some of it every `STALLED_OUTPUT`: a client that stopped
+    /// reading (its stdout still open) cannot keep the process alive.
+    pub async fn finish(mut self) -> io::Result<()> {
+        let mut seen = self.written.load(Ordering::Relaxed);
+        loop {
+            match tokio::time::timeout(STALLED_OUTPUT, &mut self.task).await {
+                Ok(Ok(result)) => return result,
+                Ok(Err(e)) => return Err(io::Error::other(e)),
+                Err(_) => {
+                    let now = self.written.load(Ordering::Relaxed);
+                    if now == seen {
+                        self.task.abort();
+                        return Err(io::Error::new(
+                            io::ErrorKind::TimedOut,
+                            format!(
+                                "the reader took nothing for {}s; the rest of the output was dropped",
+                                STALLED_OUTPUT.as_secs()
+                            ),
+                        ));
+                    }
+                    seen = now;
+                }
+            }
+        }
+    }
+}
+
 /// Starts the writer task; it ends when every `Outbox` is dropped.
-pub fn spawn_writer<W: AsyncWrite + Unpin + Send + 'static>(
-    mut output: W,
-) -> (Outbox, tokio::task::JoinHandle<io::Result<()>>) {
+pub fn spawn_writer<W: AsyncWrite + Unpin + Send + 'static>(mut output: W) -> (Outbox, Writer) {
     let (outbox, mut rx) = Outbox::pair();
-    let handle = tokio::spawn(async move {
+    let written = Arc::new(AtomicU64::new(0));
+    let counter = written.clone();
+    let task = tokio::spawn(async move {
         while let Some(outgoing) = rx.recv().await {
             let bytes = match &outgoing {
                 Outgoing::Message(message) => encode(message),
                 Outgoing::Json(value) => encode_json(value),
             };
-            output.write_all(&bytes).await?;
+            // Written in pieces, so a slow reader still shows progress.
+            for piece in bytes.chunks(64 << 10) {
+                output.write_all(piece).await?;
+                counter.fetch_add(piece.len() as u64, Ordering::Relaxed);
+            }
             if rx.is_empty() {
                 output.flush().await?;
             }
         }
         output.flush().await
     });
-    (outbox, handle)
+    (outbox, Writer { task, written })
 }
 
 #[cfg(test)]

@@ -1,4 +1,4 @@
-use serde_json::json;
+use serde_json::{json, Value};
 
 use crate::support::Server;
 
@@ -125,6 +125,55 @@ fn shutdown_refuses_requests_and_exit_codes_follow_lsp() {
     let mut server = Server::start(dir.path(), json!({}));
     server.notify("exit", json!(null));
     assert_eq!(server.wait(), 1, "exit without shutdown");
+
+    // The end of input stands for `exit`, as docs/protocol.md says.
+    let mut server = Server::start(dir.path(), json!({}));
+    server.request("shutdown", json!(null)).unwrap();
+    assert_eq!(server.wait(), 0, "shutdown, then the input ends");
+    let mut server = Server::start(dir.path(), json!({}));
+    assert_eq!(server.wait(), 1, "the input ends without shutdown");
+}
+
+/// A client that closes its input but stops reading the output cannot keep
+/// the server alive: once the output takes nothing for a while, the rest
+/// is dropped and the process exits.
+#[test]
+fn a_client_that_stops_reading_does_not_keep_the_server_alive() {
+    use std::io::Write;
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_compactd"))
+        .arg("--no-user-config")
+        .env("HOME", dir.path())
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let frame = |body: Value| {
+        let body = body.to_string();
+        format!("Content-Length: {}\r\n\r\n{body}", body.len())
+    };
+    let mut input = String::new();
+    input += &frame(json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+        "params": {"capabilities": {}, "initializationOptions": {"dataDir": dir.path()}}}));
+    input += &frame(json!({"jsonrpc": "2.0", "id": 2, "method": "conversation/open", "params": {"sessionId": "s"}}));
+    let big = "x".repeat(300_000);
+    input += &frame(json!({"jsonrpc": "2.0", "id": 3, "method": "conversation/append",
+        "params": {"sessionId": "s", "messages": [{"role": "user", "content": big}]}}));
+    for id in 4..10 {
+        // Each answer is 300 KB: far more than a pipe holds.
+        input += &frame(json!({"jsonrpc": "2.0", "id": id, "method": "conversation/history", "params": {"sessionId": "s"}}));
+    }
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(input.as_bytes()).unwrap();
+    drop(stdin);
+    let _unread = child.stdout.take();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || tx.send(child.wait().unwrap().code()));
+    let code = rx
+        .recv_timeout(crate::support::PATIENCE)
+        .expect("the server waited forever for a reader that stopped reading");
+    assert_eq!(code, Some(1), "input ended without shutdown");
 }
 
 #[test]
