@@ -90,6 +90,20 @@ pub struct CompactionRecord {
 }
 
 impl CompactionRecord {
+    /// The messages it names as summarized, replaced or pruned (all must
+    /// stand before it in the log).
+    pub fn named_message_ids(&self) -> impl Iterator<Item = &str> {
+        let range = self
+            .replaces
+            .iter()
+            .flat_map(|r| [r.from_message_id.as_str(), r.to_message_id.as_str()]);
+        self.last_summarized_message_id
+            .as_deref()
+            .into_iter()
+            .chain(range)
+            .chain(self.pruned_message_ids.iter().map(String::as_str))
+    }
+
     pub fn file_sections(&self) -> FileSections {
         FileSections {
             read: self.read_files.clone(),

@@ -83,16 +83,33 @@ pub struct Usage {
 }
 
 impl Usage {
+    /// More tokens than any model reads or writes in one request, by orders
+    /// of magnitude: a figure above it is no usage (a hand-edited log, a
+    /// client's bug), so the meter and the calibration ignore it.
+    pub const MAX_TOKENS: u64 = 1 << 32;
+
+    /// The largest of its figures, when that is above `MAX_TOKENS`.
+    pub fn implausible(&self) -> Option<u64> {
+        let largest = [self.input, self.output, self.cache_read, self.cache_write]
+            .into_iter()
+            .max()
+            .unwrap_or(0);
+        (largest > Self::MAX_TOKENS).then_some(largest)
+    }
+
     /// Tokens in the context after this response: everything the model read
     /// plus what it wrote (which becomes part of the next prompt).
     pub fn context_tokens(&self) -> u64 {
-        self.input + self.cache_read + self.cache_write + self.output
+        self.prompt_tokens().saturating_add(self.output)
     }
 
     /// The prompt the provider counted for the request: fresh input and
     /// cached input, read or written.
     pub fn prompt_tokens(&self) -> u64 {
-        self.input + self.cache_read + self.cache_write
+        // Saturating: a client may report anything.
+        self.input
+            .saturating_add(self.cache_read)
+            .saturating_add(self.cache_write)
     }
 
     /// Adds `more` to a running total that may not have started yet.

@@ -33,6 +33,7 @@ pub fn append(
     tools: &FileTools,
 ) -> EngineResult<Appended> {
     open.check_writable()?;
+    refuse_implausible_usage(&messages)?;
     open.session
         .assign_ids(&mut messages)
         .map_err(|e| EngineError::Invalid(e.to_string()))?;
@@ -170,5 +171,19 @@ pub fn change_settings(open: &mut OpenSession, requested: SessionSettings) -> En
     open.log
         .append(&[LogEntry::Settings(changed.clone())], false)?;
     apply_settings(&mut open.session, changed);
+    Ok(())
+}
+
+/// Usage no provider reports is a client's bug: refused, naming the
+/// message, rather than metered.
+fn refuse_implausible_usage(messages: &[Message]) -> EngineResult<()> {
+    for (i, message) in messages.iter().enumerate() {
+        if let Some(largest) = message.usage.and_then(|u| u.implausible()) {
+            return Err(EngineError::Invalid(format!(
+                "invalid params at `messages[{i}].usage`: {largest} tokens is more than any model reads or writes (at most {}); nothing was appended",
+                crate::conversation::Usage::MAX_TOKENS
+            )));
+        }
+    }
     Ok(())
 }

@@ -35,8 +35,8 @@ use crate::store::{SessionStore, StoreError};
 use crate::tokens;
 use crate::transport::{self, ConnectionId, Incoming, Outbox, STDIO};
 use clients::Clients;
-pub use residency::raise_descriptor_limit;
 use file_tracking::FileTracking;
+pub use residency::raise_descriptor_limit;
 
 /// How the server was started (CLI flags, not client configuration).
 #[derive(Debug, Clone, Default)]
@@ -320,7 +320,11 @@ impl Server {
                     let id = serde_json::to_value(&request.id).expect("ids serialize");
                     self.clients.send_json_to(
                         conn,
-                        transport::decode::error_response(&id, ErrorCode::InvalidRequest as i32, &message),
+                        transport::decode::error_response(
+                            &id,
+                            ErrorCode::InvalidRequest as i32,
+                            &message,
+                        ),
                     );
                     return None;
                 };
@@ -378,7 +382,9 @@ impl Server {
                 if notification.method == methods::WORK_DONE_PROGRESS_CANCEL {
                     self.cancel_progress_for(conn, &mut notification.params);
                 }
-                if let Err(error) = self.bring_back_named(&notification.method, &notification.params) {
+                if let Err(error) =
+                    self.bring_back_named(&notification.method, &notification.params)
+                {
                     tracing::error!("`{}` not applied: {}", notification.method, error.message);
                     return None;
                 }

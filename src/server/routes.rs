@@ -8,7 +8,7 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 
 use super::handlers::{
-    append, branch, cancel, close, cancel_progress, check, compact, compactions, did_change,
+    append, branch, cancel, cancel_progress, check, close, compact, compactions, did_change,
     did_change_configuration, did_change_watched_files, did_close, did_open, did_save, files_did,
     files_list, files_unchanged_since_read, follow, history, import, lifecycle,
     list_agent_sessions, open, pin, preview, report_error, set_auto_compact, subscribe, unfollow,

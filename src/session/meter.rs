@@ -80,6 +80,9 @@ impl Session {
         else {
             return;
         };
+        if usage.implausible().is_some() {
+            return;
+        }
         let model = model.as_deref().or(self.model.as_deref());
         self.calibration
             .observe(model, estimate, usage.prompt_tokens());
@@ -151,7 +154,10 @@ impl Session {
         if counted.generation != generation || counted.message.role() != Role::Assistant {
             return None;
         }
-        let usage = counted.message.usage?;
+        let usage = counted
+            .message
+            .usage
+            .filter(|u| u.implausible().is_none())?;
         if let (
             MessageBody::Assistant {
                 model: Some(reported),

@@ -6,11 +6,11 @@
 
 use std::io::{self, BufRead};
 
-use crate::conversation::{Message, MessageBody};
+use crate::conversation::{Message, MessageBody, Usage};
 use crate::session::Session;
 use crate::tokens::{self, Encoding};
 
-use super::{LogEntry, SessionSettings, TokenCount};
+use super::{shown_id as shown, LogEntry, SessionSettings, TokenCount};
 
 /// Entries without a count are held back until this much of their text is
 /// waiting, then counted in parallel: large enough to keep every core busy,
@@ -149,11 +149,22 @@ fn next_line(
 
 /// Rebuilds a session from entries given in log order. Only the latest
 /// compaction decides the view; earlier ones are history.
+///
+/// A log may have been edited by hand, so what it says is bounded before
+/// it is trusted, each time with a warning: a header after the first entry
+/// is ignored (a header starts a log; a second one would replace its
+/// settings), a stored token count above what the message's bytes could
+/// tokenize to is counted again, usage above `Usage::MAX_TOKENS` is
+/// dropped, and a compaction naming messages the log does not hold is
+/// applied only where it names messages that are there.
 pub struct Replay {
     session: Session,
     /// Entries waiting for the token counts of their messages, in order.
     pending: Vec<LogEntry>,
     pending_bytes: usize,
+    /// Entries seen so far.
+    entries: usize,
+    warnings: Vec<String>,
 }
 
 impl Replay {
@@ -162,10 +173,16 @@ impl Replay {
             session: Session::new(id.to_string(), None, None, None, summary_prefix),
             pending: Vec::new(),
             pending_bytes: 0,
+            entries: 0,
+            warnings: Vec::new(),
         }
     }
 
     pub fn add(&mut self, entry: LogEntry) {
+        self.entries += 1;
+        let Some(entry) = self.bounded(entry) else {
+            return;
+        };
         match &entry {
             LogEntry::Message { message, tokens } => {
                 let counted = tokens
@@ -193,9 +210,49 @@ impl Replay {
         }
     }
 
-    pub fn finish(mut self) -> Session {
+    pub fn finish(self) -> Session {
+        self.finish_with_warnings().0
+    }
+
+    /// The session, and what in the log was not trusted as it stood.
+    pub fn finish_with_warnings(mut self) -> (Session, Vec<String>) {
         self.flush();
-        self.session
+        (self.session, self.warnings)
+    }
+
+    /// The entry as far as it can be trusted (`None`: ignored), with a
+    /// warning for what was not.
+    fn bounded(&mut self, mut entry: LogEntry) -> Option<LogEntry> {
+        let n = self.entries;
+        match &mut entry {
+            LogEntry::Header(_) if n > 1 => {
+                self.warnings.push(format!(
+                    "entry {n}: a second header ignored (a header only starts a log)"
+                ));
+                return None;
+            }
+            LogEntry::Message { message, tokens } => {
+                let most = tokens::max_tokens(message);
+                if let Some(stored) = tokens.as_ref().filter(|t| t.count > most) {
+                    self.warnings.push(format!(
+                        "entry {n}: message `{}` has a stored count of {} tokens, more than its {most}-token bound; counted again",
+                        shown(&message.id),
+                        stored.count
+                    ));
+                    *tokens = None;
+                }
+                if let Some(largest) = message.usage.and_then(|u| u.implausible()) {
+                    self.warnings.push(format!(
+                        "entry {n}: message `{}` reports usage of {largest} tokens, more than {}; its usage is ignored",
+                        shown(&message.id),
+                        Usage::MAX_TOKENS
+                    ));
+                    message.usage = None;
+                }
+            }
+            _ => {}
+        }
+        Some(entry)
     }
 
     fn flush(&mut self) {
@@ -207,6 +264,25 @@ impl Replay {
     }
 
     fn apply(&mut self, entry: LogEntry) {
+        if let LogEntry::Compaction(record) = &entry {
+            let missing: Vec<&str> = record
+                .named_message_ids()
+                .filter(|id| !self.session.contains_message(id))
+                .collect();
+            if !missing.is_empty() {
+                self.warnings.push(format!(
+                    "compaction `{}` names {} message(s) the log does not hold before it ({}); it applies only where it names messages that are there",
+                    shown(&record.id),
+                    missing.len(),
+                    missing
+                        .iter()
+                        .take(3)
+                        .map(|id| format!("`{}`", shown(id)))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ));
+            }
+        }
         apply_entry(&mut self.session, entry);
     }
 }

@@ -246,10 +246,14 @@ impl SessionStore {
     pub fn resume(&self, id: &str, summary_prefix: String) -> Result<Option<Resumed>, StoreError> {
         let mut replay = Replay::new(id, summary_prefix);
         let report = self.read(id, |entry| replay.add(entry))?;
-        Ok(report.map(|report| Resumed {
-            session: replay.finish(),
-            warnings: report.warnings,
-            torn_tail: report.torn_tail,
+        Ok(report.map(|mut report| {
+            let (session, distrusted) = replay.finish_with_warnings();
+            report.warnings.extend(distrusted);
+            Resumed {
+                session,
+                warnings: report.warnings,
+                torn_tail: report.torn_tail,
+            }
         }))
     }
 

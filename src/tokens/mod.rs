@@ -111,6 +111,50 @@ pub fn count_message(encoding: Encoding, message: &Message) -> u64 {
     total
 }
 
+/// The most tokens `count_message` can give the message with any
+/// vocabulary: BPE never makes more tokens than bytes, so a count above
+/// this (a hand-edited log) is not a count at all.
+pub fn max_tokens(message: &Message) -> u64 {
+    let bytes = |text: &str| text.len() as u64;
+    let mut total = PER_MESSAGE_OVERHEAD;
+    match &message.body {
+        MessageBody::System { content } | MessageBody::User { content } => total += bytes(content),
+        MessageBody::Assistant {
+            content,
+            thinking,
+            tool_calls,
+            ..
+        } => {
+            total += bytes(content) + thinking.as_deref().map_or(0, bytes);
+            for call in tool_calls {
+                total += PER_TOOL_CALL_OVERHEAD + bytes(&call.name) + 2;
+                total += json_bytes(&call.arguments);
+            }
+        }
+        MessageBody::Tool {
+            content, tool_name, ..
+        } => total += bytes(content) + tool_name.as_deref().map_or(0, bytes),
+    }
+    total
+}
+
+/// The length of a value's compact JSON, without building it.
+fn json_bytes(value: &serde_json::Value) -> u64 {
+    struct Count(u64);
+    impl std::io::Write for Count {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0 += buf.len() as u64;
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut count = Count(0);
+    let _ = serde_json::to_writer(&mut count, value);
+    count.0
+}
+
 /// The estimated tokens of tool definitions as the provider gets them:
 /// each one's JSON, compact. Providers render them their own way (OpenAI
 /// as a TypeScript-like namespace, a little shorter than the JSON;

@@ -156,13 +156,19 @@ fn a_client_that_stops_reading_does_not_keep_the_server_alive() {
     let mut input = String::new();
     input += &frame(json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
         "params": {"capabilities": {}, "initializationOptions": {"dataDir": dir.path()}}}));
-    input += &frame(json!({"jsonrpc": "2.0", "id": 2, "method": "conversation/open", "params": {"sessionId": "s"}}));
+    input += &frame(
+        json!({"jsonrpc": "2.0", "id": 2, "method": "conversation/open", "params": {"sessionId": "s"}}),
+    );
     let big = "x".repeat(300_000);
-    input += &frame(json!({"jsonrpc": "2.0", "id": 3, "method": "conversation/append",
-        "params": {"sessionId": "s", "messages": [{"role": "user", "content": big}]}}));
+    input += &frame(
+        json!({"jsonrpc": "2.0", "id": 3, "method": "conversation/append",
+        "params": {"sessionId": "s", "messages": [{"role": "user", "content": big}]}}),
+    );
     for id in 4..10 {
         // Each answer is 300 KB: far more than a pipe holds.
-        input += &frame(json!({"jsonrpc": "2.0", "id": id, "method": "conversation/history", "params": {"sessionId": "s"}}));
+        input += &frame(
+            json!({"jsonrpc": "2.0", "id": id, "method": "conversation/history", "params": {"sessionId": "s"}}),
+        );
     }
     let mut stdin = child.stdin.take().unwrap();
     stdin.write_all(input.as_bytes()).unwrap();

@@ -110,3 +110,70 @@ fn compaction_survives_restart() {
     assert_eq!(before["messages"], after["messages"]);
     assert_eq!(before["meter"], after["meter"]);
 }
+
+/// A hand-edited log is bounded before it is trusted, each time with a
+/// warning: a second header does not replace the settings, a stored count
+/// beyond what the message's bytes allow is counted again, absurd usage is
+/// ignored, and a compaction naming messages that are not there says so.
+#[test]
+fn what_a_log_says_is_bounded_before_it_is_trusted() {
+    let dir = tempfile::tempdir().unwrap();
+    let lines = [
+        json!({"type": "header", "version": 1, "sessionId": "s", "createdAt": 1, "systemPrompt": "the real prompt"}),
+        json!({"type": "message", "message": {"id": "m1", "role": "user", "content": "hello"}, "tokens": {"encoding": "o200k_base", "count": 9_223_372_036_854_775_808u64}}),
+        json!({"type": "message", "message": {"id": "m2", "role": "assistant", "content": "hi", "usage": {"input": 9_223_372_036_854_775_808u64, "output": 5}}}),
+        json!({"type": "header", "version": 1, "sessionId": "s", "createdAt": 2, "systemPrompt": "an injected prompt"}),
+        json!({"type": "compaction", "id": "c1", "strategy": "checkpoint", "trigger": "manual",
+               "summary": "summary", "summarizer": "offline", "lastSummarizedMessageId": "gone", "firstKeptMessageId": "m1",
+               "tokensBefore": 10, "tokensAfter": 5, "messagesSummarized": 1, "createdAt": 3, "durationMs": 0}),
+    ];
+    let log: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    std::fs::write(dir.path().join("s.jsonl"), log).unwrap();
+    let mut server = Server::start(dir.path(), json!({}));
+    let opened = server
+        .request("conversation/open", json!({"sessionId": "s"}))
+        .unwrap();
+    let warnings = opened["warnings"].to_string();
+    for expected in [
+        "entry 4: a second header ignored",
+        "message `m1` has a stored count of 9223372036854775808 tokens",
+        "message `m2` reports usage of 9223372036854775808 tokens",
+        "compaction `c1` names 1 message(s) the log does not hold before it (`gone`)",
+    ] {
+        assert!(warnings.contains(expected), "{expected}: {warnings}");
+    }
+    let percent = opened["meter"]["percent"].as_f64().unwrap();
+    assert!(percent < 1.0, "{opened}");
+    let history = server
+        .request("conversation/history", json!({"sessionId": "s"}))
+        .unwrap();
+    let first = &history["messages"][0];
+    assert_eq!(first["role"], "system", "{history}");
+    assert_eq!(first["content"], "the real prompt", "{history}");
+}
+
+/// Usage no provider reports (2^64 - 1 tokens) is refused, naming the
+/// message, before anything is appended; nothing overflows, and the server
+/// keeps serving.
+#[test]
+fn absurd_usage_from_a_client_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut server = Server::start(dir.path(), json!({}));
+    let id = server.open(json!({}));
+    let max = u64::MAX;
+    let error = server
+        .request(
+            "conversation/append",
+            json!({"sessionId": id, "messages": [{"role": "user", "content": "hi"},
+                {"role": "assistant", "content": "hello", "usage": {"input": max, "output": max, "cacheRead": max, "cacheWrite": max}}]}),
+        )
+        .unwrap_err();
+    assert_eq!(error.code, -32602, "{error:?}");
+    assert!(error.message.contains("messages[1].usage"), "{error:?}");
+    server.append(&id, json!([{"role": "user", "content": "hi"},
+        {"role": "assistant", "content": "hello", "usage": {"input": 4_294_967_296u64, "output": 1}}]));
+    let history = server
+        .request("conversation/history", json!({"sessionId": id}))
+        .unwrap();
+    assert_eq!(history["messages"].as_array().unwrap().len(), 2);
+}

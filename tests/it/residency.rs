@@ -25,7 +25,9 @@ fn history_ids(server: &mut Server, session: &str) -> Vec<String> {
 
 /// Open descriptors of a process.
 fn open_descriptors(pid: u32) -> usize {
-    std::fs::read_dir(format!("/proc/{pid}/fd")).unwrap().count()
+    std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .unwrap()
+        .count()
 }
 
 #[cfg(target_os = "linux")]

@@ -515,9 +515,17 @@ fn a_request_id_reused_in_flight_is_refused_and_the_first_still_answered() {
         .collect();
     server.append(&session, chat);
     let seen = server.received.len();
-    let compact = body(json!("dup"), "conversation/compact", json!({"sessionId": session}));
+    let compact = body(
+        json!("dup"),
+        "conversation/compact",
+        json!({"sessionId": session}),
+    );
     server.send_raw(frame(&compact).as_bytes());
-    let history = body(json!("dup"), "conversation/history", json!({"sessionId": session}));
+    let history = body(
+        json!("dup"),
+        "conversation/history",
+        json!({"sessionId": session}),
+    );
     server.send_raw(frame(&history).as_bytes());
     let refused = server.next_where(|m| m["id"] == "dup");
     assert_eq!(refused["error"]["code"], -32600, "{refused}");

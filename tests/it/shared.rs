@@ -871,7 +871,11 @@ async fn sessions_close_when_no_connection_uses_them() {
         .unwrap();
     assert_eq!(history["messages"][0]["content"], "cut \u{fffd}");
     let locked = other.request("conversation/open", json!({"sessionId": "watched"}));
-    assert_eq!(locked.map_err(|e| e.code), Err(-32010), "the editor uses it");
+    assert_eq!(
+        locked.map_err(|e| e.code),
+        Err(-32010),
+        "the editor uses it"
+    );
     let closed = editor
         .request("conversation/close", json!({"sessionId": "watched"}))
         .await
