@@ -337,10 +337,11 @@ impl FrameDecoder {
                     Step::Emit(FrameEvent::Json(value))
                 }
                 Err(unread) => self.bad(FrameEvent::InvalidJson {
-                    why: format!(
-                        "the {declared}-byte body is not valid JSON ({})",
-                        unread.why
-                    ),
+                    why: if unread.too_deep {
+                        format!("the {declared}-byte body: {}", unread.why)
+                    } else {
+                        format!("the {declared}-byte body is not valid JSON ({})", unread.why)
+                    },
                     id: unread.id,
                     too_deep: unread.too_deep,
                 }),

@@ -262,6 +262,16 @@ class CheckResult(_CheckResultRequired, total=False):
     stoppedReason: Optional[str]
 
 
+#: `conversation/close`.
+class CloseResult(TypedDict):
+    sessionId: str
+    #: The session was closed: its log and lock released, its running
+    #: compaction cancelled. False when it was not open, or (on a shared
+    #: compactd) another connection still uses it: then only this
+    #: connection stopped following it.
+    closed: bool
+
+
 class _CompactParamsRequired(TypedDict):
     sessionId: str
 
@@ -983,6 +993,7 @@ ROOT_TYPES = (
     "BranchParams",
     "BranchResult",
     "CheckResult",
+    "CloseResult",
     "CompactParams",
     "CompactResult",
     "CompactdCapabilities",

@@ -12,6 +12,7 @@ import type {
   BranchParams,
   BranchResult,
   CheckResult,
+  CloseResult,
   CompactParams,
   CompactResult,
   CompactionsResult,
@@ -81,6 +82,11 @@ export class CompactdMethods extends RpcBase {
   /** `conversation/open`: Opens a new session, or resumes one from its log. */
   open(params: OpenParams = {}, options?: RequestOptions): Promise<OpenResult> {
     return this.request<OpenResult>(m.OPEN, params, options);
+  }
+
+  /** `conversation/close`: Closes a session: releases its log and lock, cancels its running compaction (on a shared compactd, once no other connection uses it). */
+  close(params: SessionParams, options?: RequestOptions): Promise<CloseResult> {
+    return this.request<CloseResult>(m.CLOSE, params, options);
   }
 
   /** `conversation/append`: Appends messages to a session. */

@@ -114,6 +114,7 @@ export interface CompactdSchemas {
   BranchParams?: BranchParams;
   BranchResult?: BranchResult;
   CheckResult?: CheckResult;
+  CloseResult?: CloseResult;
   CompactParams?: CompactParams;
   CompactResult?: CompactResult;
   CompactdCapabilities?: CompactdCapabilities;
@@ -312,6 +313,19 @@ export interface CheckResult {
    */
   stoppedReason?: string | null;
   triggers: TriggerKind[];
+}
+/**
+ * `conversation/close`.
+ */
+export interface CloseResult {
+  /**
+   * The session was closed: its log and lock released, its running
+   * compaction cancelled. False when it was not open, or (on a shared
+   * compactd) another connection still uses it: then only this
+   * connection stopped following it.
+   */
+  closed: boolean;
+  sessionId: string;
 }
 export interface CompactParams {
   /**
