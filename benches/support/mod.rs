@@ -14,11 +14,17 @@ use serde_json::Value;
 /// and the log size in bytes: `size_var` megabytes if set, else 100 MB
 /// under `cargo bench` and 1 MB under `cargo test`.
 pub fn benching_and_size(size_var: &str) -> (bool, u64) {
+    benching_and_size_default(size_var, 100, 1)
+}
+
+/// `benching_and_size` with other defaults (megabytes under `cargo bench`
+/// and under `cargo test`).
+pub fn benching_and_size_default(size_var: &str, bench_mb: u64, test_mb: u64) -> (bool, u64) {
     let benching = std::env::args().any(|a| a == "--bench");
     let megabytes: u64 = std::env::var(size_var)
         .ok()
         .and_then(|v| v.parse().ok())
-        .unwrap_or(if benching { 100 } else { 1 });
+        .unwrap_or(if benching { bench_mb } else { test_mb });
     (benching, megabytes << 20)
 }
 

@@ -45,13 +45,20 @@ pub fn append(
         .iter()
         .map(|m| tokens::count_message(encoding, m))
         .collect();
+    let ids = messages.iter().map(|m| m.id.clone()).collect();
+    let answers: Vec<String> = messages
+        .iter()
+        .map(|m| m.answers().unwrap_or_default().to_string())
+        .collect();
     // Each call's file events follow the result that completed it, so a
-    // branch cut between messages keeps exactly the events before it.
+    // branch cut between messages keeps exactly the events before it. The
+    // messages move into the entries and back out, never copied: an append
+    // of a 200 MB message holds it once.
     let mut entries: Vec<LogEntry> = Vec::with_capacity(messages.len() + file_events.len());
     let mut pending = file_events.iter().peekable();
-    for (index, message) in messages.iter().enumerate() {
+    for (index, message) in messages.into_iter().enumerate() {
         entries.push(LogEntry::Message {
-            message: message.clone(),
+            message,
             tokens: Some(TokenCount::new(encoding, counts[index])),
         });
         while let Some((_, event)) = pending.next_if(|(i, _)| *i == index) {
@@ -59,14 +66,13 @@ pub fn append(
         }
     }
     open.log.append(&entries, false)?;
-    let ids = messages.iter().map(|m| m.id.clone()).collect();
-    let answers: Vec<String> = messages
-        .iter()
-        .map(|m| m.answers().unwrap_or_default().to_string())
-        .collect();
+    let messages = entries.into_iter().filter_map(|entry| match entry {
+        LogEntry::Message { message, .. } => Some(message),
+        _ => None,
+    });
     let off_history = open
         .session
-        .push_counted(messages.into_iter().zip(counts.into_iter().map(Some)));
+        .push_counted(messages.zip(counts.into_iter().map(Some)));
     for (_, event) in &file_events {
         open.session.apply_file_event(event);
     }

@@ -111,7 +111,7 @@ methods! {
     /// Opens a new session, or resumes one from its log.
     OPEN = "conversation/open", Request(OpenParams => OpenResult);
     /// Closes a session: releases its log and lock, cancels its running compaction (on a shared compactd, once no other connection uses it).
-    CLOSE = "conversation/close", Request(SessionParams => CloseResult);
+    CLOSE_SESSION = "conversation/close", Request(SessionParams => CloseResult);
     /// Appends messages to a session.
     APPEND = "conversation/append", RequestOrNotification(AppendParams => AppendResult);
     /// The history as the model should see it.

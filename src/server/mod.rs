@@ -555,7 +555,7 @@ impl Server {
     /// (`residency`), and marks it used.
     fn bring_back_named(&mut self, method: &str, params: &serde_json::Value) -> RpcResult<()> {
         match residency::named_session(method, params) {
-            Some(id) => self.bring_back(&id.to_string()),
+            Some(id) => self.bring_back(id),
             None => Ok(()),
         }
     }

@@ -133,7 +133,7 @@ pub fn raise_descriptor_limit() -> u64 {
 /// The `sessionId` a message's params name, if any, when the method needs
 /// that session open (closing or unsubscribing an evicted one does not).
 pub(crate) fn named_session<'a>(method: &str, params: &'a serde_json::Value) -> Option<&'a str> {
-    if method == methods::CLOSE || method == methods::UNSUBSCRIBE {
+    if method == methods::CLOSE_SESSION || method == methods::UNSUBSCRIBE {
         return None;
     }
     params.get("sessionId")?.as_str()

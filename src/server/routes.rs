@@ -56,7 +56,7 @@ const REQUESTS: &[(&str, RequestRoute)] = &[
     }),
     (methods::SHUTDOWN, |s, _, p| now(s, p, lifecycle::shutdown)),
     (methods::OPEN, |s, _, p| now(s, p, open::handle)),
-    (methods::CLOSE, |s, _, p| now(s, p, close::handle)),
+    (methods::CLOSE_SESSION, |s, _, p| now(s, p, close::handle)),
     (methods::APPEND, |s, _, p| now(s, p, append::handle)),
     (methods::HISTORY, |s, _, p| now(s, p, history::handle)),
     (methods::COMPACT, |s, id, p| later(s, id, p, compact::start)),

@@ -121,12 +121,13 @@ impl SessionLog {
     /// and compactions); otherwise `Durability` decides. On an error
     /// nothing of these entries stays in the log.
     pub fn append(&mut self, entries: &[LogEntry], durable: bool) -> Result<(), StoreError> {
-        let mut buf = Vec::with_capacity(256 * entries.len());
-        for entry in entries {
-            serde_json::to_writer(&mut buf, entry).expect("log entries serialize");
-            buf.push(b'\n');
-        }
-        self.write_raw(&buf, durable)
+        self.write_with(durable, |out| {
+            for entry in entries {
+                serde_json::to_writer(&mut *out, entry).map_err(io::Error::from)?;
+                out.write_all(b"\n")?;
+            }
+            Ok(())
+        })
     }
 
     /// How many appends were synced to disk (for tests of durability).
@@ -138,6 +139,19 @@ impl SessionLog {
     /// syncs them when `durable` or the durability asks: all of it, or on
     /// an error none of it.
     pub(super) fn write_raw(&mut self, bytes: &[u8], durable: bool) -> Result<(), StoreError> {
+        self.write_with(durable, |out| out.write_all(bytes))
+    }
+
+    /// Writes what `write` produces through a buffer, so a small append is
+    /// one `write` and a large one is never held whole a second time (a
+    /// crash tears at most the end either way), then syncs when `durable`
+    /// or the durability asks. On an error the log is cut back to where it
+    /// was: all of it, or none of it.
+    fn write_with(
+        &mut self,
+        durable: bool,
+        write: impl FnOnce(&mut dyn Write) -> io::Result<()>,
+    ) -> Result<(), StoreError> {
         let Some(writer) = self.writer.as_mut() else {
             return Err(StoreError::ReadOnly {
                 id: self.id.clone(),
@@ -152,16 +166,22 @@ impl SessionLog {
                 ))
             })?;
         }
-        let written = writer.file.write_all(bytes).and_then(|()| {
+        let mut out = io::BufWriter::with_capacity(WRITE_BUFFER, Counted::new(&writer.file));
+        let flushed = write(&mut out).and_then(|()| out.flush());
+        // Taken apart, never dropped: a `BufWriter` flushes what it holds
+        // on drop, which after a failure would land after the cut.
+        let (counted, _unwritten) = out.into_parts();
+        let bytes = counted.bytes;
+        let written = flushed.and_then(|()| {
             if durable || writer.durability.fsync() {
                 writer.file.sync_data()?;
                 writer.syncs += 1;
             }
-            Ok(())
+            Ok(bytes)
         });
         match written {
-            Ok(()) => {
-                writer.whole_len += bytes.len() as u64;
+            Ok(bytes) => {
+                writer.whole_len += bytes;
                 Ok(())
             }
             Err(e) => {
@@ -176,6 +196,32 @@ impl SessionLog {
                 Err(io_error(e))
             }
         }
+    }
+}
+
+/// Appends up to this size are one `write`.
+const WRITE_BUFFER: usize = 1 << 20;
+
+/// A writer that counts what it passed on.
+struct Counted<W> {
+    inner: W,
+    bytes: u64,
+}
+
+impl<W> Counted<W> {
+    fn new(inner: W) -> Counted<W> {
+        Counted { inner, bytes: 0 }
+    }
+}
+
+impl<W: Write> Write for Counted<W> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let n = self.inner.write(buf)?;
+        self.bytes += n as u64;
+        Ok(n)
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        self.inner.flush()
     }
 }
 

@@ -48,6 +48,8 @@ pub const DEFAULT_MAX_FRAME_BYTES: u64 = 256 * 1024 * 1024;
 pub const MAX_HEADER_LINE: usize = 8 * 1024;
 /// A header block longer than this is garbage.
 pub const MAX_HEADER_BLOCK: usize = 64 * 1024;
+/// A buffer larger than this is let go once everything in it was read.
+const RELEASE_ABOVE: usize = 1 << 20;
 /// How much of an oversized frame's body is searched for its request id.
 pub const ID_PREFIX_BYTES: usize = 64 * 1024;
 
@@ -218,6 +220,12 @@ impl FrameDecoder {
 
     fn consume(&mut self, n: usize) {
         self.pos += n;
+        // A large frame's buffer goes as soon as its JSON is built, so the
+        // bytes and the value are not both held longer than the parse.
+        if self.pos == self.buf.len() && self.buf.capacity() > RELEASE_ABOVE {
+            self.buf = Vec::new();
+            self.pos = 0;
+        }
     }
 
     /// The frame starting at `pos` is bad: rescan from its second byte.
@@ -303,11 +311,18 @@ impl FrameDecoder {
         let Some(declared) = content_length else {
             return self.skipped("header block without Content-Length");
         };
+        let over_limit = (declared > self.max_frame_bytes).then_some(self.max_frame_bytes);
+        if over_limit.is_none() {
+            // Room for the whole body at once: growing by doubling would
+            // copy it several times and hold two buffers while it does.
+            let end = self.pos + body_at + declared as usize;
+            self.buf.reserve(end.saturating_sub(self.buf.len()));
+        }
         self.state = State::Body {
             body_at,
             declared,
             scanned: body_at,
-            over_limit: (declared > self.max_frame_bytes).then_some(self.max_frame_bytes),
+            over_limit,
         };
         Step::Continue
     }
@@ -340,7 +355,10 @@ impl FrameDecoder {
                     why: if unread.too_deep {
                         format!("the {declared}-byte body: {}", unread.why)
                     } else {
-                        format!("the {declared}-byte body is not valid JSON ({})", unread.why)
+                        format!(
+                            "the {declared}-byte body is not valid JSON ({})",
+                            unread.why
+                        )
                     },
                     id: unread.id,
                     too_deep: unread.too_deep,

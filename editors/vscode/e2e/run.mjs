@@ -252,6 +252,11 @@ async function main() {
     await runCommand(page, 'compactd: Toggle Auto-Compact');
     await page.locator('.notifications-toasts', { hasText: 'compactd: auto-compact is off for e2e-demo.' }).waitFor();
 
+    // The chat extension closes what it opened: closed once, then nothing to close.
+    await runCommand(page, 'compactd E2E: Close Sample Conversation');
+    await page.locator('.notifications-toasts', { hasText: 'compactd E2E: closed e2e-demo: true, then false' }).waitFor();
+    step('the sample conversation closed');
+
     // A shared compactd keeps its own configuration (the extension's
     // `compactd.follow: auto` is not applied to it), so with --shared the
     // window watches a test agent's session instead of following Claude Code.

@@ -4,6 +4,7 @@ import type * as vscode from 'vscode';
 import type { CompactRequest } from './core/requests';
 import type {
   AppendResult,
+  CloseResult,
   CompactResult,
   DidCompactNotification,
   HistoryResult,
@@ -27,6 +28,13 @@ export interface CompactdApi {
   history(sessionId: string): Promise<HistoryResult>;
   /** Compacts now; progress and the "compacted" message show in the window. */
   compact(params: CompactRequest, token?: vscode.CancellationToken): Promise<CompactResult>;
+  /**
+   * Closes a conversation this extension opened: compactd releases its log
+   * and lock (another process may open it) and cancels its running
+   * compaction, and the status bar forgets it. On a shared compactd it
+   * stays open while another client uses it (`closed: false`).
+   */
+  closeSession(sessionId: string): Promise<CloseResult>;
   /** Makes the status bar show this session. */
   showSession(sessionId: string): void;
   /**

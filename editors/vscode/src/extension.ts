@@ -109,6 +109,12 @@ export function activate(context: vscode.ExtensionContext): CompactdApi {
       refresh();
       return result;
     },
+    closeSession: async (sessionId) => {
+      const result = await requests.closeSession({ sessionId });
+      tracker.forget(sessionId);
+      refresh();
+      return result;
+    },
     append: (sessionId, messages) => requests.append({ sessionId, messages }),
     history: (sessionId) => requests.history({ sessionId }),
     compact: (params, token) => requests.compact(params, { token }),

@@ -43,9 +43,9 @@ class AsyncMethods:
         """`conversation/open`: Opens a new session, or resumes one from its log."""
         return await self._request(m.OPEN, _params(contextWindow=context_window, model=model, readOnly=read_only, sessionId=session_id, systemPrompt=system_prompt, toolDefinitions=tool_definitions))
 
-    async def close(self, session_id: str) -> t.CloseResult:
+    async def close_session(self, session_id: str) -> t.CloseResult:
         """`conversation/close`: Closes a session: releases its log and lock, cancels its running compaction (on a shared compactd, once no other connection uses it)."""
-        return await self._request(m.CLOSE, _params(sessionId=session_id))
+        return await self._request(m.CLOSE_SESSION, _params(sessionId=session_id))
 
     async def append(self, session_id: str, messages: List[t.Message]) -> t.AppendResult:
         """`conversation/append`: Appends messages to a session."""
@@ -206,9 +206,9 @@ class SyncMethods:
         """`conversation/open`: Opens a new session, or resumes one from its log."""
         return self._request(m.OPEN, _params(contextWindow=context_window, model=model, readOnly=read_only, sessionId=session_id, systemPrompt=system_prompt, toolDefinitions=tool_definitions), timeout=timeout, cancel=cancel)
 
-    def close(self, session_id: str, *, timeout: Optional[float] = None, cancel: Optional[Cancellation] = None) -> t.CloseResult:
+    def close_session(self, session_id: str, *, timeout: Optional[float] = None, cancel: Optional[Cancellation] = None) -> t.CloseResult:
         """`conversation/close`: Closes a session: releases its log and lock, cancels its running compaction (on a shared compactd, once no other connection uses it)."""
-        return self._request(m.CLOSE, _params(sessionId=session_id), timeout=timeout, cancel=cancel)
+        return self._request(m.CLOSE_SESSION, _params(sessionId=session_id), timeout=timeout, cancel=cancel)
 
     def append(self, session_id: str, messages: List[t.Message], *, timeout: Optional[float] = None, cancel: Optional[Cancellation] = None) -> t.AppendResult:
         """`conversation/append`: Appends messages to a session."""

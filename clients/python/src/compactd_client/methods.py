@@ -27,7 +27,7 @@ WORK_DONE_PROGRESS_CANCEL = "window/workDoneProgress/cancel"
 #: request: Opens a new session, or resumes one from its log.
 OPEN = "conversation/open"
 #: request: Closes a session: releases its log and lock, cancels its running compaction (on a shared compactd, once no other connection uses it).
-CLOSE = "conversation/close"
+CLOSE_SESSION = "conversation/close"
 #: requestOrNotification: Appends messages to a session.
 APPEND = "conversation/append"
 #: request: The history as the model should see it.
@@ -121,7 +121,7 @@ METHODS: Tuple[Method, ...] = (
     Method("WORK_DONE_PROGRESS_CREATE", "window/workDoneProgress/create", "serverRequest", True, None, None),
     Method("WORK_DONE_PROGRESS_CANCEL", "window/workDoneProgress/cancel", "notification", True, "WorkDoneProgressCancelParams", None),
     Method("OPEN", "conversation/open", "request", False, "OpenParams", "OpenResult"),
-    Method("CLOSE", "conversation/close", "request", False, "SessionParams", "CloseResult"),
+    Method("CLOSE_SESSION", "conversation/close", "request", False, "SessionParams", "CloseResult"),
     Method("APPEND", "conversation/append", "requestOrNotification", False, "AppendParams", "AppendResult"),
     Method("HISTORY", "conversation/history", "request", False, "SessionParams", "HistoryResult"),
     Method("COMPACT", "conversation/compact", "request", False, "CompactParams", "CompactResult"),

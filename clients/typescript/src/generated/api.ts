@@ -85,8 +85,8 @@ export class CompactdMethods extends RpcBase {
   }
 
   /** `conversation/close`: Closes a session: releases its log and lock, cancels its running compaction (on a shared compactd, once no other connection uses it). */
-  close(params: SessionParams, options?: RequestOptions): Promise<CloseResult> {
-    return this.request<CloseResult>(m.CLOSE, params, options);
+  closeSession(params: SessionParams, options?: RequestOptions): Promise<CloseResult> {
+    return this.request<CloseResult>(m.CLOSE_SESSION, params, options);
   }
 
   /** `conversation/append`: Appends messages to a session. */

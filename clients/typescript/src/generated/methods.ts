@@ -24,7 +24,7 @@ export const WORK_DONE_PROGRESS_CANCEL = 'window/workDoneProgress/cancel';
 /** request: Opens a new session, or resumes one from its log. */
 export const OPEN = 'conversation/open';
 /** request: Closes a session: releases its log and lock, cancels its running compaction (on a shared compactd, once no other connection uses it). */
-export const CLOSE = 'conversation/close';
+export const CLOSE_SESSION = 'conversation/close';
 /** requestOrNotification: Appends messages to a session. */
 export const APPEND = 'conversation/append';
 /** request: The history as the model should see it. */
@@ -109,7 +109,7 @@ export const METHODS: readonly { constant: string; name: string; kind: MethodKin
   { constant: 'WORK_DONE_PROGRESS_CREATE', name: 'window/workDoneProgress/create', kind: 'serverRequest', lsp: true, params: null, result: null },
   { constant: 'WORK_DONE_PROGRESS_CANCEL', name: 'window/workDoneProgress/cancel', kind: 'notification', lsp: true, params: 'WorkDoneProgressCancelParams', result: null },
   { constant: 'OPEN', name: 'conversation/open', kind: 'request', lsp: false, params: 'OpenParams', result: 'OpenResult' },
-  { constant: 'CLOSE', name: 'conversation/close', kind: 'request', lsp: false, params: 'SessionParams', result: 'CloseResult' },
+  { constant: 'CLOSE_SESSION', name: 'conversation/close', kind: 'request', lsp: false, params: 'SessionParams', result: 'CloseResult' },
   { constant: 'APPEND', name: 'conversation/append', kind: 'requestOrNotification', lsp: false, params: 'AppendParams', result: 'AppendResult' },
   { constant: 'HISTORY', name: 'conversation/history', kind: 'request', lsp: false, params: 'SessionParams', result: 'HistoryResult' },
   { constant: 'COMPACT', name: 'conversation/compact', kind: 'request', lsp: false, params: 'CompactParams', result: 'CompactResult' },

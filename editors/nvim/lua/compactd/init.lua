@@ -132,6 +132,22 @@ M.open = api('conversation/open', {
     state.set_meter(result.sessionId, result.meter)
   end,
 })
+--- Closes a session (default: current) when the conversation ends: compactd
+--- cancels its running compaction and releases its log and lock (another
+--- process may open it), and this Neovim forgets it. On a shared compactd it
+--- stays open while another client uses it (`closed = false`).
+--- params: {sessionId?}
+M.close = api('conversation/close', {
+  after = function(params)
+    state.forget(params.sessionId)
+    if state.own == params.sessionId then
+      state.own = nil
+      if state.current == params.sessionId then
+        state.current = nil
+      end
+    end
+  end,
+})
 --- Follows a session another client drives (a shared compactd): its meter
 --- and compactions reach this Neovim, and it becomes current, so the
 --- statusline shows it. params: {sessionId}

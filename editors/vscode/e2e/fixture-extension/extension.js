@@ -15,6 +15,12 @@ function activate(context) {
       const { ids, meter } = await compactd.append(sessionId, conversation(8));
       vscode.window.showInformationMessage(`compactd E2E: appended ${ids.length} messages to ${sessionId} (${meter.contextTokens} tokens)`);
     }),
+    vscode.commands.registerCommand('compactdE2e.closeConversation', async () => {
+      const compactd = await vscode.extensions.getExtension('compactd.compactd').activate();
+      const first = await compactd.closeSession('e2e-demo');
+      const again = await compactd.closeSession('e2e-demo');
+      vscode.window.showInformationMessage(`compactd E2E: closed e2e-demo: ${first.closed}, then ${again.closed}`);
+    }),
   );
 }
 
