@@ -3,7 +3,6 @@
 //! the depth limit. Answering with that id lets the client match the
 //! refusal. Shared by the framing (which reports it) and the decoder.
 
-use serde::Deserialize;
 use serde_json::Value;
 
 /// The top-level `id` of a JSON object that may be cut, broken or nested
@@ -59,15 +58,23 @@ fn is_id_key(quoted: &[u8]) -> bool {
     quoted == b"\"id\"" || serde_json::from_slice::<String>(quoted).is_ok_and(|key| key == "id")
 }
 
-/// The value at the start of `bytes`, when it is a number or a string.
+/// The value at the start of `bytes`, when it is a number or a string and
+/// the member ends right after it (`,` or `}`): garbage inside a number
+/// (`100\r\n0`) or the end of the input right after one (`10` of `1000`)
+/// would otherwise give another request's id.
 fn id_value(bytes: &[u8]) -> Option<Value> {
     if !matches!(bytes.first(), Some(b'"' | b'-' | b'0'..=b'9')) {
         return None;
     }
-    let mut de = serde_json::Deserializer::from_slice(bytes);
-    Value::deserialize(&mut de)
-        .ok()
-        .filter(|id| matches!(id, Value::Number(_) | Value::String(_)))
+    let mut values = serde_json::Deserializer::from_slice(bytes).into_iter::<Value>();
+    let id = values.next()?.ok()?;
+    let after = skip_ws(bytes, values.byte_offset());
+    let ends = match bytes.get(after) {
+        Some(b',' | b'}') => true,
+        Some(_) => false,
+        None => id.is_string(),
+    };
+    (ends && matches!(id, Value::Number(_) | Value::String(_))).then_some(id)
 }
 
 /// The index of the quote closing the string that opens at `start`;

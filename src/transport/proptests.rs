@@ -282,3 +282,4 @@ fn id_value() -> impl Strategy<Value = Value> {
         Just(json!([1])),
     ]
 }
+

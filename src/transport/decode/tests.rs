@@ -197,9 +197,14 @@ fn leading_id_reads_cut_objects() {
         ),
         (r#"{"params":{"id":9,"t":"cut"#, None),
         (
-            r#"{"method":"m","params":{"a":[{"id":9}]},"id":6"#,
+            r#"{"method":"m","params":{"a":[{"id":9}]},"id":6,"#,
             Some(json!(6)),
         ),
+        // A number right at the cut may be cut itself (6 of 60).
+        (r#"{"method":"m","id":6"#, None),
+        (r#"{"method":"m","id":"s-6""#, Some(json!("s-6"))),
+        // Garbage inside the number: not an id at all.
+        ("{\"id\":100\r\n0,\"method\":\"m\"}", None),
         (r#"{"i\u0064":8,"#, Some(json!(8))),
         (r#"{"id":true,"#, None),
         (r#"{"jsonrpc":"2.0","#, None),
