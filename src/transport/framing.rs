@@ -40,7 +40,7 @@
 use serde_json::Value;
 
 use super::body;
-use super::leading_id::leading_id;
+use super::leading_id::leading_id_at;
 
 /// The default cap on one frame's body: 256 MiB fits any real transcript.
 pub const DEFAULT_MAX_FRAME_BYTES: u64 = 256 * 1024 * 1024;
@@ -108,6 +108,13 @@ pub struct FrameDecoder {
     state: State,
     max_frame_bytes: u64,
     eof: bool,
+    /// Bytes dropped from the front of `buf` so far: `base + i` is where
+    /// `buf[i]` stands in the whole input.
+    base: u64,
+    /// Where the ids of the latest refused frames stood in the whole input:
+    /// a rescan may read a bad frame's bytes again as another frame, and
+    /// one request is answered once.
+    answered_ids: std::collections::VecDeque<u64>,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -158,6 +165,8 @@ impl FrameDecoder {
             state: State::Header(HeaderScan::default()),
             max_frame_bytes,
             eof: false,
+            base: 0,
+            answered_ids: std::collections::VecDeque::new(),
         }
     }
 
@@ -172,6 +181,7 @@ impl FrameDecoder {
         // the copying stays linear overall.
         if self.pos > 0 && self.pos * 2 >= self.buf.len() {
             self.buf.drain(..self.pos);
+            self.base += self.pos as u64;
             self.pos = 0;
         }
         self.buf.extend_from_slice(bytes);
@@ -224,6 +234,7 @@ impl FrameDecoder {
         // bytes and the value are not both held longer than the parse.
         if self.pos == self.buf.len() && self.buf.capacity() > RELEASE_ABOVE {
             self.buf = Vec::new();
+            self.base += self.pos as u64;
             self.pos = 0;
         }
     }
@@ -343,7 +354,8 @@ impl FrameDecoder {
         if available >= needed {
             let body = &self.pending()[body_at..body_at + needed];
             if let Some(limit) = over_limit {
-                return self.too_large(declared, limit, leading_id(body));
+                let id = self.answer_id(body_at, needed);
+                return self.too_large(declared, limit, id);
             }
             return match body::parse(body) {
                 Ok(value) => {
@@ -351,18 +363,22 @@ impl FrameDecoder {
                     self.state = State::Header(HeaderScan::default());
                     Step::Emit(FrameEvent::Json(value))
                 }
-                Err(unread) => self.bad(FrameEvent::InvalidJson {
-                    why: if unread.too_deep {
-                        format!("the {declared}-byte body: {}", unread.why)
-                    } else {
-                        format!(
-                            "the {declared}-byte body is not valid JSON ({})",
-                            unread.why
-                        )
-                    },
-                    id: unread.id,
-                    too_deep: unread.too_deep,
-                }),
+                Err(unread) => {
+                    // The id as `body::parse` read it, answered once.
+                    let id = self.answer_id(body_at, needed);
+                    self.bad(FrameEvent::InvalidJson {
+                        why: if unread.too_deep {
+                            format!("the {declared}-byte body: {}", unread.why)
+                        } else {
+                            format!(
+                                "the {declared}-byte body is not valid JSON ({})",
+                                unread.why
+                            )
+                        },
+                        id,
+                        too_deep: unread.too_deep,
+                    })
+                }
             };
         }
         // Not all there: a header line inside the body proves the declared
@@ -384,22 +400,41 @@ impl FrameDecoder {
             (None, false) => return Step::Wait,
         };
         if let Some(limit) = over_limit {
-            let id = leading_id(&self.pending()[body_at..end]);
+            let id = self.answer_id(body_at, end - body_at);
             return self.too_large(declared, limit, id);
         }
         match cut_at {
-            Some(at) => self.bad(FrameEvent::InvalidJson {
-                why: format!(
-                    "Content-Length says {declared} bytes but the next header starts after {}",
-                    at - body_at
-                ),
-                id: leading_id(&self.pending()[body_at..at]),
-                too_deep: false,
-            }),
+            Some(at) => {
+                let id = self.answer_id(body_at, at - body_at);
+                self.bad(FrameEvent::InvalidJson {
+                    why: format!(
+                        "Content-Length says {declared} bytes but the next header starts after {}",
+                        at - body_at
+                    ),
+                    id,
+                    too_deep: false,
+                })
+            }
             None => self.skipped(format!(
                 "end of input inside a frame body ({available} of {declared} bytes)"
             )),
         }
+    }
+
+    /// The id to answer the bad frame whose body is the `len` bytes at
+    /// `body_at` with: the one `leading_id` reads there, unless those very
+    /// bytes were answered already (a rescan reading them again).
+    fn answer_id(&mut self, body_at: usize, len: usize) -> Option<Value> {
+        let (id, offset) = leading_id_at(&self.pending()[body_at..body_at + len])?;
+        let at = self.base + (self.pos + body_at + offset) as u64;
+        if self.answered_ids.contains(&at) {
+            return None;
+        }
+        if self.answered_ids.len() == 16 {
+            self.answered_ids.pop_front();
+        }
+        self.answered_ids.push_back(at);
+        Some(id)
     }
 
     fn too_large(&mut self, declared: u64, limit: u64, id: Option<Value>) -> Step {

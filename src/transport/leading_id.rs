@@ -11,6 +11,12 @@ use serde_json::Value;
 /// first, but not all do). The scan keeps no stack, so any nesting depth
 /// costs nothing. `None` when there is none to be seen.
 pub fn leading_id(bytes: &[u8]) -> Option<Value> {
+    leading_id_at(bytes).map(|(id, _)| id)
+}
+
+/// `leading_id`, with the offset of the id's value in `bytes` (the framing
+/// answers one stretch of bytes once, however often a rescan reads it).
+pub fn leading_id_at(bytes: &[u8]) -> Option<(Value, usize)> {
     let mut at = skip_ws(bytes, 0);
     if bytes.get(at) != Some(&b'{') {
         return None;
@@ -26,7 +32,8 @@ pub fn leading_id(bytes: &[u8]) -> Option<Value> {
                 if depth == 1 && key_next {
                     let colon = skip_ws(bytes, end + 1);
                     if bytes.get(colon) == Some(&b':') && is_id_key(&bytes[at..=end]) {
-                        return id_value(&bytes[skip_ws(bytes, colon + 1)..]);
+                        let value_at = skip_ws(bytes, colon + 1);
+                        return id_value(&bytes[value_at..]).map(|id| (id, value_at));
                     }
                     key_next = false;
                 }

@@ -282,4 +282,3 @@ fn id_value() -> impl Strategy<Value = Value> {
         Just(json!([1])),
     ]
 }
-
