@@ -311,53 +311,7 @@ impl Server {
     fn handle_message(&mut self, conn: ConnectionId, message: Message) -> Option<i32> {
         match message {
             Message::Request(request) => {
-                let Some(id) = self.clients.accept_request(conn, request.id.clone()) else {
-                    let message = format!(
-                        "invalid request: id {} is already in use by a request still in flight; `{}` was not run (use a new id for each request)",
-                        request.id, request.method
-                    );
-                    tracing::error!("{message}");
-                    let id = serde_json::to_value(&request.id).expect("ids serialize");
-                    self.clients.send_json_to(
-                        conn,
-                        transport::decode::error_response(
-                            &id,
-                            ErrorCode::InvalidRequest as i32,
-                            &message,
-                        ),
-                    );
-                    return None;
-                };
-                let mut request = lsp_server::Request {
-                    id: id.clone(),
-                    ..request
-                };
-                self.accept_token(conn, &mut request.params);
-                let reply = match self.phase(conn) {
-                    Phase::Uninitialized if request.method != methods::INITIALIZE => {
-                        Reply::Now(Err(RpcError::new(
-                            ErrorCode::ServerNotInitialized,
-                            "server not initialized: send `initialize` first",
-                        )))
-                    }
-                    // Configuration, watcher and data dir stay as the
-                    // first `initialize` set them; on the shared sidecar
-                    // each connection initializes once.
-                    Phase::Running if request.method == methods::INITIALIZE => {
-                        Reply::Now(Err(self.already_initialized()))
-                    }
-                    Phase::ShuttingDown => Reply::Now(Err(RpcError::new(
-                        ErrorCode::InvalidRequest,
-                        "server is shutting down: only `exit` is accepted",
-                    ))),
-                    _ => match self.bring_back_named(&request.method, &request.params) {
-                        Ok(()) => routes::request(self, request),
-                        Err(error) => Reply::Now(Err(error)),
-                    },
-                };
-                if let Reply::Now(result) = reply {
-                    self.respond(id, result);
-                }
+                self.handle_request(conn, request);
                 None
             }
             Message::Notification(mut notification) => {
@@ -398,6 +352,56 @@ impl Server {
                 }
                 None
             }
+        }
+    }
+
+    /// Handles one request: refused when its id is already in flight on
+    /// its connection, before `initialize`, after `shutdown`, or when the
+    /// session it names cannot be brought back; else routed. Answered here
+    /// unless a background job owns the answer.
+    fn handle_request(&mut self, conn: ConnectionId, request: lsp_server::Request) {
+        let Some(id) = self.clients.accept_request(conn, request.id.clone()) else {
+            let message = format!(
+                "invalid request: id {} is already in use by a request still in flight; `{}` was not run (use a new id for each request)",
+                request.id, request.method
+            );
+            tracing::error!("{message}");
+            let id = serde_json::to_value(&request.id).expect("ids serialize");
+            self.clients.send_json_to(
+                conn,
+                transport::decode::error_response(&id, ErrorCode::InvalidRequest as i32, &message),
+            );
+            return;
+        };
+        let mut request = lsp_server::Request {
+            id: id.clone(),
+            ..request
+        };
+        self.accept_token(conn, &mut request.params);
+        let reply = match self.phase(conn) {
+            Phase::Uninitialized if request.method != methods::INITIALIZE => {
+                Reply::Now(Err(RpcError::new(
+                    ErrorCode::ServerNotInitialized,
+                    "server not initialized: send `initialize` first",
+                )))
+            }
+            // Configuration, watcher and data dir stay as the
+            // first `initialize` set them; on the shared sidecar
+            // each connection initializes once.
+            Phase::Running if request.method == methods::INITIALIZE => {
+                Reply::Now(Err(self.already_initialized()))
+            }
+            Phase::ShuttingDown => Reply::Now(Err(RpcError::new(
+                ErrorCode::InvalidRequest,
+                "server is shutting down: only `exit` is accepted",
+            ))),
+            _ => match self.bring_back_named(&request.method, &request.params) {
+                Ok(()) => routes::request(self, request),
+                Err(error) => Reply::Now(Err(error)),
+            },
+        };
+        if let Reply::Now(result) = reply {
+            self.respond(id, result);
         }
     }
 

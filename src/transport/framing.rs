@@ -352,34 +352,11 @@ impl FrameDecoder {
         };
         let available = self.pending().len() - body_at;
         if available >= needed {
-            let body = &self.pending()[body_at..body_at + needed];
             if let Some(limit) = over_limit {
                 let id = self.answer_id(body_at, needed);
                 return self.too_large(declared, limit, id);
             }
-            return match body::parse(body) {
-                Ok(value) => {
-                    self.consume(body_at + needed);
-                    self.state = State::Header(HeaderScan::default());
-                    Step::Emit(FrameEvent::Json(value))
-                }
-                Err(unread) => {
-                    // The id as `body::parse` read it, answered once.
-                    let id = self.answer_id(body_at, needed);
-                    self.bad(FrameEvent::InvalidJson {
-                        why: if unread.too_deep {
-                            format!("the {declared}-byte body: {}", unread.why)
-                        } else {
-                            format!(
-                                "the {declared}-byte body is not valid JSON ({})",
-                                unread.why
-                            )
-                        },
-                        id,
-                        too_deep: unread.too_deep,
-                    })
-                }
-            };
+            return self.whole_body(body_at, needed);
         }
         // Not all there: a header line inside the body proves the declared
         // length wrong (see the module docs), so stop waiting for the rest.
@@ -418,6 +395,31 @@ impl FrameDecoder {
             None => self.skipped(format!(
                 "end of input inside a frame body ({available} of {declared} bytes)"
             )),
+        }
+    }
+
+    /// The body of `needed` bytes at `body_at` arrived whole: one JSON
+    /// document, or a bad frame answered under its id when it has one.
+    fn whole_body(&mut self, body_at: usize, needed: usize) -> Step {
+        match body::parse(&self.pending()[body_at..body_at + needed]) {
+            Ok(value) => {
+                self.consume(body_at + needed);
+                self.state = State::Header(HeaderScan::default());
+                Step::Emit(FrameEvent::Json(value))
+            }
+            Err(unread) => {
+                // The id as `body::parse` read it, answered once.
+                let id = self.answer_id(body_at, needed);
+                self.bad(FrameEvent::InvalidJson {
+                    why: if unread.too_deep {
+                        format!("the {needed}-byte body: {}", unread.why)
+                    } else {
+                        format!("the {needed}-byte body is not valid JSON ({})", unread.why)
+                    },
+                    id,
+                    too_deep: unread.too_deep,
+                })
+            }
         }
     }
 

@@ -247,7 +247,7 @@ fn any_failure_prints_a_short_fallback_and_exits_0() {
     let fifo_input = json!({"transcript_path": fifo}).to_string();
     let line = home.render(&fifo_input, &[], &[]);
     assert!(
-        line.starts_with("⛁ compactd: ") && line.ends_with("not a regular file"),
+        line.starts_with("⛁ compactd: ") && line.ends_with("not a regular file (a FIFO or pipe)"),
         "{line}"
     );
 }

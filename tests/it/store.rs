@@ -114,13 +114,7 @@ fn durability_is_a_setting_with_two_values() {
 fn session_logs_and_lock_files_that_are_not_regular_files_are_refused() {
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path();
-    let mkfifo = |path: &std::path::Path| {
-        let status = std::process::Command::new("mkfifo")
-            .arg(path)
-            .status()
-            .unwrap();
-        assert!(status.success());
-    };
+    let mkfifo = crate::support::mkfifo;
     mkfifo(&data.join("fifo.jsonl"));
     std::os::unix::fs::symlink("/dev/zero", data.join("zero.jsonl")).unwrap();
     mkfifo(&data.join("fifolock.lock"));
