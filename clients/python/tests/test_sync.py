@@ -165,6 +165,7 @@ def test_every_method_of_the_table_has_a_typed_function_that_the_server_accepts(
         assert client.subscribe("all")["open"] is True
         assert client.unsubscribe("all")["wasSubscribed"] is True
         client.authenticate("only a WebSocket connection needs one")
+        assert client.close_session("all") == {"sessionId": "all", "closed": True}
 
     own = {m.name for m in methods.METHODS if m.params is not None and m.kind != "serverNotification"}
     assert own == set(called), f"not called: {own - set(called)}"

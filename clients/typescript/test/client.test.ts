@@ -156,6 +156,7 @@ describe('a conversation', () => {
       assert.equal((await client.subscribe({ sessionId: 'all' })).open, true);
       assert.equal((await client.unsubscribe({ sessionId: 'all' })).wasSubscribed, true);
       await client.authenticate({ token: 'only a WebSocket connection needs one' });
+      assert.deepEqual(await client.closeSession({ sessionId: 'imported' }), { sessionId: 'imported', closed: true });
       const meter = next<TokensNotification>('the meter with the new limit', (h) => client.onTokens(h), (n) => n.sessionId === 'all');
       await client.changeConfiguration({ autoCompactTokenLimit: 1234 });
       assert.equal((await meter).autoCompactAt, 1234);
