@@ -14,6 +14,8 @@ cargo test --all-targets
 echo "== nvim plugin (editors/nvim)"
 cargo build --quiet
 editors/nvim/tests/run.sh
+echo "== LSP conformance (pygls + pytest-lsp)"
+tests/conformance/run.sh
 echo "== clients (TypeScript, Python)"
 clients/test.sh
 echo "== integrations (pi extension, example agent)"
