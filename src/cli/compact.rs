@@ -1,6 +1,7 @@
 //! `compactd compact FILE`: import, compact once, print (and optionally
 //! write the compacted session as our log).
 
+use super::out::outln;
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
@@ -100,9 +101,9 @@ pub async fn run(args: &CompactArgs, no_user_config: bool) -> Result<(), CliErro
         }) => {
             let result = CompactResult::not_compacted(reason, tokens_before, config.strategy);
             if args.common.json {
-                super::print_json(&report(result, None));
+                super::print_json(&report(result, None))?;
             } else {
-                println!(
+                outln!(
                     "Nothing to compact: {}; tokens {tokens_before} → {tokens_before}",
                     result.reason.as_deref().unwrap_or_default()
                 );
@@ -119,9 +120,9 @@ pub async fn run(args: &CompactArgs, no_user_config: bool) -> Result<(), CliErro
         _ => None,
     };
     if args.common.json {
-        super::print_json(&report(compacted.result, out));
+        super::print_json(&report(compacted.result, out))?;
     } else {
-        print_text(&job, &compacted.result, out);
+        print_text(&job, &compacted.result, out)?;
     }
     Ok(())
 }
@@ -188,8 +189,12 @@ async fn summarize(
     })
 }
 
-fn print_text(job: &CompactionJob, result: &CompactResult, out: Option<String>) {
-    println!("{}\n", result.summary);
+fn print_text(
+    job: &CompactionJob,
+    result: &CompactResult,
+    out: Option<String>,
+) -> Result<(), CliError> {
+    outln!("{}\n", result.summary);
     let change = match (job.strategy, result.compacted) {
         (Strategy::Handoff, _) => {
             format!("handed off: {} messages → summary", job.messages_summarized)
@@ -204,10 +209,11 @@ fn print_text(job: &CompactionJob, result: &CompactResult, out: Option<String>) 
         ),
         _ => format!("compacted: {} messages → summary", job.messages_summarized),
     };
-    println!("{}", summary_line(&change, result));
+    outln!("{}", summary_line(&change, result));
     if let Some(out) = out {
-        println!("Compacted session written to {out}");
+        outln!("Compacted session written to {out}");
     }
+    Ok(())
 }
 
 /// `Conversation compacted: N messages → summary; tokens A → B (saved S, x%)`,

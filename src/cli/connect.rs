@@ -7,6 +7,7 @@
 //! stdout with its `Content-Length` header, in order.
 
 use super::args::ConnectArgs;
+use super::out::outln;
 use super::CliError;
 use crate::transport::discovery;
 use crate::transport::ws_client::{self, Receiver, Sender};
@@ -38,7 +39,7 @@ async fn check(args: &ConnectArgs) -> Result<(), CliError> {
         .ok_or_else(|| CliError::Failure("no default discovery file path".into()))?;
     match discovery::live(&path).await? {
         Some(found) => {
-            println!("{}", found.url);
+            outln!("{}", found.url);
             Ok(())
         }
         None => Err(CliError::Failure(format!(

@@ -5,6 +5,7 @@
 pub mod args;
 mod compact;
 mod connect;
+mod out;
 mod progress;
 mod replay;
 mod stats;
@@ -33,6 +34,8 @@ pub enum CliError {
     Usage(String),
     /// Anything else: exit 1.
     Failure(String),
+    /// Whoever read stdout stopped reading (a closed pipe): exit 0, quietly.
+    Closed,
 }
 
 impl<E: std::error::Error> From<E> for CliError {
@@ -63,7 +66,7 @@ pub fn run(command: Command, no_user_config: bool) -> ExitCode {
     // not finish until the client closes our stdin.
     runtime.shutdown_background();
     match result {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(()) | Err(CliError::Closed) => ExitCode::SUCCESS,
         Err(CliError::Usage(message)) => {
             eprintln!("compactd: {message}");
             ExitCode::from(2)
@@ -205,9 +208,6 @@ fn thousands(n: u64) -> String {
     out
 }
 
-fn print_json(value: &impl serde::Serialize) {
-    println!(
-        "{}",
-        serde_json::to_string_pretty(value).expect("reports serialize")
-    );
+fn print_json(value: &impl serde::Serialize) -> Result<(), CliError> {
+    out::line(serde_json::to_string_pretty(value).expect("reports serialize"))
 }

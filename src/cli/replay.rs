@@ -2,6 +2,7 @@
 //! session one at a time, as a client would append them; whenever the
 //! auto-compaction decision fires, the offline summarizer compacts.
 
+use super::out::outln;
 use serde::Serialize;
 
 use super::args::ReplayArgs;
@@ -126,9 +127,9 @@ pub async fn run(args: &ReplayArgs, no_user_config: bool) -> Result<(), CliError
     bar.finish_and_clear();
     report.final_tokens = window::meter(&config, &session).context_tokens;
     if args.common.json {
-        super::print_json(&report);
+        super::print_json(&report)?;
     } else {
-        print_text(&report);
+        print_text(&report)?;
     }
     Ok(())
 }
@@ -213,8 +214,8 @@ fn shifted(message: &Message, shift: i64) -> Message {
     message
 }
 
-fn print_text(report: &ReplayReport) {
-    println!(
+fn print_text(report: &ReplayReport) -> Result<(), CliError> {
+    outln!(
         "Replaying {} ({}, {} messages) with a {}-token window; auto-compaction at {} tokens",
         report.file,
         report.format,
@@ -223,7 +224,7 @@ fn print_text(report: &ReplayReport) {
         thousands(report.auto_compact_at)
     );
     if report.source_compactions > 0 {
-        println!(
+        outln!(
             "({} compactions recorded in the transcript are ignored: compactd decides)",
             report.source_compactions
         );
@@ -234,7 +235,7 @@ fn print_text(report: &ReplayReport) {
         } else {
             String::new()
         };
-        println!(
+        outln!(
             "compaction {} after message {}/{}{line}: trigger {}; {}; tokens {} → {}; {} messages summarized; {} ms",
             n + 1,
             c.after_message,
@@ -248,9 +249,9 @@ fn print_text(report: &ReplayReport) {
         );
     }
     if let Some((position, reason)) = &report.stopped {
-        println!("after message {position}: {reason}");
+        outln!("after message {position}: {reason}");
     }
-    println!(
+    outln!(
         "{} compaction{}; final context {} tokens ({:.1}% of the window)",
         report.compactions.len(),
         if report.compactions.len() == 1 {
@@ -261,6 +262,7 @@ fn print_text(report: &ReplayReport) {
         thousands(report.final_tokens),
         report.final_tokens as f64 * 100.0 / report.window as f64
     );
+    Ok(())
 }
 
 /// `percent+reserve`.

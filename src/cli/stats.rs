@@ -1,6 +1,7 @@
 //! `compactd stats FILE...`: what each transcript holds, and how close
 //! compactd's meter comes to what the provider reported.
 
+use super::out::outln;
 use serde::Serialize;
 
 use super::args::StatsArgs;
@@ -155,18 +156,19 @@ pub fn run(args: &StatsArgs, no_user_config: bool) -> Result<(), CliError> {
                 bar.suspend(|| eprintln!("compactd: {message}"));
                 failures.push(message);
             }
+            Err(CliError::Closed) => return Err(CliError::Closed),
         }
         bar.inc(1);
     }
     bar.finish_and_clear();
     if args.common.json {
-        super::print_json(&reports);
+        super::print_json(&reports)?;
     } else {
         for (n, stats) in reports.iter().enumerate() {
             if n > 0 {
-                println!();
+                outln!();
             }
-            print_text(stats);
+            print_text(stats)?;
         }
     }
     match failures.len() {
@@ -313,26 +315,27 @@ fn score(
 }
 
 /// The meter's errors against the provider, and the calibration.
-fn print_accuracy(peak_reported_context: Option<u64>, a: &Accuracy) {
+fn print_accuracy(peak_reported_context: Option<u64>, a: &Accuracy) -> Result<(), CliError> {
     match peak_reported_context {
-        None => println!("meter         no provider usage in the transcript to compare with"),
+        None => outln!("meter         no provider usage in the transcript to compare with"),
         Some(peak) => {
-            println!(
+            outln!(
                 "meter         against the provider's reported prompt at each assistant turn (peak {}):",
                 thousands(peak)
             );
-            let line = |name: &str, e: &ErrorStats| {
+            let line = |name: &str, e: &ErrorStats| -> Result<(), CliError> {
                 if e.turns == 0 {
-                    println!("                {name}: no turns to compare");
+                    outln!("                {name}: no turns to compare");
                 } else {
-                    println!(
+                    outln!(
                         "                {name}: {} turns, mean error {:.1}% (bias {:+.1}%), max {:.1}% (message {})",
                         e.turns, e.mean_abs_percent, e.mean_percent, e.max_abs_percent, e.worst_message
                     );
                 }
+                Ok(())
             };
-            line("meter (latest usage + count of newer messages)", &a.meter);
-            line("count alone (no overhead)", &a.estimate);
+            line("meter (latest usage + count of newer messages)", &a.meter)?;
+            line("count alone (no overhead)", &a.estimate)?;
             line(
                 &format!(
                     "count calibrated (overhead {} + {:.2} × count)",
@@ -340,9 +343,9 @@ fn print_accuracy(peak_reported_context: Option<u64>, a: &Accuracy) {
                     a.scale
                 ),
                 &a.calibrated,
-            );
+            )?;
             for c in &a.after_compactions {
-                println!(
+                outln!(
                     "                after a compaction (message {}): meter {} ({:+.1}%), count alone {} ({:+.1}%), provider {}",
                     c.message,
                     thousands(c.meter),
@@ -354,6 +357,7 @@ fn print_accuracy(peak_reported_context: Option<u64>, a: &Accuracy) {
             }
         }
     }
+    Ok(())
 }
 
 /// (ours − provider) / provider, in percent.
@@ -361,36 +365,40 @@ fn percent_off(ours: u64, provider: u64) -> f64 {
     (ours as f64 - provider as f64) * 100.0 / provider as f64
 }
 
-fn print_text(s: &FileStats) {
-    println!("== {} ({})", s.file, s.format);
+fn print_text(s: &FileStats) -> Result<(), CliError> {
+    outln!("== {} ({})", s.file, s.format);
     let r = &s.by_role;
-    println!(
+    outln!(
         "messages      {}: {} user, {} assistant, {} tool results, {} system",
-        s.messages, r.user, r.assistant, r.tool, r.system
+        s.messages,
+        r.user,
+        r.assistant,
+        r.tool,
+        r.system
     );
-    println!(
+    outln!(
         "tool calls    {} calls, {} results: {} paired, {} orphan results, {} calls without a result",
         s.tool_calls, s.tool_results, s.paired_results, s.orphan_results, s.calls_without_result
     );
-    println!(
+    outln!(
         "files         {} read, {} modified",
         s.files_read.len(),
         s.files_modified.len()
     );
-    println!(
+    outln!(
         "source        model {}; {} compactions recorded; {} lines skipped",
         s.model.as_deref().unwrap_or("unknown"),
         s.source_compactions,
         s.skipped
     );
     for reason in &s.skipped_reasons {
-        println!("                {reason}");
+        outln!("                {reason}");
     }
-    print_accuracy(s.peak_reported_context, &s.accuracy);
+    print_accuracy(s.peak_reported_context, &s.accuracy)?;
     let auto = &s.auto_compaction;
     match auto.fires_after_message {
         Some(position) => {
-            println!(
+            outln!(
             "auto-compact  window {}, limit {}: first fires after message {}{} at {} tokens ({})",
             thousands(auto.window),
             thousands(auto.auto_compact_at),
@@ -400,7 +408,7 @@ fn print_text(s: &FileStats) {
             trigger_names(&auto.triggers)
         )
         }
-        None => println!(
+        None => outln!(
             "auto-compact  window {}, limit {}: never fires (peak meter {})",
             thousands(auto.window),
             thousands(auto.auto_compact_at),
@@ -408,6 +416,7 @@ fn print_text(s: &FileStats) {
         ),
     }
     for subagent in &s.subagents {
-        println!("subagent      {subagent}");
+        outln!("subagent      {subagent}");
     }
+    Ok(())
 }

@@ -44,10 +44,14 @@ pub fn run(args: &StatuslineArgs, no_user_config: bool) -> ExitCode {
         .map_err(|e| format!("stdin: {e}"))
         .and_then(|_| render(&input, args, no_user_config));
     match line {
-        Ok(line) => println!("{line}"),
+        // A status line that cannot be written (Claude Code stopped reading)
+        // is no failure either: nothing is printed, exit 0.
+        Ok(line) => {
+            let _ = super::out::line(line);
+        }
         Err(why) => {
             eprintln!("compactd statusline: {why}");
-            println!("⛁ compactd: {}", short(&why));
+            let _ = super::out::line(format_args!("⛁ compactd: {}", short(&why)));
         }
     }
     ExitCode::SUCCESS

@@ -658,3 +658,34 @@ fn commands_read_regular_files_under_the_cap_only() {
         "{stderr}"
     );
 }
+
+/// A reader that stops reading (`| head -1`) ends a transcript command
+/// quietly with exit 0: no panic, no error line. The reader here closes
+/// its end before the command writes anything, so every write fails.
+#[test]
+fn a_closed_pipe_ends_a_command_quietly() {
+    let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/conversation.json");
+    let example = example.to_str().unwrap();
+    let runs: [&[&str]; 5] = [
+        &["compact", example, "--keep-recent-tokens", "300"],
+        &["compact", example, "--keep-recent-tokens", "300", "--json"],
+        &["stats", example],
+        &["stats", example, "--json"],
+        &["replay", example, "--window", "2000"],
+    ];
+    for args in runs {
+        let mut child = compactd()
+            .args(args)
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        drop(child.stdout.take());
+        let output = child.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(0), "{args:?}: {stderr}");
+        assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
+        assert!(!stderr.contains("Broken pipe"), "{args:?}: {stderr}");
+    }
+}
