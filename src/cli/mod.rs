@@ -140,21 +140,49 @@ fn import_file(
     quiet: bool,
     config: &Config,
 ) -> Result<Imported, CliError> {
-    let spinner = progress::spinner(format!("reading {}", path.display()), quiet);
+    import_file_under(path, format, quiet, config, None)
+}
+
+/// `import_file`, reporting on `bar` (the bar over several files) instead
+/// of a spinner of its own: its notes are printed above the bar, so no
+/// copy of the bar stays frozen on the terminal.
+fn import_file_under(
+    path: &Path,
+    format: Option<Format>,
+    quiet: bool,
+    config: &Config,
+    bar: Option<&indicatif::ProgressBar>,
+) -> Result<Imported, CliError> {
+    let spinner = match bar {
+        Some(bar) => {
+            bar.set_message(format!("reading {}", path.display()));
+            None
+        }
+        None => Some(progress::spinner(
+            format!("reading {}", path.display()),
+            quiet,
+        )),
+    };
     let imported = import::read_file(path, format, config.max_import_bytes);
-    spinner.finish_and_clear();
+    if let Some(spinner) = spinner {
+        spinner.finish_and_clear();
+    }
     let mut imported = imported?;
     imported.track_files(
         &FileTools::new(&config.file_tools),
         &disk::workspace(Vec::new()),
     );
     if !quiet && imported.skipped.total() > 0 {
-        eprintln!(
+        let note = format!(
             "compactd: {}: skipped {} of its lines ({})",
             path.display(),
             imported.skipped.total(),
             imported.skipped.reasons().join("; ")
         );
+        match bar {
+            Some(bar) => bar.suspend(|| eprintln!("{note}")),
+            None => eprintln!("{note}"),
+        }
     }
     Ok(imported)
 }

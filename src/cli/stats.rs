@@ -7,7 +7,7 @@ use serde::Serialize;
 use super::args::StatsArgs;
 use super::replay::trigger_names;
 use super::{
-    import_file, message_or_apply, resolve_config, session_env, thousands, walking_session,
+    import_file_under, message_or_apply, resolve_config, session_env, thousands, walking_session,
     CliError,
 };
 use crate::compaction::trigger::TriggerKind;
@@ -146,7 +146,13 @@ pub fn run(args: &StatsArgs, no_user_config: bool) -> Result<(), CliError> {
     let mut reports = Vec::new();
     let mut failures = Vec::new();
     for path in &args.files {
-        match import_file(path, args.common.format.format(), quiet, &config) {
+        match import_file_under(
+            path,
+            args.common.format.format(),
+            quiet,
+            &config,
+            Some(&bar),
+        ) {
             Ok(imported) => {
                 let mut stats = file_stats(&imported, &config, args.window);
                 stats.file = path.display().to_string();

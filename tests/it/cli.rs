@@ -689,3 +689,46 @@ fn a_closed_pipe_ends_a_command_quietly() {
         assert!(!stderr.contains("Broken pipe"), "{args:?}: {stderr}");
     }
 }
+
+/// On a terminal, `stats` over several files draws one bar and prints its
+/// notes above it; once the report is out, no copy of the bar is left on
+/// the screen. The screen is tmux's, as a person would see it.
+#[test]
+fn stats_leaves_no_frozen_bar_on_the_terminal() {
+    let Some(dir) = transcripts_dir() else { return };
+    if Command::new("tmux").arg("-V").output().is_err() {
+        println!("SKIP: tmux is absent; it renders the terminal for this test");
+        return;
+    }
+    let mut files: Vec<String> = std::fs::read_dir(dir.join("claude-code-jsonl"))
+        .unwrap()
+        .flatten()
+        .flat_map(|d| std::fs::read_dir(d.path()).unwrap().flatten())
+        .map(|f| f.path().display().to_string())
+        .filter(|f| f.ends_with(".jsonl"))
+        .collect();
+    files.sort();
+    let socket = format!("compactd-test-{}", std::process::id());
+    let tmux = |args: &[&str]| {
+        Command::new("tmux")
+            .args(["-L", &socket])
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let command = format!(
+        "{} --no-user-config stats {}; tmux -L {socket} wait-for -S stats-done; sleep 600",
+        env!("CARGO_BIN_EXE_compactd"),
+        files.join(" ")
+    );
+    let started = tmux(&["new-session", "-d", "-s", "t", "-x", "220", "-y", "300", &command]);
+    assert!(started.status.success(), "{started:?}");
+    // Blocks until the shell in the pane signals that stats ended.
+    tmux(&["wait-for", "stats-done"]);
+    let screen = String::from_utf8_lossy(&tmux(&["capture-pane", "-p", "-S", "-", "-t", "t"]).stdout)
+        .into_owned();
+    tmux(&["kill-server"]);
+    assert!(screen.contains("skipped"), "notes are shown: {screen}");
+    assert!(screen.contains("auto-compact  window"), "{screen}");
+    assert!(!screen.contains("reading transcripts ["), "a frozen bar: {screen}");
+}
