@@ -103,9 +103,10 @@ pub async fn run(args: &CompactArgs, no_user_config: bool) -> Result<(), CliErro
             if args.common.json {
                 super::print_json(&report(result, None))?;
             } else {
+                // The reason starts "nothing to compact: …" itself.
                 outln!(
-                    "Nothing to compact: {}; tokens {tokens_before} → {tokens_before}",
-                    result.reason.as_deref().unwrap_or_default()
+                    "{}; tokens {tokens_before} → {tokens_before}",
+                    capitalized(result.reason.as_deref().unwrap_or("nothing to compact"))
                 );
             }
             return Ok(());
@@ -210,6 +211,11 @@ fn print_text(
         _ => format!("compacted: {} messages → summary", job.messages_summarized),
     };
     outln!("{}", summary_line(&change, result));
+    // A summary the fallback wrote is said on stdout too, not only on
+    // stderr and in `--json`: the reader must know what wrote it.
+    if let (true, Some(why)) = (result.degraded, &result.degraded_reason) {
+        outln!("Written by the {} summarizer: {why}", result.summarizer);
+    }
     if let Some(out) = out {
         outln!("Compacted session written to {out}");
     }
@@ -299,5 +305,14 @@ fn lock_destination(path: &Path) -> Result<Option<SessionLock>, CliError> {
             pid.map_or("pid not recorded".to_string(), |p| format!("pid {p}"))
         ))),
         Err(LockError::Io(e)) => Err(CliError::Failure(format!("{}: {e}", path.display()))),
+    }
+}
+
+/// `nothing to compact: …` → `Nothing to compact: …`.
+fn capitalized(text: &str) -> String {
+    let mut chars = text.chars();
+    match chars.next() {
+        Some(first) => first.to_uppercase().chain(chars).collect(),
+        None => String::new(),
     }
 }

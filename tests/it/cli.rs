@@ -732,3 +732,41 @@ fn stats_leaves_no_frozen_bar_on_the_terminal() {
     assert!(screen.contains("auto-compact  window"), "{screen}");
     assert!(!screen.contains("reading transcripts ["), "a frozen bar: {screen}");
 }
+
+/// When the configured LLM summarizer fails and the offline one writes the
+/// summary, text output says so on stdout, not only on stderr and in
+/// `--json`; and "nothing to compact" is said once.
+#[test]
+fn compact_says_on_stdout_which_summarizer_wrote_the_summary() {
+    let work = tempfile::tempdir().unwrap();
+    std::fs::write(
+        work.path().join("compactd.toml"),
+        "[summarizer]\nprovider = \"openai\"\nbaseUrl = \"http://127.0.0.1:9/v1\"\nmodel = \"gone\"\napiKeyEnv = \"COMPACTD_TEST_GONE_KEY\"\n",
+    )
+    .unwrap();
+    let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/conversation.json");
+    let out = compactd()
+        .current_dir(work.path())
+        .env("COMPACTD_TEST_GONE_KEY", "sk-test-0123456789abcdef")
+        .arg("compact")
+        .arg(&example)
+        .args(["--keep-recent-tokens", "300", "--quiet"])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}");
+    let note = stdout
+        .lines()
+        .find(|l| l.starts_with("Written by the offline summarizer: openai:gone failed"))
+        .unwrap_or_else(|| panic!("no note on stdout: {stdout}"));
+    assert!(note.contains("Connection refused"), "{note}");
+    let nothing = compactd()
+        .arg("compact")
+        .arg(&example)
+        .args(["--keep-recent-tokens", "100000"])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&nothing.stdout);
+    assert!(stdout.starts_with("Nothing to compact: the history"), "{stdout}");
+    assert!(!stdout.to_lowercase().contains("compact: nothing to compact"), "{stdout}");
+}
