@@ -9,14 +9,18 @@ use crate::import::Format;
 /// compactd keeps LLM coding conversations inside their context window.
 ///
 /// Without a command it serves JSON-RPC (LSP framing) on stdin/stdout, for
-/// editors and agents. The commands below work on transcripts on disk:
-/// compactd session logs, pi and Claude Code sessions, Codex rollouts and
-/// OpenAI-style message arrays (including SWE-agent .traj files).
+/// editors and agents; `serve --listen` shares one compactd over WebSocket
+/// and `connect` attaches a stdio client to it. `compact`, `stats` and
+/// `replay` work on transcripts on disk: compactd session logs, pi and
+/// Claude Code sessions, Codex rollouts and OpenAI-style message arrays
+/// (including SWE-agent .traj files). `statusline` is Claude Code's status
+/// line.
 ///
-/// Exit codes: 0 success, 1 failure (unreadable file, unknown format,
-/// summarizer error), 2 usage error (bad flag or value).
+/// Exit codes: 0 success (also when whoever reads the output stops
+/// reading), 1 failure (unreadable file, unknown format, summarizer error),
+/// 2 usage error (bad flag or value).
 #[derive(Parser, Debug)]
-#[command(name = "compactd", version, about, long_about)]
+#[command(name = "compactd", version)]
 pub struct Cli {
     /// Also write logs to this file (logs always go to stderr, never stdout).
     #[arg(long, global = true, env = "COMPACTD_LOG_FILE", value_name = "FILE")]
@@ -45,8 +49,10 @@ pub enum Command {
     /// Prints the summary, then `Conversation compacted: N messages →
     /// summary; tokens A → B (saved S, x%)`. The figures are the server's:
     /// before, the meter (the provider's last reported context plus
-    /// compactd's count of later messages, or compactd's count alone);
-    /// after, compactd's count of the compacted history.
+    /// compactd's count of later messages, else compactd's count with the
+    /// calibrated overhead); after, the compacted history as the provider
+    /// will count it (compactd's count plus the system prompt and tool
+    /// definitions the transcript never shows, calibrated from its usage).
     Compact(CompactArgs),
     /// Report what a transcript holds and how well compactd meters it.
     ///
@@ -69,7 +75,8 @@ pub enum Command {
     /// Claude Code runs it with the session's JSON on stdin
     /// (`"statusLine": {"type": "command", "command": "compactd statusline"}`
     /// in ~/.claude/settings.json). It prints one line such as
-    /// `⛁ 90.4k/200k 45% · auto-compact 177k · 12 files changed`, coloured
+    /// `⛁ 90.4k/200k 45% · auto-compact ~177k · 12 files changed` (`~`: the
+    /// point is estimated), coloured
     /// from --warn and --error (not when NO_COLOR is set), and always exits
     /// 0: on any error it prints a short fallback. What it read of the
     /// transcript is cached under the data directory, so a render reads only

@@ -258,10 +258,25 @@ fn help_lists_every_command_and_flag() {
         "compact",
         "stats",
         "replay",
-        "Exit codes: 0 success, 1 failure",
+        "Exit codes: 0 success",
+        "1 failure",
     ] {
         assert!(help.contains(word), "{word}: {help}");
     }
+    // `-h` and `--help` describe the program alike.
+    let short = compactd().arg("-h").output().unwrap();
+    let short = String::from_utf8_lossy(&short.stdout);
+    let first = |text: &str| {
+        text.lines()
+            .next()
+            .unwrap_or("")
+            .trim_end_matches('.')
+            .to_string()
+    };
+    assert_eq!(first(&short), first(&help));
+    let statusline = compactd().args(["statusline", "--help"]).output().unwrap();
+    let statusline = String::from_utf8_lossy(&statusline.stdout);
+    assert!(statusline.contains("auto-compact ~177k"), "{statusline}");
     let out = compactd().args(["compact", "--help"]).output().unwrap();
     let help = String::from_utf8_lossy(&out.stdout);
     for flag in [
@@ -721,16 +736,30 @@ fn stats_leaves_no_frozen_bar_on_the_terminal() {
         env!("CARGO_BIN_EXE_compactd"),
         files.join(" ")
     );
-    let started = tmux(&["new-session", "-d", "-s", "t", "-x", "220", "-y", "300", &command]);
+    let started = tmux(&[
+        "new-session",
+        "-d",
+        "-s",
+        "t",
+        "-x",
+        "220",
+        "-y",
+        "300",
+        &command,
+    ]);
     assert!(started.status.success(), "{started:?}");
     // Blocks until the shell in the pane signals that stats ended.
     tmux(&["wait-for", "stats-done"]);
-    let screen = String::from_utf8_lossy(&tmux(&["capture-pane", "-p", "-S", "-", "-t", "t"]).stdout)
-        .into_owned();
+    let screen =
+        String::from_utf8_lossy(&tmux(&["capture-pane", "-p", "-S", "-", "-t", "t"]).stdout)
+            .into_owned();
     tmux(&["kill-server"]);
     assert!(screen.contains("skipped"), "notes are shown: {screen}");
     assert!(screen.contains("auto-compact  window"), "{screen}");
-    assert!(!screen.contains("reading transcripts ["), "a frozen bar: {screen}");
+    assert!(
+        !screen.contains("reading transcripts ["),
+        "a frozen bar: {screen}"
+    );
 }
 
 /// When the configured LLM summarizer fails and the offline one writes the
@@ -767,6 +796,14 @@ fn compact_says_on_stdout_which_summarizer_wrote_the_summary() {
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&nothing.stdout);
-    assert!(stdout.starts_with("Nothing to compact: the history"), "{stdout}");
-    assert!(!stdout.to_lowercase().contains("compact: nothing to compact"), "{stdout}");
+    assert!(
+        stdout.starts_with("Nothing to compact: the history"),
+        "{stdout}"
+    );
+    assert!(
+        !stdout
+            .to_lowercase()
+            .contains("compact: nothing to compact"),
+        "{stdout}"
+    );
 }
