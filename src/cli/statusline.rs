@@ -7,8 +7,10 @@
 //!
 //! Every figure is Claude Code's own: the context is the last request's
 //! usage from the JSON (`context_window.current_usage`), else the latest
-//! usage its transcript records, else the size it recorded right after
-//! compacting; the window is `context_window_size`; the auto-compaction
+//! usage its transcript records; right after it compacted (no usage since),
+//! the follow meter of the transcript, which adds to Claude Code's figure
+//! the system prompt and tools it leaves out, so the status line and an
+//! editor following the session show one number; the window is `context_window_size`; the auto-compaction
 //! point is Claude Code's rule (`follow::limits`); the files are those
 //! the transcript's successful tool calls changed. What was read of the
 //! transcript is cached per transcript under the data directory
@@ -26,16 +28,17 @@ use serde_json::Value;
 
 use super::args::StatuslineArgs;
 use crate::config::Config;
+use crate::engine::{self, follow::FollowEnv, SessionEnv};
 use crate::files::{disk, FileTools};
 use crate::follow::limits::{self, Basis};
-use crate::follow::status::TranscriptStatus;
-use crate::follow::AgentHomes;
+use crate::follow::status::{AfterCompaction, TranscriptStatus};
+use crate::follow::{Agent, AgentHomes};
 use crate::tokens;
 
 /// Claude Code's JSON is about a kilobyte; more is not it.
 const MAX_INPUT: u64 = 1 << 20;
 /// The cache's layout; another one is read again from scratch.
-const CACHE_VERSION: u32 = 1;
+const CACHE_VERSION: u32 = 2;
 
 pub fn run(args: &StatuslineArgs, no_user_config: bool) -> ExitCode {
     let mut input = String::new();
@@ -135,10 +138,20 @@ fn transcript_status(
                 _ => TranscriptStatus::new(transcript),
             };
             let tools = FileTools::new(&config.file_tools);
+            let workspace_dir = workspace;
             let workspace = disk::workspace(vec![workspace.to_path_buf()]);
             status
                 .update(&tools, &workspace)
                 .map_err(|e| format!("{}: {e}", transcript.display()))?;
+            if status.needs_meter_after_compaction() {
+                status.after_compaction =
+                    meter_after_compaction(config, &tools, transcript, workspace_dir).map(
+                        |context_tokens| AfterCompaction {
+                            offset: status.tail.offset(),
+                            context_tokens,
+                        },
+                    );
+            }
             save(
                 &cache,
                 &Cached {
@@ -148,6 +161,34 @@ fn transcript_status(
                 },
             );
             Ok(status)
+        }
+    }
+}
+
+/// The follow meter of the transcript (`engine::follow::transcript_meter`),
+/// which the status line shows right after Claude Code compacted: Claude
+/// Code's own figure then leaves out its system prompt and tools, which the
+/// calibration learned from its usage. `None` when it cannot be worked out
+/// (the line then shows Claude Code's figure).
+fn meter_after_compaction(
+    config: &Config,
+    tools: &FileTools,
+    transcript: &Path,
+    workspace: &Path,
+) -> Option<u64> {
+    let homes = AgentHomes::from_env();
+    let session_env = SessionEnv::new(config, disk::workspace(vec![workspace.to_path_buf()]));
+    let env = FollowEnv {
+        config,
+        tools,
+        homes: &homes,
+        session_env: &session_env,
+    };
+    match engine::follow::transcript_meter(Agent::ClaudeCode, transcript, workspace, &env) {
+        Ok(meter) => Some(meter.context_tokens),
+        Err(e) => {
+            eprintln!("compactd statusline: the meter after the compaction: {e}");
+            None
         }
     }
 }
@@ -200,6 +241,7 @@ fn line(json: &Value, status: &TranscriptStatus, args: &StatuslineArgs) -> Strin
     let context = usage
         .filter(|n| *n > 0)
         .or(figures.usage_context)
+        .or(status.after_compaction.map(|a| a.context_tokens))
         .or(figures.compacted_to);
     let model = json
         .pointer("/model/id")

@@ -248,6 +248,22 @@ pub fn follow(
         Err(e) => return Err(e.into()),
     };
     let (own, log) = own_log(store, &id, &followed, lock)?;
+    let (session, mirror) = mirror_of(agent, path, workspace, own, env)?;
+    let open = OpenSession {
+        follows: Some(followed),
+        ..OpenSession::new(session, log)
+    };
+    Ok((open, mirror))
+}
+
+/// A mirror of the transcript read from its start, and its session.
+fn mirror_of(
+    agent: Agent,
+    path: &Path,
+    workspace: &Path,
+    own: Vec<CompactionRecord>,
+    env: &FollowEnv,
+) -> EngineResult<(Session, Mirror)> {
     let mut mirror = Mirror {
         agent,
         path: path.to_path_buf(),
@@ -263,13 +279,24 @@ pub fn follow(
         reading: Reading::new(agent, path)?,
         limits_from: None,
     };
-    let mut session = mirror.fresh_session(&id, env);
+    let mut session = mirror.fresh_session(&session_id(agent, path), env);
     mirror.read_from_start(&mut session, env)?;
-    let open = OpenSession {
-        follows: Some(followed),
-        ..OpenSession::new(session, log)
-    };
-    Ok((open, mirror))
+    Ok((session, mirror))
+}
+
+/// The meter a follow of the transcript shows now, without following it
+/// (no log, no lock, nothing written): `compactd statusline` shows it right
+/// after the agent compacted, when the agent's own figure leaves out its
+/// system prompt and tools, so the status line and the follow meter give
+/// one number from one calibration.
+pub fn transcript_meter(
+    agent: Agent,
+    path: &Path,
+    workspace: &Path,
+    env: &FollowEnv,
+) -> EngineResult<Meter> {
+    let (session, mirror) = mirror_of(agent, path, workspace, Vec::new(), env)?;
+    Ok(meter(env.config, &session, &mirror))
 }
 
 /// compactd's log of a followed transcript: its own compactions, and the

@@ -3,7 +3,9 @@
 //! reading stopped, the reader's state (a response still being written, a
 //! slash command whose fate shows in the next line), the figures the status
 //! line shows, and the tool calls waiting for their results. It holds no
-//! messages and counts no tokens: every figure is Claude Code's own.
+//! messages and counts no tokens: every figure is Claude Code's own, but
+//! for the one right after a compaction, which the engine works out
+//! (`after_compaction`).
 
 use std::collections::BTreeSet;
 use std::io;
@@ -20,9 +22,23 @@ use crate::import::{claude_code, Emitter, Event, Format, Line, Reader};
 pub struct TranscriptStatus {
     pub tail: Tail,
     pub figures: Figures,
+    /// Right after the agent compacted (no usage since): the follow meter
+    /// of the transcript as it was at `offset`, worked out by the engine
+    /// (`engine::follow::transcript_meter`), which counts what the agent's
+    /// own figure leaves out.
+    #[serde(default)]
+    pub after_compaction: Option<AfterCompaction>,
     reader: claude_code::Reader,
     out: Emitter,
     calls: PendingCalls,
+}
+
+/// The follow meter right after a compaction, for the transcript up to
+/// `offset`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AfterCompaction {
+    pub offset: u64,
+    pub context_tokens: u64,
 }
 
 /// The transcript's figures as Claude Code recorded them.
@@ -50,10 +66,19 @@ impl TranscriptStatus {
         TranscriptStatus {
             tail: Tail::new(path),
             figures: Figures::default(),
+            after_compaction: None,
             reader: claude_code::Reader::default(),
             out: Emitter::new(Format::ClaudeCode),
             calls: PendingCalls::default(),
         }
+    }
+
+    /// Whether the meter right after a compaction is needed and not worked
+    /// out for the transcript as it is now.
+    pub fn needs_meter_after_compaction(&self) -> bool {
+        self.figures.usage_context.is_none()
+            && self.figures.compacted_to.is_some()
+            && self.after_compaction.map(|a| a.offset) != Some(self.tail.offset())
     }
 
     /// Reads what the transcript gained since the last update; one that
@@ -73,6 +98,7 @@ impl TranscriptStatus {
             reader,
             out,
             calls,
+            ..
         } = self;
         tail.step(|line: Line| {
             if let Some(value) = out.readable(&line) {

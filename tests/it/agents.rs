@@ -274,6 +274,15 @@ fn fifo_lines(path: PathBuf) -> mpsc::Receiver<String> {
     rx
 }
 
+/// The JSON Claude Code sent each status line render, as captured.
+fn captured_inputs(dir: &Path) -> Vec<Value> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .filter_map(|e| std::fs::read_to_string(e.unwrap().path()).ok())
+        .filter_map(|text| serde_json::from_str(&text).ok())
+        .collect()
+}
+
 /// `tmux` on a socket of its own (in the test's folder), killed when
 /// dropped.
 struct Tmux {
@@ -391,13 +400,44 @@ fn real_claude_code_sends_its_status_line_json_to_compactd_statusline() {
         "⛁ 14.7k/1M 1% · auto-compact 977k · 2 files changed"
     );
 
+    // `/compact`: Claude Code's own figure for the compacted context leaves
+    // out its system prompt and tools; the line shows what following the
+    // session shows, within 1% (the line rounds to 0.1k).
+    let sent = tmux.run(&["send-keys", "-t", "cc", "/compact", "Enter"]);
+    assert!(sent.status.success());
+    let transcript = loop {
+        let inputs = captured_inputs(&captured);
+        if let Some(path) = inputs.iter().find_map(|v| v["transcript_path"].as_str()) {
+            break PathBuf::from(path);
+        }
+    };
+    let after_compact = loop {
+        let line = next();
+        let compacted =
+            std::fs::read_to_string(&transcript).is_ok_and(|t| t.contains("\"compact_boundary\""));
+        if compacted && line != after_turn {
+            break line;
+        }
+    };
+    let shown: f64 = after_compact
+        .trim_start_matches("⛁ ")
+        .split('/')
+        .next()
+        .and_then(|k| k.strip_suffix('k'))
+        .and_then(|k| k.parse().ok())
+        .unwrap_or_else(|| panic!("a meter in thousands: {after_compact:?}"));
+    let mut server = Server::start(&temp.path().join("follow-data"), json!({"follow": "off"}));
+    let followed = server
+        .request("conversation/follow", json!({"path": transcript}))
+        .unwrap();
+    let meter = followed["meter"]["contextTokens"].as_u64().unwrap() as f64;
+    assert!(
+        (shown * 1000.0 - meter).abs() <= meter * 0.01,
+        "status line {after_compact:?}, follow meter {meter}"
+    );
+
     // What the real program sent: the fields compactd reads.
-    let inputs: Vec<Value> = std::fs::read_dir(&captured)
-        .unwrap()
-        .map(|e| {
-            serde_json::from_str(&std::fs::read_to_string(e.unwrap().path()).unwrap()).unwrap()
-        })
-        .collect();
+    let inputs = captured_inputs(&captured);
     let with_usage = inputs
         .iter()
         .find(|v| v["context_window"]["current_usage"].is_object())

@@ -95,7 +95,11 @@ fn the_json_real_claude_code_sends_renders_its_own_figures() {
         "⛁ 14.7k/1M 1% · auto-compact 977k · 2 files changed"
     );
     // At startup and right after /compact Claude Code sends no usage
-    // (null, then zeros): the size it recorded after compacting (3,061).
+    // (null, then zeros), and the size it recorded after compacting
+    // (3,061) leaves out its system prompt and tools: the line shows what
+    // following the session shows, one number from one calibration.
+    let followed = follow_meter(&transcript);
+    assert!((14_000..15_000).contains(&followed), "{followed}");
     for name in [
         "statusline-stdin-start.json",
         "statusline-stdin-after-compact.json",
@@ -103,10 +107,28 @@ fn the_json_real_claude_code_sends_renders_its_own_figures() {
         let json = captured(name, &transcript).to_string();
         assert_eq!(
             home.render(&json, &[], &[]),
-            "⛁ 3.1k/1M 0% · auto-compact 977k · 2 files changed",
+            format!(
+                "⛁ {}/1M 1% · auto-compact 977k · 2 files changed",
+                thousands(followed)
+            ),
             "{name}"
         );
     }
+}
+
+/// The meter `conversation/follow` of the transcript shows.
+fn follow_meter(transcript: &Path) -> u64 {
+    let data = tempfile::tempdir().unwrap();
+    let mut server = crate::support::Server::start(data.path(), json!({"follow": "off"}));
+    let followed = server
+        .request("conversation/follow", json!({"path": transcript}))
+        .unwrap();
+    followed["meter"]["contextTokens"].as_u64().unwrap()
+}
+
+/// 14,210 → `14.2k`, as the status line writes it.
+fn thousands(n: u64) -> String {
+    format!("{:.1}k", n as f64 / 1000.0).replace(".0k", "k")
 }
 
 #[test]
@@ -141,7 +163,10 @@ fn a_render_reads_only_what_the_transcript_gained_and_agrees_with_a_fresh_read()
     }
     assert_eq!(
         home.render(&input, &[], &[]),
-        "⛁ 3.1k/200k 2% · auto-compact ~177k · 2 files changed"
+        format!(
+            "⛁ {}/200k 7% · auto-compact ~177k · 2 files changed",
+            thousands(follow_meter(&transcript))
+        )
     );
     // (With a 200k window the point is Claude Code's rule where it was not
     // seen to compact: an estimate, marked `~`.) Rewritten shorter, then
