@@ -414,6 +414,18 @@ impl Session {
         self.rebuild_view();
     }
 
+    /// Sets the latest compaction's `tokens_after` to the context the
+    /// session now holds as the meter shows it (an imported compaction,
+    /// whose source counted without the system prompt and tools, or not at
+    /// all), and returns it.
+    pub fn settle_tokens_after(&mut self) -> u64 {
+        let tokens = self.calibrated_tokens();
+        if let Some(record) = self.compactions.last_mut() {
+            record.tokens_after = tokens;
+        }
+        tokens
+    }
+
     /// Recomputes the view from the messages and every compaction record.
     fn rebuild_view(&mut self) {
         self.summary_tokens = self

@@ -161,7 +161,10 @@ async fn summarize(
     Ok(match conclusion {
         Conclusion::Apply(record) => {
             session.apply_compaction(record.clone());
-            let mut entries = imported.log_entries(&session.id, record.created_at);
+            let mut entries = imported.log_entries(
+                &session.id,
+                record.created_at.unwrap_or_else(engine::now_ms),
+            );
             entries.push(LogEntry::Compaction(Box::new(record.clone())));
             Compacted {
                 result: CompactResult::from_record(&record),
@@ -175,8 +178,12 @@ async fn summarize(
         // This conversation stays as it is; a new one starts with the
         // summary as its first message.
         Conclusion::Handoff(record) => {
-            let entries =
-                engine::create::handoff_entries(session, &record, &session.id, record.created_at);
+            let entries = engine::create::handoff_entries(
+                session,
+                &record,
+                &session.id,
+                record.created_at.unwrap_or_else(engine::now_ms),
+            );
             let fresh = engine::create::replay(&session.id, entries.clone(), env);
             let tokens = engine::compaction::handoff_tokens(session, &fresh);
             let mut result = CompactResult::handed_off(&record, tokens);

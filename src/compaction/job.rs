@@ -536,8 +536,8 @@ impl CompactionJob {
             recall: 1.0,
             retained_rules: self.retained_rules.clone(),
             usage: None,
-            created_at,
-            duration_ms,
+            created_at: Some(created_at),
+            duration_ms: Some(duration_ms),
         };
         note_summarizers(&mut record, [main, turn_prefix]);
         self.set_target(&mut record);

@@ -84,9 +84,23 @@ pub struct CompactionRecord {
     /// What the summarizer's provider reported for its calls.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub usage: Option<Usage>,
-    /// Milliseconds since the Unix epoch.
-    pub created_at: u64,
-    pub duration_ms: u64,
+    /// Milliseconds since the Unix epoch; `None` when the source of an
+    /// imported compaction does not say (older logs wrote 0 then, which
+    /// reads back as unknown: no compaction happened in 1970).
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "zero_is_unknown"
+    )]
+    pub created_at: Option<u64>,
+    /// How long it took; `None` when the source does not say.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub duration_ms: Option<u64>,
+}
+
+fn zero_is_unknown<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
+    let value: Option<u64> = serde::Deserialize::deserialize(d)?;
+    Ok(value.filter(|&v| v != 0))
 }
 
 impl CompactionRecord {

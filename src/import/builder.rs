@@ -124,8 +124,9 @@ pub(crate) fn place(
     let mut record = record(session, foreign, foreign.first_kept.clone(), format, number)
         .map_err(|why| ("compactions that could not be placed", Some(why)))?;
     session.apply_compaction(record.clone());
-    // As the meter shows it: with the overhead the usage so far shows.
-    record.tokens_after = session.calibrated_tokens();
+    // As the meter shows it: with the overhead the usage so far shows; the
+    // session's copy too, which `conversation/compactions` lists.
+    record.tokens_after = session.settle_tokens_after();
     Ok(record)
 }
 
@@ -170,8 +171,8 @@ fn record(
         usage: None,
         replaces: None,
         pruned_message_ids: Vec::new(),
-        created_at: 0,
-        duration_ms: 0,
+        created_at: foreign.created_at,
+        duration_ms: foreign.duration_ms,
     })
 }
 

@@ -31,6 +31,10 @@ pub struct ForeignCompaction {
     pub modified_files: Vec<String>,
     pub trigger: Trigger,
     pub line: usize,
+    /// When it happened (ms since the epoch), when the source says.
+    pub created_at: Option<u64>,
+    /// How long it took, when the source says (Claude Code's `durationMs`).
+    pub duration_ms: Option<u64>,
 }
 
 /// What a transcript said, in order.

@@ -15,6 +15,7 @@ pub mod claude_code;
 pub mod codex;
 pub(crate) mod emit;
 mod file;
+pub mod time;
 
 pub(crate) use file::open_regular;
 pub mod openai;

@@ -208,6 +208,8 @@ fn compaction(reader: &Reader, line: usize, entry: &Value, out: &mut Emitter) {
         // pi does not record whether it was asked or hit its limit.
         trigger: Trigger::Threshold,
         line,
+        created_at: super::time::timestamp_ms(entry),
+        duration_ms: None,
     });
 }
 

@@ -223,7 +223,10 @@ pub struct CompactResult {
     /// What the summarizer's provider reported for its calls.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub usage: Option<Usage>,
-    pub duration_ms: u64,
+    /// How long it took; absent for an agent's own compaction whose
+    /// transcript does not say.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub duration_ms: Option<u64>,
 }
 
 impl CompactResult {
@@ -374,8 +377,13 @@ pub struct CompactionInfo {
     pub chunks: u32,
     pub degraded: bool,
     pub recall: f64,
-    pub duration_ms: u64,
-    pub created_at: u64,
+    /// How long it took; absent when unknown (an agent's own compaction
+    /// whose transcript does not say).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub duration_ms: Option<u64>,
+    /// Milliseconds since the Unix epoch; absent when unknown.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub created_at: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub usage: Option<Usage>,
 }

@@ -1083,3 +1083,70 @@ fn two_servers_follow_one_transcript_and_take_turns_at_its_own_log() {
     first.shutdown_and_exit();
     second.shutdown_and_exit();
 }
+
+/// An agent's own compaction, listed by `conversation/compactions`, carries
+/// what its transcript says (when, how long) and the context after it as
+/// the meter showed it; what the transcript does not say is left out,
+/// never a false zero.
+#[test]
+fn an_agents_compaction_is_listed_with_its_own_times_and_the_meter_after_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let transcript = dir.path().join("5217d838.jsonl");
+    std::fs::copy(
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/claude-code/5217d838-5181-433d-a8b8-c96b9ad7bfb3.jsonl"),
+        &transcript,
+    )
+    .unwrap();
+    let mut server = Server::start(&dir.path().join("data"), json!({"follow": "off"}));
+    let followed = server
+        .request("conversation/follow", json!({"path": transcript}))
+        .unwrap();
+    let id = followed["sessionId"].as_str().unwrap();
+    let listed = server
+        .request("conversation/compactions", json!({"sessionId": id}))
+        .unwrap();
+    let own = &listed["compactions"][0];
+    assert_eq!(own["summarizer"], "claude-code (imported)", "{own}");
+    // 2026-11-22T19:50:09.157Z and `durationMs: 136`, as Claude Code wrote them.
+    assert_eq!(own["createdAt"], 1_795_377_009_157u64, "{own}");
+    assert_eq!(own["durationMs"], 136, "{own}");
+    // Right after it, with no usage since: the meter.
+    assert_eq!(
+        own["tokensAfter"], followed["meter"]["contextTokens"],
+        "{own}"
+    );
+    assert!(own["tokensAfter"].as_u64().unwrap() > 3061, "{own}");
+
+    // pi records when, not how long: the duration is left out.
+    let pi = dir.path().join("pi.jsonl");
+    let lines = [
+        json!({"type": "session", "version": 3, "id": "s", "timestamp": "2026-11-20T10:00:00.000Z", "cwd": "/w"}),
+        json!({"type": "message", "id": "e1", "parentId": null, "timestamp": "2026-11-20T10:00:01.000Z", "message": {"role": "user", "content": "first"}}),
+        json!({"type": "message", "id": "e2", "parentId": "e1", "timestamp": "2026-11-20T10:00:02.000Z", "message": {"role": "assistant", "content": [{"type": "text", "text": "done"}]}}),
+        json!({"type": "message", "id": "e3", "parentId": "e2", "timestamp": "2026-11-20T10:00:03.000Z", "message": {"role": "user", "content": "second"}}),
+        json!({"type": "compaction", "id": "e4", "parentId": "e3", "timestamp": "2026-11-20T10:00:04.000Z", "summary": "did things", "firstKeptEntryId": "e3", "tokensBefore": 900}),
+    ];
+    std::fs::write(
+        &pi,
+        lines.iter().map(|l| format!("{l}\n")).collect::<String>(),
+    )
+    .unwrap();
+    let imported = server
+        .request(
+            "conversation/import",
+            json!({"path": pi, "sessionId": "pi-import"}),
+        )
+        .unwrap();
+    assert_eq!(imported["compactions"], 1, "{imported}");
+    let listed = server
+        .request(
+            "conversation/compactions",
+            json!({"sessionId": "pi-import"}),
+        )
+        .unwrap();
+    let record = &listed["compactions"][0];
+    assert_eq!(record["createdAt"], 1_795_168_804_000u64, "{record}");
+    assert!(record.get("durationMs").is_none(), "{record}");
+    assert!(record["tokensAfter"].as_u64().unwrap() > 0, "{record}");
+}

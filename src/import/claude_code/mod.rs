@@ -71,6 +71,10 @@ struct Boundary {
     tokens_after: Option<u64>,
     /// The first message Claude Code kept verbatim (its preserved segment).
     first_kept_uuid: Option<String>,
+    #[serde(default)]
+    created_at: Option<u64>,
+    #[serde(default)]
+    duration_ms: Option<u64>,
 }
 
 /// A slash command whose next turn tells whether Claude Code ran it itself
@@ -219,6 +223,8 @@ impl Reader {
             // Without a boundary (older versions) the trigger is unknown.
             trigger: boundary.as_ref().map_or(Trigger::Threshold, |b| b.trigger),
             line: boundary.as_ref().map_or(number, |b| b.line),
+            created_at: boundary.as_ref().and_then(|b| b.created_at),
+            duration_ms: boundary.as_ref().and_then(|b| b.duration_ms),
         });
     }
 
@@ -488,6 +494,8 @@ fn boundary(number: usize, entry: &Value) -> Boundary {
             .unwrap_or(0),
         tokens_after: metadata.get("postTokens").and_then(Value::as_u64),
         first_kept_uuid,
+        created_at: super::time::timestamp_ms(entry),
+        duration_ms: metadata.get("durationMs").and_then(Value::as_u64),
     }
 }
 

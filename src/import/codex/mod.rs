@@ -78,7 +78,7 @@ impl super::emit::Reader for Reader {
                 Some(kind) => out.skip(number, &format!("event_msg {kind} lines (UI events)")),
                 None => out.skip(number, "event_msg lines (UI events)"),
             },
-            "compacted" => self.compacted(number, payload, out),
+            "compacted" => self.compacted(number, payload, super::time::timestamp_ms(entry), out),
             other => out.skip_line_type(number, other, &BOOKKEEPING),
         }
     }
@@ -87,7 +87,7 @@ impl super::emit::Reader for Reader {
 impl Reader {
     /// Everything before is summarized; the summary is the history Codex
     /// replaced it with.
-    fn compacted(&mut self, number: usize, payload: &Value, out: &mut Emitter) {
+    fn compacted(&mut self, number: usize, payload: &Value, at: Option<u64>, out: &mut Emitter) {
         self.response = None;
         self.last_assistant = None;
         let message = payload.get("message").and_then(Value::as_str).unwrap_or("");
@@ -106,6 +106,8 @@ impl Reader {
             // A rollout does not say whether it was asked for.
             trigger: Trigger::Threshold,
             line: number,
+            created_at: at,
+            duration_ms: None,
         });
     }
 

@@ -310,11 +310,13 @@ class _CompactResultRequired(TypedDict):
     #: rules, the task, pins) that the summary and kept messages held
     #: before `<preserved>` added the rest.
     recall: float
-    durationMs: int
 
 
 class CompactResult(_CompactResultRequired, total=False):
     degradedReason: Optional[str]
+    #: How long it took; absent for an agent's own compaction whose
+    #: transcript does not say.
+    durationMs: Optional[int]
     firstKeptMessageId: Optional[str]
     #: `handoff`: that message's text, a prompt to start a fresh agent
     #: session with (a followed agent's, say).
@@ -350,11 +352,14 @@ class _CompactionInfoRequired(TypedDict):
     chunks: int
     degraded: bool
     recall: float
-    durationMs: int
-    createdAt: int
 
 
 class CompactionInfo(_CompactionInfoRequired, total=False):
+    #: Milliseconds since the Unix epoch; absent when unknown.
+    createdAt: Optional[int]
+    #: How long it took; absent when unknown (an agent's own compaction
+    #: whose transcript does not say).
+    durationMs: Optional[int]
     usage: Optional[Usage]
 
 
@@ -572,12 +577,14 @@ class _DidCompactNotificationRequired(TypedDict):
     #: rules, the task, pins) that the summary and kept messages held
     #: before `<preserved>` added the rest.
     recall: float
-    durationMs: int
 
 
 #: `conversation/didCompact`: a compaction was applied.
 class DidCompactNotification(_DidCompactNotificationRequired, total=False):
     degradedReason: Optional[str]
+    #: How long it took; absent for an agent's own compaction whose
+    #: transcript does not say.
+    durationMs: Optional[int]
     firstKeptMessageId: Optional[str]
     #: `handoff`: that message's text, a prompt to start a fresh agent
     #: session with (a followed agent's, say).

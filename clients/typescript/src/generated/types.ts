@@ -362,7 +362,11 @@ export interface CompactResult {
    */
   degraded: boolean;
   degradedReason?: string | null;
-  durationMs: number;
+  /**
+   * How long it took; absent for an agent's own compaction whose
+   * transcript does not say.
+   */
+  durationMs?: number | null;
   firstKeptMessageId?: string | null;
   /**
    * `handoff`: that message's text, a prompt to start a fresh agent
@@ -429,9 +433,16 @@ export interface CompactionsResult {
 }
 export interface CompactionInfo {
   chunks: number;
-  createdAt: number;
+  /**
+   * Milliseconds since the Unix epoch; absent when unknown.
+   */
+  createdAt?: number | null;
   degraded: boolean;
-  durationMs: number;
+  /**
+   * How long it took; absent when unknown (an agent's own compaction
+   * whose transcript does not say).
+   */
+  durationMs?: number | null;
   id: string;
   messagesSummarized: number;
   recall: number;
@@ -500,7 +511,11 @@ export interface DidCompactNotification {
    */
   degraded: boolean;
   degradedReason?: string | null;
-  durationMs: number;
+  /**
+   * How long it took; absent for an agent's own compaction whose
+   * transcript does not say.
+   */
+  durationMs?: number | null;
   firstKeptMessageId?: string | null;
   /**
    * `handoff`: that message's text, a prompt to start a fresh agent

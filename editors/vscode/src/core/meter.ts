@@ -43,8 +43,8 @@ export interface CompactionSummary {
   tokensBefore: number;
   tokensAfter: number;
   messagesSummarized: number;
-  /** When it was applied, ms since the epoch. */
-  at: number;
+  /** When it was applied, ms since the epoch; unknown for an agent's own compaction whose transcript does not say. */
+  at?: number;
   /** Who wrote the summary (`offline`, `claude-code (imported)`: the agent's own). */
   summarizer?: string;
 }
@@ -92,7 +92,7 @@ export function meterTooltip(
 function lastCompactionLine(last: CompactionSummary | undefined, now: number, none: string): string {
   if (!last) return `Last compaction: ${none}`;
   const by = last.summarizer ? `, ${last.summarizer}` : '';
-  return `Last compaction: ${grouped(last.tokensBefore)} → ${grouped(last.tokensAfter)} tokens, ${last.messagesSummarized} messages summarized (${last.trigger}${by}, ${timeAgo(last.at, now)})`;
+  return `Last compaction: ${grouped(last.tokensBefore)} → ${grouped(last.tokensAfter)} tokens, ${last.messagesSummarized} messages summarized (${last.trigger}${by}${last.at === undefined ? '' : `, ${timeAgo(last.at, now)}`})`;
 }
 
 /** A followed agent's tooltip, as Markdown: its transcript, its meter, where it compacts by itself and why, its last compaction. */

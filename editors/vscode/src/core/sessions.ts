@@ -90,7 +90,7 @@ export class SessionTracker {
       tokensAfter,
       messagesSummarized,
       summarizer,
-      at: info.createdAt,
+      at: info.createdAt ?? undefined,
       notification: { ...info, sessionId, compacted: true, readFiles: [], modifiedFiles: [] },
     };
   }
