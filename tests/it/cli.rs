@@ -807,3 +807,21 @@ fn compact_says_on_stdout_which_summarizer_wrote_the_summary() {
         "{stdout}"
     );
 }
+
+/// Every line type Claude Code 2.1.330 writes is known: `stats` names the
+/// bookkeeping it skipped and reports no unknown line type.
+#[test]
+fn stats_knows_every_line_type_of_claude_code_2_1_330() {
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/claude-code/5217d838-5181-433d-a8b8-c96b9ad7bfb3.jsonl");
+    let out = compactd().arg("stats").arg(&fixture).output().unwrap();
+    assert!(out.status.success());
+    let all = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(all.contains("permission-mode lines"), "{all}");
+    assert!(all.contains("file-history-delta lines"), "{all}");
+    assert!(!all.contains("unknown line type"), "{all}");
+}

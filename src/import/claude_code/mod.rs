@@ -29,9 +29,11 @@ use crate::store::SessionSettings;
 use meta::UserText;
 
 /// Line types Claude Code writes for itself; none is conversation.
-const BOOKKEEPING: [&str; 13] = [
+const BOOKKEEPING: [&str; 15] = [
     "summary",
     "file-history-snapshot",
+    "file-history-delta",
+    "permission-mode",
     "queue-operation",
     "attachment",
     "progress",
