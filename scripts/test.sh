@@ -20,6 +20,8 @@ echo "== clients (TypeScript, Python)"
 clients/test.sh
 echo "== integrations (pi extension, example agent)"
 integrations/test.sh
+echo "== packages: cargo package, python -m build, npm pack (dry runs)"
+scripts/package-check.sh
 
 echo "== editors/vscode: npm test, .vsix, e2e in code-server"
 if [[ -d editors/vscode/node_modules ]]; then
@@ -28,6 +30,10 @@ if [[ -d editors/vscode/node_modules ]]; then
     (cd editors/vscode && npm run e2e)
     # The same attached to a shared compactd, watching a test agent's session.
     (cd editors/vscode && npm run e2e:shared)
+    # The platform package that carries the release binary, with no
+    # compactd on PATH and no compactd.server.path.
+    cargo build --release --quiet
+    (cd editors/vscode && npm run package:linux-x64 && npm run e2e:bundled)
   else
     echo "SKIP: editors/vscode e2e: no chromium (apt-get install chromium, or .ci/run)"
   fi

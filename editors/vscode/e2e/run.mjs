@@ -22,11 +22,16 @@
 // compactd-client over WebSocket): the status bar shows the agent's meter
 // as it appends and compacts.
 //
+// With --bundled it installs compactd-linux-x64.vsix (npm run
+// package:linux-x64), the platform package that carries the release binary,
+// sets no `compactd.server.path` and runs code-server with no `compactd` on
+// PATH: the extension must find the binary it ships with.
+//
 // Needs: compactd.vsix (npm run package), the compactd binary (COMPACTD_BIN,
 // default ../../target/debug/compactd), code-server (e2e/install-code-server.sh,
 // cached) and Debian's chromium (CHROMIUM, default /usr/bin/chromium).
 
-import { execFileSync, spawn } from 'node:child_process';
+import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import { appendFileSync, existsSync, mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -38,7 +43,8 @@ import client from 'compactd-client';
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const artifacts = join(root, 'e2e-artifacts');
 const serverBin = resolve(process.env.COMPACTD_BIN ?? join(root, '../../target/debug/compactd'));
-const vsix = join(root, 'compactd.vsix');
+const bundledMode = process.argv.includes('--bundled');
+const vsix = join(root, bundledMode ? 'compactd-linux-x64.vsix' : 'compactd.vsix');
 const chromiumPath = process.env.CHROMIUM ?? '/usr/bin/chromium';
 /** A bound on each wait, so a broken run fails instead of hanging. Never used to wait for something to happen. */
 const PATIENCE_MS = 120_000;
@@ -77,7 +83,7 @@ function writeJson(path, value) {
 }
 
 async function main() {
-  need(vsix, 'run `npm run package` first');
+  need(vsix, bundledMode ? 'run `npm run package:linux-x64` first' : 'run `npm run package` first');
   need(serverBin, 'run `cargo build` at the repository root or set COMPACTD_BIN');
   need(chromiumPath, 'apt-get install chromium, or set CHROMIUM');
   rmSync(artifacts, { recursive: true, force: true });
@@ -93,6 +99,13 @@ async function main() {
   const extensions = join(scratch, 'extensions');
   const workspace = join(scratch, 'workspace');
   const env = { ...process.env, HOME: scratch, XDG_CONFIG_HOME: join(scratch, 'config'), XDG_DATA_HOME: join(scratch, 'data') };
+  if (bundledMode) {
+    // No `compactd` anywhere on PATH: only the one in the package can run.
+    env.PATH = (env.PATH ?? '').split(':').filter((dir) => dir && !existsSync(join(dir, 'compactd'))).join(':');
+    const found = spawnSync('sh', ['-c', 'command -v compactd'], { env, encoding: 'utf8' });
+    if (found.status === 0) throw new Error(`compactd is still on PATH: ${found.stdout}`);
+    step('no compactd on PATH; the extension must use the binary it bundles');
+  }
   let shared;
   if (sharedMode) {
     step('starting a shared compactd');
@@ -113,7 +126,7 @@ async function main() {
   });
   // The workspace's settings are what the extension sends as initializationOptions.
   writeJson(join(workspace, '.vscode/settings.json'), {
-    'compactd.server.path': serverBin,
+    ...(bundledMode ? {} : { 'compactd.server.path': serverBin }),
     'compactd.dataDir': join(scratch, 'sessions'),
     'compactd.keepRecentTokens': 400,
     ...(sharedMode ? { 'compactd.server.connect': 'auto' } : {}),
