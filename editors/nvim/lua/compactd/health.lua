@@ -21,8 +21,9 @@ local function check_binary(health)
   local path = vim.fn.exepath(cmd[1])
   if path == '' then
     health.error(('`%s` not found or not executable'):format(cmd[1]), {
-      'Build it with `cargo build --release` and put target/release on PATH,',
-      'or set `cmd` in require("compactd").setup() or $COMPACTD_BIN.',
+      'Build it: run `cargo build --release` in the compactd repository',
+      '(with lazy.nvim: `:Lazy build compactd`); the binary is target/release/compactd.',
+      'Then put target/release on PATH, or set `cmd` in require("compactd").setup() or $COMPACTD_BIN.',
     })
     return
   end
