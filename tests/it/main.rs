@@ -10,6 +10,7 @@ mod cli;
 mod compaction;
 mod conversation;
 mod crash;
+mod docs;
 mod disk_full;
 mod engine;
 mod files;
