@@ -72,18 +72,6 @@ fn message(id: &str) -> Value {
            "content": format!("{id}: {}", "lorem ipsum dolor sit amet ".repeat(260))})
 }
 
-fn ids(server: &mut Server, session: &str) -> Vec<String> {
-    let history = server
-        .request("conversation/history", json!({"sessionId": session}))
-        .unwrap();
-    history["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|m| m["id"].as_str().unwrap().to_string())
-        .collect()
-}
-
 /// The message ids of the session's log, in order (every message ever
 /// appended, including those a compaction summarized).
 fn logged_ids(data_dir: &Path, session: &str) -> Vec<String> {
@@ -162,7 +150,7 @@ fn check(durability: &str, mnt: &Path) {
         .unwrap();
     assert_eq!(compacted["compacted"], true, "{compacted}");
     server.open(json!({"sessionId": "t"}));
-    let history_before = ids(&mut server, "s");
+    let history_before = server.history_ids("s");
     assert_eq!(server.shutdown_and_exit(), 0);
 
     assert_eq!(logged_ids(&data_dir, "s"), acked, "{durability}: the log");
@@ -175,7 +163,7 @@ fn check(durability: &str, mnt: &Path) {
         0,
         "{durability}: no unreadable line: {opened}"
     );
-    assert_eq!(ids(&mut again, "s"), history_before, "{durability}");
+    assert_eq!(again.history_ids("s"), history_before, "{durability}");
     let compactions = again
         .request("conversation/compactions", json!({"sessionId": "s"}))
         .unwrap();

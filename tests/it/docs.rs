@@ -94,12 +94,27 @@ fn the_readme_fits_a_screen_and_starts_with_the_two_commands() {
     assert!(lines < 150, "README.md has {lines} lines");
     for paragraph in paragraphs(&readme) {
         let chars = paragraph.chars().count();
-        assert!(chars <= 600, "a paragraph of {chars} characters:\n{paragraph}");
+        assert!(
+            chars <= 600,
+            "a paragraph of {chars} characters:\n{paragraph}"
+        );
     }
-    let first_block = readme.split("```sh\n").nth(1).unwrap().split("```").next().unwrap();
-    let commands: Vec<&str> = first_block.lines().filter(|l| !l.trim().is_empty()).collect();
+    let first_block = readme
+        .split("```sh\n")
+        .nth(1)
+        .unwrap()
+        .split("```")
+        .next()
+        .unwrap();
+    let commands: Vec<&str> = first_block
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .collect();
     assert_eq!(commands.len(), 2, "{commands:?}");
-    assert!(commands[0].starts_with("cargo run --release -- compact examples/"), "{commands:?}");
+    assert!(
+        commands[0].starts_with("cargo run --release -- compact examples/"),
+        "{commands:?}"
+    );
     assert!(commands[1].starts_with("scripts/test.sh"), "{commands:?}");
 }
 
@@ -121,7 +136,11 @@ fn every_relative_link_reaches_a_file_and_heading_that_exist() {
             } else {
                 doc.parent().unwrap().join(file)
             };
-            assert!(target.exists(), "{}: link to {link}: no such file", doc.display());
+            assert!(
+                target.exists(),
+                "{}: link to {link}: no such file",
+                doc.display()
+            );
             if !anchor.is_empty() && target.extension().is_some_and(|e| e == "md") {
                 assert!(
                     anchors(&read(&target)).contains(&anchor.to_string()),
@@ -140,7 +159,10 @@ fn the_sections_moved_out_of_the_readme_are_reachable_from_it() {
         ("docs/commands.md", "Protocol quick reference"),
         ("docs/agents.md", "Following an agent"),
         ("docs/agents.md", "Claude Code's status line"),
-        ("docs/agents.md", "One compactd for the agent and the editor"),
+        (
+            "docs/agents.md",
+            "One compactd for the agent and the editor",
+        ),
         ("docs/configuration.md", "Configuration"),
         ("docs/how-it-works.md", "How it compacts"),
         ("docs/how-it-works.md", "The built-in summary"),
@@ -150,7 +172,10 @@ fn the_sections_moved_out_of_the_readme_are_reachable_from_it() {
         ("docs/how-it-works.md", "How accurate is the meter"),
     ];
     for (doc, heading) in moved {
-        assert!(readme.contains(&format!("]({doc}")), "README.md does not link {doc}");
+        assert!(
+            readme.contains(&format!("]({doc}")),
+            "README.md does not link {doc}"
+        );
         assert!(
             anchors(&read(&root().join(doc))).contains(&slug(heading)),
             "{doc} has no section {heading}"
@@ -169,7 +194,11 @@ fn the_meter_accuracy_table_is_what_the_script_prints() {
         .arg(env!("CARGO_BIN_EXE_compactd"))
         .output()
         .expect("python3 runs scripts/meter-accuracy.py");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let table = String::from_utf8(out.stdout).unwrap();
     let doc = read(&root().join("docs/how-it-works.md"));
     assert!(

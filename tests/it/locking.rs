@@ -16,18 +16,6 @@ fn user(id: &str, text: &str) -> Value {
     json!([{"id": id, "role": "user", "content": text}])
 }
 
-fn history_ids(server: &mut Server, id: &str) -> Vec<String> {
-    let history = server
-        .request("conversation/history", json!({"sessionId": id}))
-        .unwrap();
-    history["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|m| m["id"].as_str().unwrap().to_string())
-        .collect()
-}
-
 /// A server that opened `id` and appended the message `m1` to it.
 fn writer_of(dir: &Path, id: &str) -> Server {
     let mut writer = Server::start(dir, json!({}));
@@ -78,7 +66,7 @@ fn a_second_process_is_refused_or_reads_only() {
         .unwrap();
     assert_eq!(opened["readOnly"], true);
     assert_eq!(opened["messageCount"], 1);
-    assert_eq!(history_ids(&mut other, "shared"), ["m1"]);
+    assert_eq!(other.history_ids("shared"), ["m1"]);
     let changes = [
         (
             "conversation/append",
@@ -111,7 +99,7 @@ fn a_second_process_is_refused_or_reads_only() {
     assert_eq!(reopened["messageCount"], 2);
     // Asking to write is refused and leaves the read-only snapshot open.
     assert_open_refused(&mut other, "shared", &writer);
-    assert_eq!(history_ids(&mut other, "shared"), ["m1", "m2"]);
+    assert_eq!(other.history_ids("shared"), ["m1", "m2"]);
     // Branching reads the log only: allowed from a read-only session.
     let branch = other
         .request(
@@ -131,7 +119,7 @@ fn a_second_process_is_refused_or_reads_only() {
     assert!(opened.get("readOnly").is_none(), "{opened}");
     assert_eq!(opened["messageCount"], 2);
     other.append("shared", user("m3", "third"));
-    assert_eq!(history_ids(&mut other, "shared"), ["m1", "m2", "m3"]);
+    assert_eq!(other.history_ids("shared"), ["m1", "m2", "m3"]);
     let log = std::fs::read_to_string(dir.path().join("shared.jsonl")).unwrap();
     assert_eq!(log.matches("\"type\":\"message\"").count(), 3, "{log}");
 }
@@ -264,11 +252,11 @@ fn a_deleted_lock_file_admits_no_second_writer() {
         .expect_err("a second writer was admitted");
     assert_eq!(error.code, LOCKED, "{error:?}");
     writer.append("shared", user("m2", "second"));
-    assert_eq!(history_ids(&mut writer, "shared"), ["m1", "m2"]);
+    assert_eq!(writer.history_ids("shared"), ["m1", "m2"]);
     // Reading still works, and the writer's end frees the log.
     other.open(json!({"sessionId": "shared", "readOnly": true}));
     assert_eq!(writer.shutdown_and_exit(), 0);
     let mut third = Server::start(dir.path(), json!({}));
     third.open(json!({"sessionId": "shared"}));
-    assert_eq!(history_ids(&mut third, "shared"), ["m1", "m2"]);
+    assert_eq!(third.history_ids("shared"), ["m1", "m2"]);
 }

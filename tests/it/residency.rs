@@ -11,18 +11,6 @@ fn user(id: &str) -> Value {
     json!([{"id": id, "role": "user", "content": format!("message {id}")}])
 }
 
-fn history_ids(server: &mut Server, session: &str) -> Vec<String> {
-    let history = server
-        .request("conversation/history", json!({"sessionId": session}))
-        .unwrap();
-    history["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|m| m["id"].as_str().unwrap().to_string())
-        .collect()
-}
-
 /// Open descriptors of a process.
 fn open_descriptors(pid: u32) -> usize {
     std::fs::read_dir(format!("/proc/{pid}/fd"))
@@ -50,7 +38,7 @@ fn two_thousand_sessions_under_ulimit_1024_keep_serving() {
         let id = format!("s{n}");
         server.append(&id, user(&format!("{id}-b")));
         assert_eq!(
-            history_ids(&mut server, &id),
+            server.history_ids(&id),
             [format!("{id}-a"), format!("{id}-b")]
         );
     }
@@ -59,7 +47,7 @@ fn two_thousand_sessions_under_ulimit_1024_keep_serving() {
         "conversation/append",
         json!({"sessionId": "s2", "messages": user("s2-b")}),
     );
-    assert_eq!(history_ids(&mut server, "s2"), ["s2-a", "s2-b"]);
+    assert_eq!(server.history_ids("s2"), ["s2-a", "s2-b"]);
     assert!(open_descriptors(server.pid()) < 1024);
     assert_eq!(server.shutdown_and_exit(), 0);
 }
@@ -87,7 +75,7 @@ fn close_releases_the_session_and_its_lock() {
     let mut second = Server::start(dir.path(), json!({}));
     second.open(json!({"sessionId": "s"}));
     second.append("s", user("m2"));
-    assert_eq!(history_ids(&mut second, "s"), ["m1", "m2"]);
+    assert_eq!(second.history_ids("s"), ["m1", "m2"]);
     let refused = first.request("conversation/open", json!({"sessionId": "s"}));
     assert_eq!(refused.map_err(|e| e.code), Err(-32010));
 }

@@ -333,6 +333,19 @@ impl Server {
         .expect("append")
     }
 
+    /// The ids of the messages `conversation/history` gives for a session.
+    pub fn history_ids(&mut self, session: &str) -> Vec<String> {
+        let history = self
+            .request("conversation/history", json!({"sessionId": session}))
+            .expect("history");
+        history["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| m["id"].as_str().unwrap().to_string())
+            .collect()
+    }
+
     pub fn open(&mut self, params: Value) -> String {
         let result = self.request("conversation/open", params).expect("open");
         result["sessionId"].as_str().unwrap().to_string()
