@@ -5,7 +5,7 @@
 use compactd::compaction::{Strategy, Trigger};
 use compactd::config::Config;
 use compactd::conversation::Message;
-use compactd::engine::compaction::{self as engine_compaction, Conclusion, JobSummarizer};
+use compactd::engine::compaction::{self as engine_compaction, JobSummarizer, Outcome as Settled};
 use compactd::engine::{self, SessionEnv};
 use compactd::files::{disk, FileTools};
 use compactd::import::{self, Imported};
@@ -128,32 +128,30 @@ async fn compact(
     keep: u64,
     max_input: Option<u64>,
 ) -> Result<usize, Skip> {
-    let job = engine_compaction::plan(config, session, Strategy::Checkpoint, keep, None)
-        .map_err(|not| not.reason)?
-        .prepare();
-    let input_tokens: u64 = [&job.input, &job.turn_prefix]
-        .into_iter()
-        .flatten()
-        .map(|i| i.tokens.iter().sum::<u64>())
-        .sum();
+    let planned = engine_compaction::plan(config, session, Strategy::Checkpoint, keep, None)
+        .map_err(|not| not.reason)?;
+    // The input this summarizer would get, before it is asked (a local
+    // model's window is small): prepared once more here, a dev tool's cost.
+    let input_tokens: u64 = {
+        let job = planned.clone().prepare();
+        [&job.input, &job.turn_prefix]
+            .into_iter()
+            .flatten()
+            .map(|i| i.tokens.iter().sum::<u64>())
+            .sum()
+    };
     if let Some(max) = max_input.filter(|max| input_tokens > *max) {
         return Err(format!(
             "{input_tokens} tokens to summarize, over the {max} this summarizer is given"
         ));
     }
-    let summaries = JobSummarizer::new(config, job.encoding)
-        .run(&job, &|_| {})
-        .await;
-    let record = job.record(&summaries, Trigger::Manual, 0, 0);
-    let conclusion =
-        engine_compaction::conclude(session, &job, record).map_err(|e| e.to_string())?;
-    match conclusion {
-        Conclusion::Apply(record) => {
-            session.apply_compaction(record);
-            Ok(job.messages_summarized)
-        }
-        Conclusion::NotSmaller { reason, .. } => Err(reason),
-        Conclusion::Handoff(_) => Err("a checkpoint was planned, not a handoff".into()),
+    let summarizer = JobSummarizer::new(config, planned.job.encoding);
+    let written = engine_compaction::write(planned, &summarizer, Trigger::Manual, &|_| {}).await?;
+    let settled = engine_compaction::settle(written, session).map_err(|e| e.to_string())?;
+    match settled.outcome {
+        Settled::Applied(_) => Ok(settled.job.messages_summarized),
+        Settled::NotSmaller { reason, .. } => Err(reason),
+        Settled::Handoff(_) => Err("a checkpoint was planned, not a handoff".into()),
     }
 }
 

@@ -10,8 +10,7 @@ use serde_json::json;
 use super::args::CompactArgs;
 use super::{import_file, keep_recent_flag, resolve_config, session_env, CliError, ConfigFlag};
 use crate::compaction::CompactionJob;
-use crate::config::Config;
-use crate::engine::compaction::{Conclusion, JobSummarizer, NotPlanned};
+use crate::engine::compaction::{self as compaction, NotPlanned, Outcome};
 use crate::engine::{self, SessionEnv};
 use crate::import::Imported;
 use crate::protocol::{CompactResult, Format, Strategy, Trigger};
@@ -86,15 +85,18 @@ pub async fn run(args: &CompactArgs, no_user_config: bool) -> Result<(), CliErro
         out,
         result,
     };
-    let planned = engine::compaction::plan(
-        &config,
-        &session,
-        config.strategy,
-        config.keep_recent_tokens,
-        args.instructions.clone(),
-    );
-    let job = match planned {
-        Ok(planned) => planned.prepare(),
+    let spinner = super::progress::spinner(format!("compacting {messages} messages"), quiet);
+    let progress = |p: Progress| spinner.set_message(p.message);
+    let request = compaction::Request {
+        strategy: config.strategy,
+        keep_recent_tokens: config.keep_recent_tokens,
+        instructions: args.instructions.clone(),
+        trigger: Trigger::Manual,
+    };
+    let compacted = engine::compaction::compact(&config, &mut session, request, &progress).await;
+    spinner.finish_and_clear();
+    let settled = match compacted? {
+        Ok(settled) => settled,
         Err(NotPlanned {
             reason,
             tokens_before,
@@ -112,7 +114,7 @@ pub async fn run(args: &CompactArgs, no_user_config: bool) -> Result<(), CliErro
             return Ok(());
         }
     };
-    let compacted = summarize(&config, &mut session, &job, &imported, &env, quiet).await?;
+    let compacted = carry_out(&session, &settled.outcome, &imported, &env);
     let out = match (&args.out, &compacted.entries) {
         (Some(path), Some(entries)) => {
             write_log(path, entries)?;
@@ -123,7 +125,7 @@ pub async fn run(args: &CompactArgs, no_user_config: bool) -> Result<(), CliErro
     if args.common.json {
         super::print_json(&report(compacted.result, out))?;
     } else {
-        print_text(&job, &compacted.result, out)?;
+        print_text(&settled.job, &compacted.result, out)?;
     }
     Ok(())
 }
@@ -135,66 +137,40 @@ struct Compacted {
     entries: Option<Vec<LogEntry>>,
 }
 
-/// Writes the job's summaries and carries out what the engine concludes:
-/// the record applied to `session`, or a new session for a handoff.
-async fn summarize(
-    config: &Config,
-    session: &mut Session,
-    job: &CompactionJob,
+/// The outcome, as this command reports it: the log of the compacted
+/// session (the imported entries and the record), or of the new session a
+/// handoff starts (this conversation stays as it is).
+fn carry_out(
+    session: &Session,
+    outcome: &Outcome,
     imported: &Imported,
     env: &SessionEnv,
-    quiet: bool,
-) -> Result<Compacted, CliError> {
-    let spinner = super::progress::spinner(
-        format!("summarizing {} messages", job.messages_summarized),
-        quiet,
-    );
-    let started = std::time::Instant::now();
-    let progress = |p: Progress| spinner.set_message(p.message);
-    let summaries = JobSummarizer::new(config, job.encoding)
-        .run(job, &progress)
-        .await;
-    spinner.finish_and_clear();
-    let duration_ms = started.elapsed().as_millis() as u64;
-    let record = engine::compaction::record(job, &summaries, Trigger::Manual, duration_ms);
-    let conclusion = engine::compaction::conclude(session, job, record)?;
-    Ok(match conclusion {
-        Conclusion::Apply(record) => {
-            session.apply_compaction(record.clone());
-            let mut entries = imported.log_entries(
-                &session.id,
-                record.created_at.unwrap_or_else(engine::now_ms),
-            );
+) -> Compacted {
+    match outcome {
+        Outcome::Applied(record) => {
+            let created_at = record.created_at.unwrap_or_else(engine::now_ms);
+            let mut entries = imported.log_entries(&session.id, created_at);
             entries.push(LogEntry::Compaction(Box::new(record.clone())));
             Compacted {
-                result: CompactResult::from_record(&record),
+                result: CompactResult::from_record(record),
                 entries: Some(entries),
             }
         }
-        Conclusion::NotSmaller { record, reason } => Compacted {
-            result: CompactResult::not_applied(&record, reason),
+        Outcome::NotSmaller { record, reason } => Compacted {
+            result: CompactResult::not_applied(record, reason.clone()),
             entries: None,
         },
-        // This conversation stays as it is; a new one starts with the
-        // summary as its first message.
-        Conclusion::Handoff(record) => {
-            let entries = engine::create::handoff_entries(
-                session,
-                &record,
-                &session.id,
-                record.created_at.unwrap_or_else(engine::now_ms),
-            );
+        Outcome::Handoff(record) => {
+            let created_at = record.created_at.unwrap_or_else(engine::now_ms);
+            let entries = engine::create::handoff_entries(session, record, &session.id, created_at);
             let fresh = engine::create::replay(&session.id, entries.clone(), env);
             let tokens = engine::compaction::handoff_tokens(session, &fresh);
-            let mut result = CompactResult::handed_off(&record, tokens);
-            result.reason = Some(engine::compaction::handoff_reason(&session.id));
-            result.handoff_session_id = Some(session.id.clone());
             Compacted {
-                result,
+                result: CompactResult::handed_off(record, tokens, &session.id),
                 entries: Some(entries),
             }
         }
-    })
+    }
 }
 
 fn print_text(

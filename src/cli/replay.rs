@@ -14,7 +14,7 @@ use crate::compaction::trigger::{AttemptVerdict, TriggerKind};
 use crate::config::Config;
 use crate::conversation::{Message, Usage};
 use crate::engine::auto::AutoCompaction;
-use crate::engine::compaction::{Conclusion, JobSummarizer, NotPlanned};
+use crate::engine::compaction::{self as compaction, NotPlanned, Outcome};
 use crate::engine::{self, window, Access};
 use crate::protocol::{Format, Strategy, Trigger};
 use crate::session::Session;
@@ -150,49 +150,40 @@ async fn compact(
     at: Fired,
     report: &mut ReplayReport,
 ) -> Result<AttemptVerdict, CliError> {
-    let planned = engine::compaction::plan(
-        config,
-        session,
-        auto.strategy,
-        auto.keep_recent_tokens,
-        None,
-    );
-    let job = match planned {
-        Ok(planned) => planned.prepare(),
-        Err(NotPlanned { reason, .. }) => {
-            return Ok(engine::auto::record_outcome(config, session, Err(reason)))
-        }
+    let request = compaction::Request {
+        strategy: auto.strategy,
+        keep_recent_tokens: auto.keep_recent_tokens,
+        instructions: None,
+        trigger: Trigger::Threshold,
     };
-    let before = job.tokens_before;
-    let started = std::time::Instant::now();
-    let summaries = JobSummarizer::new(config, job.encoding)
-        .run(&job, &|_: Progress| {})
-        .await;
-    let duration_ms = started.elapsed().as_millis() as u64;
-    let record = job.record(&summaries, Trigger::Threshold, 0, duration_ms);
-    let conclusion = engine::compaction::conclude(session, &job, record)?;
-    let after = match conclusion {
-        Conclusion::Apply(record) => {
-            let after = record.tokens_after;
-            session.apply_compaction(record);
+    let settled =
+        match engine::compaction::compact(config, session, request, &|_: Progress| {}).await? {
+            Ok(settled) => settled,
+            Err(NotPlanned { reason, .. }) => {
+                return Ok(engine::auto::record_outcome(config, session, Err(reason)))
+            }
+        };
+    let job = &settled.job;
+    let after = match &settled.outcome {
+        Outcome::Applied(record) => {
             report.compactions.push(ReplayCompaction {
                 after_message: at.position,
                 line: at.line,
                 triggers: at.triggers,
                 strategy: auto.strategy,
-                tokens_before: before,
-                tokens_after: after,
+                tokens_before: record.tokens_before,
+                tokens_after: record.tokens_after,
                 messages_summarized: job.messages_summarized,
-                duration_ms,
+                duration_ms: record.duration_ms.unwrap_or_default(),
             });
-            after
+            record.tokens_after
         }
-        Conclusion::NotSmaller { record, .. } | Conclusion::Handoff(record) => record.tokens_after,
+        Outcome::NotSmaller { record, .. } | Outcome::Handoff(record) => record.tokens_after,
     };
     Ok(engine::auto::record_outcome(
         config,
         session,
-        Ok((before, after)),
+        Ok((job.tokens_before, after)),
     ))
 }
 

@@ -1,7 +1,16 @@
 //! A compaction for every caller (`conversation/compact`, auto-compaction,
-//! overflow recovery, `compactd compact` and `replay`): plan it against
-//! the meter, write its summaries, conclude what the summaries mean for
-//! the session, and apply the record (log first, then memory).
+//! overflow recovery, `compactd compact` and `replay`), one pipeline:
+//!
+//! 1. `plan` against the meter (cheap: it shares the session's messages);
+//! 2. `write`: prepare the summarizer inputs, summarize, record (the
+//!    retention check), the parts whose cost grows with what is
+//!    summarized, on blocking threads;
+//! 3. `settle`: conclude what the summaries mean for the session and act
+//!    on it through its `Target` (log first, then memory).
+//!
+//! `compact` runs the three in a row (the transcript commands); the server
+//! runs `plan` and `settle` on its state owner and `write` in a task of its
+//! own, with progress and cancellation passed in, nothing copied.
 
 use std::sync::atomic::{AtomicU32, Ordering};
 
@@ -191,7 +200,7 @@ impl<'a> RisingProgress<'a> {
 
 /// What a job's summaries mean for the session.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Conclusion {
+enum Conclusion {
     /// Apply the record: the history gets smaller.
     Apply(CompactionRecord),
     /// The compacted history would not be smaller; nothing changes.
@@ -207,7 +216,7 @@ pub enum Conclusion {
 /// The record of a job whose summaries are written (`CompactionJob::record`,
 /// with its retention check, whose cost grows with what was summarized: the
 /// server makes it off the state owner).
-pub fn record(
+fn record(
     job: &CompactionJob,
     summaries: &JobSummaries,
     trigger: Trigger,
@@ -218,7 +227,7 @@ pub fn record(
 
 /// Decides what a finished job's record does. A job planned before
 /// another compaction was applied is stale and changes nothing.
-pub fn conclude(
+fn conclude(
     session: &Session,
     job: &CompactionJob,
     record: CompactionRecord,
@@ -242,8 +251,141 @@ pub fn conclude(
     Ok(Conclusion::Apply(record))
 }
 
+/// What a compaction is asked to do (the caller's part of the plan).
+#[derive(Debug, Clone)]
+pub struct Request {
+    pub strategy: Strategy,
+    pub keep_recent_tokens: u64,
+    pub instructions: Option<String>,
+    pub trigger: Trigger,
+}
+
+/// A job whose summaries are written and recorded: step 2's result.
+#[derive(Debug)]
+pub struct Written {
+    pub job: CompactionJob,
+    pub record: CompactionRecord,
+}
+
+/// Where a compaction's record goes: the session it was planned on, and
+/// how a record becomes part of it.
+pub trait Target {
+    fn session(&self) -> &Session;
+    /// Makes the record the session's (logged first where there is a log).
+    fn apply(&mut self, record: CompactionRecord) -> EngineResult<()>;
+}
+
+/// A session with its log: the record is logged and synced, then applied.
+impl Target for OpenSession {
+    fn session(&self) -> &Session {
+        &self.session
+    }
+    fn apply(&mut self, record: CompactionRecord) -> EngineResult<()> {
+        apply(self, record)
+    }
+}
+
+/// A session in memory only (the transcript commands, which write a log of
+/// their own when asked).
+impl Target for Session {
+    fn session(&self) -> &Session {
+        self
+    }
+    fn apply(&mut self, record: CompactionRecord) -> EngineResult<()> {
+        self.apply_compaction(record);
+        Ok(())
+    }
+}
+
+/// What a compaction did.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Outcome {
+    /// The record is the session's now: the history got smaller.
+    Applied(CompactionRecord),
+    /// The compacted history would not have been smaller; nothing changed.
+    NotSmaller {
+        record: CompactionRecord,
+        reason: String,
+    },
+    /// A handoff: the summary starts a new session, which the caller
+    /// creates where its sessions live; this one is unchanged.
+    Handoff(CompactionRecord),
+}
+
+/// Step 2: the summarizer inputs prepared (on a blocking thread), the
+/// summaries written with `progress`, the record made (on a blocking
+/// thread: its retention check grows with what was summarized). Dropping
+/// the future cancels it; a panic becomes the error.
+pub async fn write(
+    planned: PlannedJob,
+    summarizer: &JobSummarizer,
+    trigger: Trigger,
+    progress: ProgressSink<'_>,
+) -> Result<Written, String> {
+    let started = std::time::Instant::now();
+    let job = tokio::task::spawn_blocking(move || planned.prepare())
+        .await
+        .map_err(|e| format!("preparing the compaction failed: {e}"))?;
+    let summaries = summarizer.run(&job, progress).await;
+    let duration_ms = started.elapsed().as_millis() as u64;
+    tokio::task::spawn_blocking(move || {
+        let record = record(&job, &summaries, trigger, duration_ms);
+        Written { job, record }
+    })
+    .await
+    .map_err(|e| format!("recording the compaction failed: {e}"))
+}
+
+/// A settled job: what it did, and the job (what it summarized, kept and
+/// pruned, for reports).
+#[derive(Debug)]
+pub struct Settled {
+    pub outcome: Outcome,
+    pub job: CompactionJob,
+}
+
+/// Step 3: what the written job means for the session, carried out: the
+/// record applied through `target`, or why not.
+pub fn settle(written: Written, target: &mut dyn Target) -> EngineResult<Settled> {
+    let Written { job, record } = written;
+    let outcome = match conclude(target.session(), &job, record)? {
+        Conclusion::Apply(record) => {
+            target.apply(record.clone())?;
+            Outcome::Applied(record)
+        }
+        Conclusion::NotSmaller { record, reason } => Outcome::NotSmaller { record, reason },
+        Conclusion::Handoff(record) => Outcome::Handoff(record),
+    };
+    Ok(Settled { outcome, job })
+}
+
+/// The whole pipeline in a row: plan, write, settle. `Err(NotPlanned)`:
+/// nothing to compact.
+pub async fn compact(
+    config: &Config,
+    target: &mut dyn Target,
+    request: Request,
+    progress: ProgressSink<'_>,
+) -> EngineResult<Result<Settled, NotPlanned>> {
+    let planned = match plan(
+        config,
+        target.session(),
+        request.strategy,
+        request.keep_recent_tokens,
+        request.instructions,
+    ) {
+        Ok(planned) => planned,
+        Err(not) => return Ok(Err(not)),
+    };
+    let summarizer = JobSummarizer::new(config, planned.job.encoding);
+    let written = write(planned, &summarizer, request.trigger, progress)
+        .await
+        .map_err(EngineError::Failed)?;
+    settle(written, target).map(Ok)
+}
+
 /// Applies a compaction: logged and synced first, then applied.
-pub fn apply(open: &mut OpenSession, record: CompactionRecord) -> EngineResult<()> {
+fn apply(open: &mut OpenSession, record: CompactionRecord) -> EngineResult<()> {
     open.check_writable()?;
     open.log
         .append(&[LogEntry::Compaction(Box::new(record.clone()))], true)
@@ -261,19 +403,6 @@ pub fn apply(open: &mut OpenSession, record: CompactionRecord) -> EngineResult<(
 /// same system prompt and tools).
 pub fn handoff_tokens(source: &Session, fresh: &Session) -> u64 {
     source.correction().context(fresh.estimated_tokens())
-}
-
-/// Why a handoff left its session as it was.
-pub fn handoff_reason(new_session_id: &str) -> String {
-    format!("handoff written to the new session {new_session_id}; this session is unchanged")
-}
-
-/// The first message of the session a handoff starts, as a prompt to
-/// start a fresh agent session with.
-pub fn handoff_prompt(record: &CompactionRecord) -> String {
-    compaction::handoff_message(&record.full_summary())
-        .text()
-        .to_string()
 }
 
 /// A dry run: the plan, and the tokens after it with the summary's size

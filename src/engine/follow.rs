@@ -490,6 +490,29 @@ pub fn meter(config: &Config, session: &Session, mirror: &Mirror) -> Meter {
     meter
 }
 
+/// A followed session as a compaction's target: the record goes to
+/// compactd's own log of it (synced), and the mirror stays as the agent
+/// has it.
+pub struct OwnLog<'a> {
+    open: &'a mut OpenSession,
+    mirror: &'a mut Mirror,
+}
+
+impl<'a> OwnLog<'a> {
+    pub fn new(open: &'a mut OpenSession, mirror: &'a mut Mirror) -> OwnLog<'a> {
+        OwnLog { open, mirror }
+    }
+}
+
+impl super::compaction::Target for OwnLog<'_> {
+    fn session(&self) -> &Session {
+        &self.open.session
+    }
+    fn apply(&mut self, record: CompactionRecord) -> EngineResult<()> {
+        record_own(self.open, self.mirror, record)
+    }
+}
+
 /// Records a compaction compactd made of a followed transcript in its own
 /// log (synced); the mirror stays as the agent has it.
 pub fn record_own(

@@ -269,12 +269,27 @@ impl CompactResult {
         result
     }
 
-    /// A handoff: the summary went to a new session holding
-    /// `tokens_after`; this session is unchanged.
-    pub fn handed_off(record: &CompactionRecord, tokens_after: u64) -> CompactResult {
+    /// A handoff: the summary starts the new session `new_session_id`,
+    /// which holds `tokens_after`; this session is unchanged. The first
+    /// message of the new session is also given as a prompt to start a
+    /// fresh agent session with.
+    pub fn handed_off(
+        record: &CompactionRecord,
+        tokens_after: u64,
+        new_session_id: &str,
+    ) -> CompactResult {
         CompactResult {
             compacted: false,
             tokens_after,
+            reason: Some(format!(
+                "handoff written to the new session {new_session_id}; this session is unchanged"
+            )),
+            handoff_session_id: Some(new_session_id.to_string()),
+            handoff_prompt: Some(
+                crate::compaction::handoff_message(&record.full_summary())
+                    .text()
+                    .to_string(),
+            ),
             ..CompactResult::from_record(record)
         }
     }

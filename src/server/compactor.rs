@@ -5,23 +5,20 @@
 //! (`engine::compaction`, `engine::auto`); this file only schedules it, so
 //! a cancelled or failed job leaves the history exactly as it was.
 
-use std::time::Instant;
-
 use lsp_server::RequestId;
 
 use lsp_server::ErrorCode;
 
 use super::{JobResult, RpcError, Server};
 use crate::compaction::trigger::{AttemptVerdict, TriggerKind};
-use crate::compaction::{CompactionJob, CompactionRecord, PlannedJob};
+use crate::compaction::{CompactionRecord, PlannedJob};
 use crate::engine;
-use crate::engine::compaction::{Conclusion, JobSummarizer, NotPlanned};
-use crate::engine::Access;
+use crate::engine::compaction::{JobSummarizer, NotPlanned, Outcome, Written};
 use crate::protocol::{
     methods, AutoCompactStoppedNotification, CompactResult, DidCompactNotification, ProgressToken,
     ReportErrorResult, Strategy, Trigger,
 };
-use crate::summarize::{Progress, ProgressSink};
+use crate::summarize::Progress;
 
 /// Who waits for a job's answer, and in what shape.
 #[derive(Debug, Clone)]
@@ -64,7 +61,7 @@ pub(crate) struct Finished {
     pub key: u64,
     pub session_id: String,
     pub trigger: Trigger,
-    pub outcome: Result<(CompactionJob, CompactionRecord), String>,
+    pub outcome: Result<Written, String>,
     pub auto: bool,
 }
 
@@ -157,7 +154,7 @@ fn spawn(server: &mut Server, session_id: &str, request: CompactionRequest, plan
                 progress,
             }));
         };
-        let outcome = run(planned, summarizer, trigger, &report).await;
+        let outcome = engine::compaction::write(planned, &summarizer, trigger, &report).await;
         let _ = job_results.send(JobResult::Compaction(Box::new(Finished {
             key,
             session_id: task_session,
@@ -176,30 +173,6 @@ fn spawn(server: &mut Server, session_id: &str, request: CompactionRequest, plan
             progress,
         },
     );
-}
-
-/// The job's work, off the state owner: its summarizer inputs and its
-/// record (whose retention check grows with what was summarized) on
-/// blocking threads, the summaries in between. A panic there becomes an
-/// error the waiters are answered with.
-async fn run(
-    planned: PlannedJob,
-    summarizer: JobSummarizer,
-    trigger: Trigger,
-    report: ProgressSink<'_>,
-) -> Result<(CompactionJob, CompactionRecord), String> {
-    let started = Instant::now();
-    let job = tokio::task::spawn_blocking(move || planned.prepare())
-        .await
-        .map_err(|e| format!("preparing the compaction failed: {e}"))?;
-    let summaries = summarizer.run(&job, report).await;
-    let duration_ms = started.elapsed().as_millis() as u64;
-    tokio::task::spawn_blocking(move || {
-        let record = engine::compaction::record(&job, &summaries, trigger, duration_ms);
-        (job, record)
-    })
-    .await
-    .map_err(|e| format!("recording the compaction failed: {e}"))
 }
 
 /// Passes a running job's progress on under its token; a job that was
@@ -253,7 +226,14 @@ pub(crate) fn finish(server: &mut Server, finished: Finished) {
         server.running.insert(finished.session_id.clone(), running);
         return;
     }
-    let result = apply(server, &finished);
+    let Finished {
+        session_id,
+        trigger,
+        outcome,
+        auto,
+        ..
+    } = finished;
+    let result = apply(server, &session_id, outcome);
     if let Some(token) = &running.progress {
         let message = match &result {
             Ok(r) => format!("{} → {} tokens", r.tokens_before, r.tokens_after),
@@ -264,52 +244,54 @@ pub(crate) fn finish(server: &mut Server, finished: Finished) {
     }
     if let Some(result) = result.as_ref().ok().filter(|r| r.compacted) {
         server.notify_session(
-            &finished.session_id,
+            &session_id,
             methods::DID_COMPACT,
             DidCompactNotification {
-                session_id: finished.session_id.clone(),
-                trigger: finished.trigger,
+                session_id: session_id.clone(),
+                trigger,
                 result: result.clone(),
             },
         );
-        if let Some(open) = server.sessions.get(&finished.session_id) {
+        if let Some(open) = server.sessions.get(&session_id) {
             server.send_meter(&open.session);
         }
     }
-    if finished.auto {
+    if auto {
         let outcome = match &result {
             Ok(r) => Ok((r.tokens_before, r.tokens_after)),
             Err(e) => Err(e.message.clone()),
         };
-        note_auto_outcome(server, &finished.session_id, outcome);
+        note_auto_outcome(server, &session_id, outcome);
     }
     for waiter in &running.waiters {
         answer(server, waiter, result.clone());
     }
 }
 
-/// What the engine concludes from the summaries, carried out: applied,
-/// left out, or handed off to a new session.
-fn apply(server: &mut Server, finished: &Finished) -> Result<CompactResult, RpcError> {
-    let (job, record) = finished.outcome.as_ref().map_err(|why| {
+/// What the engine settles the finished job into, carried out: applied
+/// (to a followed session: recorded in compactd's own log), left out, or
+/// handed off to a new session.
+fn apply(
+    server: &mut Server,
+    session_id: &str,
+    outcome: Result<Written, String>,
+) -> Result<CompactResult, RpcError> {
+    let written = outcome.map_err(|why| {
         RpcError::internal(format!("compaction failed, history unchanged: {why}"))
     })?;
-    let open = server.session_mut(&finished.session_id)?;
-    let followed = open.access() == Access::Follows;
-    let conclusion = engine::compaction::conclude(&open.session, job, record.clone())?;
-    match conclusion {
-        // Only the agent changes what its model sees.
-        Conclusion::Apply(record) if followed => {
-            server.record_own_compaction(&finished.session_id, record)
-        }
-        Conclusion::Apply(record) => {
-            engine::compaction::apply(open, record.clone())?;
-            Ok(CompactResult::from_record(&record))
-        }
-        Conclusion::NotSmaller { record, reason } => {
-            Ok(CompactResult::not_applied(&record, reason))
-        }
-        Conclusion::Handoff(record) => handoff(server, &finished.session_id, &record),
+    let settled = server.settle(session_id, written)?;
+    match settled.outcome {
+        Outcome::Applied(record) => Ok(match server.recorded_reason(session_id) {
+            // Only the agent changes what its model sees.
+            Some(reason) => CompactResult {
+                compacted: false,
+                reason: Some(reason),
+                ..CompactResult::from_record(&record)
+            },
+            None => CompactResult::from_record(&record),
+        }),
+        Outcome::NotSmaller { record, reason } => Ok(CompactResult::not_applied(&record, reason)),
+        Outcome::Handoff(record) => handoff(server, session_id, &record),
     }
 }
 
@@ -323,11 +305,8 @@ fn handoff(
     let opened = engine::create::handoff(&server.store, source, record, &server.session_env())?;
     let new_id = opened.session.id.clone();
     let tokens = engine::compaction::handoff_tokens(source, &opened.session);
-    let mut result = CompactResult::handed_off(record, tokens);
-    result.reason = Some(engine::compaction::handoff_reason(&new_id));
+    let result = CompactResult::handed_off(record, tokens, &new_id);
     server.clients.follow_on(source_id, &new_id);
-    result.handoff_prompt = Some(engine::compaction::handoff_prompt(record));
-    result.handoff_session_id = Some(new_id);
     server.send_meter(&opened.session);
     server.insert_session(opened);
     Ok(result)

@@ -255,25 +255,33 @@ impl Server {
             .map_or(&[], |f| f.mirror.own.as_slice())
     }
 
-    /// A compaction compactd made of a followed session: recorded in its
-    /// own log, the mirror unchanged.
-    pub fn record_own_compaction(
+    /// Settles a finished compaction of a session: into the session and
+    /// its log, or for a followed session into compactd's own log of it
+    /// (the mirror stays the agent's).
+    pub fn settle(
         &mut self,
         id: &str,
-        record: CompactionRecord,
-    ) -> Result<CompactResult, RpcError> {
-        let (Some(followed), Some(open)) = (
-            self.following.mirrors.get_mut(id),
-            self.sessions.get_mut(id),
-        ) else {
-            return Err(super::no_session(id));
+        written: crate::engine::compaction::Written,
+    ) -> RpcResult<crate::engine::compaction::Settled> {
+        let open = self
+            .sessions
+            .get_mut(id)
+            .ok_or_else(|| super::no_session(id))?;
+        let settled = match self.following.mirrors.get_mut(id) {
+            Some(followed) => {
+                let mut own = follow::OwnLog::new(open, &mut followed.mirror);
+                crate::engine::compaction::settle(written, &mut own)?
+            }
+            None => crate::engine::compaction::settle(written, open)?,
         };
-        follow::record_own(open, &mut followed.mirror, record.clone())?;
-        Ok(CompactResult {
-            compacted: false,
-            reason: Some(follow::recorded_reason(&followed.mirror)),
-            ..CompactResult::from_record(&record)
-        })
+        Ok(settled)
+    }
+
+    /// Why a compaction of a followed session changed nothing the agent
+    /// sees (`None`: not followed).
+    pub fn recorded_reason(&self, id: &str) -> Option<String> {
+        let followed = self.following.mirrors.get(id)?;
+        Some(follow::recorded_reason(&followed.mirror))
     }
 
     /// A followed session's meter (`None`: not followed).

@@ -505,3 +505,23 @@ fn every_wire_type_is_defined_or_re_exported_in_protocol() {
         "wire types outside protocol/: {missing:?}"
     );
 }
+
+/// One compaction pipeline: the transcript commands run the engine's
+/// `compact` (plan, write, settle), the server its `write` in a task and
+/// `settle` on the state owner; none of them records or applies a
+/// compaction itself.
+#[test]
+fn every_front_end_compacts_through_the_engine_pipeline() {
+    for file in ["cli/compact.rs", "cli/replay.rs"] {
+        let text = code(&src().join(file));
+        assert!(text.contains("engine::compaction::compact("), "{file}");
+        for own in ["apply_compaction", ".record(", "::conclude(", "JobSummarizer::new"] {
+            assert!(!text.contains(own), "{file} calls {own} itself");
+        }
+    }
+    let server = code(&src().join("server/compactor.rs"));
+    assert!(server.contains("engine::compaction::write("));
+    for own in ["apply_compaction", ".record(", "::conclude(", ".prepare()"] {
+        assert!(!server.contains(own), "server/compactor.rs calls {own} itself");
+    }
+}
