@@ -18,11 +18,11 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use compactd::agents::{Agent, Homes};
 use compactd::config::Config;
 use compactd::engine::follow::{self, FollowEnv};
 use compactd::engine::SessionEnv;
 use compactd::files::{disk, FileTools};
-use compactd::follow::{Agent, AgentHomes};
 use compactd::store::{Durability, SessionStore};
 use serde_json::json;
 
@@ -31,8 +31,8 @@ fn payload(n: usize) -> String {
     const SOURCES: [&str; 4] = [
         include_str!("../src/session.rs"),
         include_str!("../src/engine/follow.rs"),
-        include_str!("../src/import/emit.rs"),
-        include_str!("../src/follow/tail.rs"),
+        include_str!("../src/transcript/emit.rs"),
+        include_str!("../src/transcript/tail.rs"),
     ];
     let source = SOURCES[n % SOURCES.len()];
     let start = (n * 977) % (source.len() - 5000);
@@ -104,7 +104,7 @@ fn follow_at(dir: &Path, mb: u64, appends: usize) -> (Duration, Duration, usize)
     let config = Config::default();
     let tools = FileTools::default();
     // The agents' settings of a home of its own, not this machine's.
-    let homes = AgentHomes::under(dir);
+    let homes = Homes::under(dir);
     let session_env = SessionEnv::new(&config, disk::workspace(vec![dir.to_path_buf()]));
     let env = FollowEnv {
         config: &config,
@@ -114,8 +114,14 @@ fn follow_at(dir: &Path, mb: u64, appends: usize) -> (Duration, Duration, usize)
     };
     let store = SessionStore::new(dir.join("data"), Durability::Flush);
     let started = Instant::now();
-    let (mut open, mut mirror) =
-        follow::follow(&store, Agent::ClaudeCode, &path, dir, &env).unwrap();
+    let (mut open, mut mirror) = follow::follow(
+        &store,
+        Agent::from_name("claude-code").expect("an agent"),
+        &path,
+        dir,
+        &env,
+    )
+    .unwrap();
     let load = started.elapsed();
     let mut samples = Vec::with_capacity(appends);
     for i in 0..appends {

@@ -2,18 +2,18 @@
 //!
 //! The core (`conversation`, `tokens`, `compaction`, `session`, the file
 //! ledger in `files`) is pure; I/O lives at the edges (`transport`,
-//! `store`, `summarize`, `import`, `follow`, `files::watch`, `files::disk`). The
+//! `store`, `summarize`, `import`, `agents`, `files::watch`, `files::disk`). The
 //! `engine` holds every operation and policy on a session; the two front
 //! ends, `server` (JSON-RPC, wire types in `protocol`) and `cli`, call it.
 //! See `docs/ARCHITECTURE.md`.
 
+pub mod agents;
 pub mod cli;
 pub mod compaction;
 pub mod config;
 pub mod conversation;
 pub mod engine;
 pub mod files;
-pub mod follow;
 pub mod import;
 pub mod protocol;
 pub mod regular_file;
@@ -22,6 +22,7 @@ pub mod session;
 pub mod store;
 pub mod summarize;
 pub mod tokens;
+pub mod transcript;
 pub mod transport;
 
 pub use server::{serve, ServeOptions};

@@ -2,9 +2,9 @@
 
 use std::path::PathBuf;
 
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap::{Args, Parser, Subcommand};
 
-use crate::import::Format;
+use crate::import::{self, Format};
 
 /// compactd keeps LLM coding conversations inside their context window.
 ///
@@ -127,35 +127,45 @@ pub struct ConnectArgs {
     pub check: bool,
 }
 
-/// Which importer reads the file.
-#[derive(ValueEnum, Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum FormatArg {
-    /// Detect from the content.
-    #[default]
-    Auto,
-    /// pi coding-agent session JSONL.
-    Pi,
-    /// Claude Code ~/.claude/projects/*/*.jsonl.
-    ClaudeCode,
-    /// Codex CLI rollout JSONL.
-    Codex,
-    /// OpenAI chat message array, or an object with `messages` or `history`
-    /// (SWE-agent .traj).
-    Openai,
-    /// compactd's own session log.
-    Compactd,
-}
+/// Which importer reads the file: `auto` (detect from the content) or a
+/// format `import` reads, listed from it (so an agent's format is named
+/// where the agent is).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct FormatArg(Option<Format>);
 
 impl FormatArg {
+    /// `None`: detect from the content.
     pub fn format(self) -> Option<Format> {
-        match self {
-            FormatArg::Auto => None,
-            FormatArg::Pi => Some(Format::Pi),
-            FormatArg::ClaudeCode => Some(Format::ClaudeCode),
-            FormatArg::Codex => Some(Format::Codex),
-            FormatArg::Openai => Some(Format::Openai),
-            FormatArg::Compactd => Some(Format::Compactd),
-        }
+        self.0
+    }
+}
+
+#[derive(Clone)]
+struct FormatParser;
+
+impl clap::builder::TypedValueParser for FormatParser {
+    type Value = FormatArg;
+
+    fn parse_ref(
+        &self,
+        cmd: &clap::Command,
+        arg: Option<&clap::Arg>,
+        value: &std::ffi::OsStr,
+    ) -> Result<FormatArg, clap::Error> {
+        let names = self.possible_values().into_iter().flatten();
+        let name = clap::builder::PossibleValuesParser::new(names).parse_ref(cmd, arg, value)?;
+        Ok(FormatArg(import::parse_name(&name)))
+    }
+
+    fn possible_values(
+        &self,
+    ) -> Option<Box<dyn Iterator<Item = clap::builder::PossibleValue> + '_>> {
+        use clap::builder::PossibleValue;
+        let auto = PossibleValue::new("auto").help("Detect from the content");
+        let formats = import::formats()
+            .into_iter()
+            .map(|f| PossibleValue::new(f.name()).help(import::description(f)));
+        Some(Box::new(std::iter::once(auto).chain(formats)))
     }
 }
 
@@ -163,7 +173,7 @@ impl FormatArg {
 #[derive(Args, Debug, Clone)]
 pub struct CommonArgs {
     /// The transcript's format.
-    #[arg(long, value_enum, default_value_t = FormatArg::Auto)]
+    #[arg(long, value_parser = FormatParser, default_value = "auto")]
     pub format: FormatArg,
     /// Print the result as JSON instead of text.
     #[arg(long)]

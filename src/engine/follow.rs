@@ -1,6 +1,6 @@
 //! A followed agent transcript as a session: the mirror. Its conversation
 //! is derived from the transcript, line by line as the agent writes it,
-//! through the same readers a batch import uses (`import::emit`): messages
+//! through the same readers a batch import uses (`transcript::emit`): messages
 //! (a response written over several lines is amended in place), the
 //! agent's own compactions as compaction records (so the meter drops when
 //! the agent compacts), the file ledger from the tool calls that succeeded,
@@ -16,23 +16,22 @@
 use std::path::{Path, PathBuf};
 
 use super::{append, now_ms, window, EngineError, EngineResult, OpenSession, SessionEnv};
+use crate::agents::{Agent, AutoCompactPoint, Basis, Homes, LimitsInput};
 use crate::compaction::CompactionRecord;
 use crate::config::Config;
 use crate::files::{disk, FileTools};
-use crate::follow::limits::{self, AutoCompactPoint, Basis};
-use crate::follow::tail::{Step, Tail};
-use crate::follow::{Agent, AgentHomes};
-use crate::import::{self, Emitter, Event, Line, Reader};
 use crate::session::Session;
 use crate::store::{self, FollowedTranscript, LogEntry, SessionHeader, SessionSettings};
 use crate::store::{SessionLock, SessionLog, SessionStore, StoreError, LOG_VERSION};
 use crate::tokens::{self, Meter};
+use crate::transcript::tail::{Step, Tail};
+use crate::transcript::{self, Emitter, Event, Line, Reader};
 
 /// What following needs from where it runs.
 pub struct FollowEnv<'a> {
     pub config: &'a Config,
     pub tools: &'a FileTools,
-    pub homes: &'a AgentHomes,
+    pub homes: &'a Homes,
     /// How summaries are introduced, the listing cap (its workspace is
     /// replaced by the agent's).
     pub session_env: &'a SessionEnv,
@@ -109,11 +108,7 @@ struct Reading {
 impl Reading {
     fn new(agent: Agent, path: &Path) -> EngineResult<Reading> {
         let format = agent.format();
-        let reader: Box<dyn Reader + Send> = match agent {
-            // A whole file knows its path through pi's session tree first.
-            Agent::Pi => Box::new(import::pi::Reader::on_path(pi_path(path)?)),
-            _ => import::line_reader(format).expect("every agent's format reads by line"),
-        };
+        let reader = agent.reader(Some(path)).map_err(|e| read_error(path, e))?;
         Ok(Reading {
             reader,
             out: Emitter::new(format),
@@ -177,7 +172,7 @@ impl Reading {
             }
             Event::Compaction(foreign) => {
                 let format = self.out.format;
-                match import::place(session, &foreign, format, self.placed + 1) {
+                match transcript::place(session, &foreign, format, self.placed + 1) {
                     Ok(record) => {
                         self.placed += 1;
                         polled.changed = true;
@@ -192,29 +187,6 @@ impl Reading {
             Event::Restart => self.restart = true,
         }
     }
-}
-
-/// pi's conversation path in the file as it is (`None`: no tree).
-fn pi_path(path: &Path) -> EngineResult<Option<std::collections::HashSet<String>>> {
-    let mut entries = Vec::new();
-    Tail::new(path)
-        .step(|line| {
-            if let Ok(value) = line.value {
-                let keep = |k: &str| value.get(k).cloned();
-                entries.push(serde_json::json!({
-                    "type": keep("type"), "id": keep("id"), "parentId": keep("parentId")
-                }));
-                // `null` parents must stay present: only a key tells the
-                // tree layout from the linear one.
-                if value.get("parentId").is_none() {
-                    if let Some(map) = entries.last_mut().and_then(|e| e.as_object_mut()) {
-                        map.remove("parentId");
-                    }
-                }
-            }
-        })
-        .map_err(|e| read_error(path, e))?;
-    Ok(import::pi::active_path(entries.iter()))
 }
 
 fn read_error(path: &Path, e: std::io::Error) -> EngineError {
@@ -447,28 +419,15 @@ impl Mirror {
         }
         let (model, stated, max_output) = from.clone();
         self.limits_from = Some(from);
-        let table = model.as_deref().and_then(tokens::context_window_for);
-        let default = env.config.default_context_window;
-        let (window, point) = match self.agent {
-            Agent::ClaudeCode => {
-                let window = stated.or(table).unwrap_or(default);
-                (window, limits::claude_code(env.homes, window, max_output))
-            }
-            Agent::Codex => {
-                let config = limits::codex_config(env.homes);
-                let window = stated
-                    .or(config.context_window)
-                    .or(table)
-                    .unwrap_or(default);
-                (window, limits::codex(&config, stated, table))
-            }
-            Agent::Pi => {
-                let config = limits::pi_config(env.homes, &self.workspace, model.as_deref());
-                let window = stated.or(config.model_window).or(table).unwrap_or(default);
-                let point = limits::pi(&config, window, config.model_window.is_some());
-                (window, point)
-            }
-        };
+        let (window, point) = self.agent.limits(&LimitsInput {
+            homes: env.homes,
+            workspace: &self.workspace,
+            model: model.as_deref(),
+            stated_window: stated,
+            max_output,
+            table_window: model.as_deref().and_then(tokens::context_window_for),
+            default_window: env.config.default_context_window,
+        });
         session.context_window = Some(window);
         self.auto_compact = point;
     }

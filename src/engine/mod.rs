@@ -135,7 +135,7 @@ pub enum EngineError {
 
 impl EngineError {
     pub fn follows(id: &str, followed: &FollowedTranscript) -> EngineError {
-        let agent = crate::follow::Agent::from_name(&followed.agent)
+        let agent = crate::agents::Agent::from_name(&followed.agent)
             .map_or(followed.agent.clone(), |a| a.display_name().to_string());
         EngineError::Follows {
             id: id.to_string(),

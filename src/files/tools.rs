@@ -309,7 +309,7 @@ mod tests {
         assert!(ops("bash", json!({"command": "rm -rf /"})).is_empty());
         assert!(
             ops("Read", json!({"path": "wrong-field"})).is_empty(),
-            "Claude Code's Read names file_path"
+            "Read names its path file_path"
         );
     }
 

@@ -25,12 +25,6 @@ pub fn read_regular(path: &Path, max_bytes: u64) -> Result<Vec<u8>, String> {
     read_bounded(file, opened.len(), max_bytes)
 }
 
-/// Opens a regular file for reading, checked before and after opening
-/// (as `read_regular` does): anything else is an error, never a wait.
-pub(crate) fn open_regular(path: &Path) -> std::io::Result<File> {
-    regular_file::open_read(path)
-}
-
 fn open(path: &Path) -> Result<File, String> {
     regular_file::open_read(path).map_err(|e| e.to_string())
 }

@@ -4,10 +4,9 @@
 
 use serde_json::Value;
 
-use super::emit::Emitter;
-use super::{builder, content_text, Format, Imported};
 use crate::conversation::{Message, MessageBody, ToolCall, Usage};
 use crate::store::SessionSettings;
+use crate::transcript::{builder, content_text, Emitter, Format, Imported};
 
 pub fn from_value(value: &Value) -> Result<Imported, String> {
     let array = match value {
@@ -19,7 +18,7 @@ pub fn from_value(value: &Value) -> Result<Imported, String> {
             .ok_or("a JSON object without a `messages` or `history` array")?,
         _ => return Err("JSON that is neither an array nor an object".into()),
     };
-    let mut out = Emitter::new(Format::Openai);
+    let mut out = Emitter::new(Format::OPENAI);
     let mut first_error = None;
     let mut system_prompt = false;
     for (index, item) in array.iter().enumerate() {
@@ -59,7 +58,7 @@ pub fn from_value(value: &Value) -> Result<Imported, String> {
         ));
     }
     let events = out.drain();
-    Ok(builder::collect(Format::Openai, events, out.skipped))
+    Ok(builder::collect(Format::OPENAI, events, out.skipped))
 }
 
 /// Usually one message; a SWE-agent observation answering several calls

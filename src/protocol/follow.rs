@@ -5,8 +5,7 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-pub use crate::follow::limits::{AutoCompactPoint, Basis as AutoCompactBasis};
-pub use crate::follow::Agent;
+pub use crate::agents::{Agent, AutoCompactPoint, Basis as AutoCompactBasis};
 
 use super::MeterInfo;
 
@@ -37,8 +36,8 @@ pub struct FollowResult {
     /// whenever this file is followed.
     pub session_id: String,
     pub agent: Agent,
-    /// The agent's name as people know it (`Claude Code`, `Codex`, `pi`),
-    /// for a status bar.
+    /// The agent's name as people know it (`AgentInfo.displayName`), for
+    /// a status bar.
     pub agent_name: String,
     /// The transcript.
     pub path: String,
@@ -73,9 +72,11 @@ pub struct ListAgentSessionsParams {
 #[serde(rename_all = "camelCase")]
 pub struct AgentSessionInfo {
     pub agent: Agent,
+    /// The agent's name as people know it.
+    pub agent_name: String,
     pub path: String,
-    /// The name pi gave the session, else the user's first request
-    /// (cut to 100 characters).
+    /// The name the user gave the session, else their first request (cut
+    /// to 100 characters).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub title: Option<String>,
     /// Last written, in milliseconds since the Unix epoch.

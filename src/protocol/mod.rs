@@ -597,6 +597,17 @@ pub struct CompactdCapabilities {
     pub methods: Vec<String>,
     /// Notifications this server sends.
     pub notifications: Vec<String>,
+    /// The agents whose transcripts it follows, in the order to list them.
+    pub agents: Vec<AgentInfo>,
+}
+
+/// An agent compactd follows.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AgentInfo {
+    pub name: Agent,
+    /// The name people know it by (`Claude Code`).
+    pub display_name: String,
 }
 
 /// Every file generated under `schemas/`, by file stem: the JSON Schema

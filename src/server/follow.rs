@@ -12,11 +12,11 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use super::{JobResult, RpcError, RpcResult, Server};
+use crate::agents::discover;
+use crate::agents::{Agent, Homes};
 use crate::compaction::CompactionRecord;
 use crate::engine::follow::{self, FollowEnv, Mirror, Polled};
 use crate::files::watch::DiskChange;
-use crate::follow::discover;
-use crate::follow::{Agent, AgentHomes};
 use crate::protocol::{
     methods, AgentSessionInfo, CompactResult, DidCompactNotification, DidFollowNotification,
     FollowMode, FollowResult, ListAgentSessionsResult, MeterInfo,
@@ -28,7 +28,7 @@ const POLL_INTERVAL: Duration = Duration::from_secs(1);
 const AUTO_CANDIDATES: usize = 50;
 
 pub(crate) struct Following {
-    pub homes: AgentHomes,
+    pub homes: Homes,
     cwds: discover::Cwds,
     pub mirrors: HashMap<String, Followed>,
     auto: Option<AutoFollow>,
@@ -38,7 +38,7 @@ pub(crate) struct Following {
 impl Default for Following {
     fn default() -> Following {
         Following {
-            homes: AgentHomes::from_env(),
+            homes: Homes::from_env(),
             cwds: discover::Cwds::default(),
             mirrors: HashMap::new(),
             auto: None,
@@ -95,8 +95,9 @@ impl Server {
                     .or_else(|| discover::agent_of(homes, &path))
                     .ok_or_else(|| {
                         RpcError::invalid_params(format!(
-                            "path: {}: not a Claude Code, Codex or pi transcript",
-                            path.display()
+                            "path: {}: not a {} transcript",
+                            path.display(),
+                            Agent::display_names()
                         ))
                     })?;
                 Ok((agent, path))
@@ -236,6 +237,7 @@ impl Server {
             session_id: Some(follow::session_id(s.agent, &s.path))
                 .filter(|id| self.is_followed(id)),
             agent: s.agent,
+            agent_name: s.agent.display_name().to_string(),
             path: s.path.display().to_string(),
             modified: s.modified_ms,
             size: s.size,

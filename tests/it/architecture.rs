@@ -381,6 +381,8 @@ fn the_core_uses_no_edge_and_no_runtime() {
         "engine",
         "cli",
         "import",
+        "transcript",
+        "agents",
         "transport",
     ];
     let modules = modules();
@@ -515,13 +517,81 @@ fn every_front_end_compacts_through_the_engine_pipeline() {
     for file in ["cli/compact.rs", "cli/replay.rs"] {
         let text = code(&src().join(file));
         assert!(text.contains("engine::compaction::compact("), "{file}");
-        for own in ["apply_compaction", ".record(", "::conclude(", "JobSummarizer::new"] {
+        for own in [
+            "apply_compaction",
+            ".record(",
+            "::conclude(",
+            "JobSummarizer::new",
+        ] {
             assert!(!text.contains(own), "{file} calls {own} itself");
         }
     }
     let server = code(&src().join("server/compactor.rs"));
     assert!(server.contains("engine::compaction::write("));
     for own in ["apply_compaction", ".record(", "::conclude(", ".prepare()"] {
-        assert!(!server.contains(own), "server/compactor.rs calls {own} itself");
+        assert!(
+            !server.contains(own),
+            "server/compactor.rs calls {own} itself"
+        );
     }
+}
+
+/// What compactd knows about one agent lives in that agent's module
+/// (`src/agents/<agent>/`): no other code names an agent, its folders or
+/// its variables; it goes through the registry. Comments may name them.
+#[test]
+fn agents_are_named_only_in_their_modules() {
+    let names = [
+        "claude_code",
+        "ClaudeCode",
+        "claude-code",
+        "Claude Code",
+        "CLAUDE_",
+        ".claude",
+        "Codex",
+        "codex::",
+        "\"codex\"",
+        "CODEX_",
+        ".codex",
+        "pi::",
+        "::Pi",
+        "\"pi\"",
+        "PI_CODING",
+        ".pi/",
+        "\".pi\"",
+    ];
+    assert!(names_it("use crate::agents::pi::x;", "pi::"));
+    assert!(!names_it("use std::pin::Pin;", "::Pi") && !names_it("api::call()", "pi::"));
+    let mut found = Vec::new();
+    let mut checked = 0;
+    for (module, file) in modules() {
+        if module == "agents" || module.starts_with("agents::") {
+            continue;
+        }
+        checked += 1;
+        let text = code(&file);
+        for (number, line) in text.lines().enumerate() {
+            for name in names.iter().filter(|name| names_it(line, name)) {
+                found.push(format!("{}:{}: {name}", file.display(), number + 1));
+            }
+        }
+    }
+    assert!(checked > 80, "{checked} modules");
+    assert!(
+        found.is_empty(),
+        "agents named outside src/agents/:\n{}",
+        found.join("\n")
+    );
+}
+
+/// `line` names `name`: not inside a longer word (`::Pin` is no `::Pi`).
+fn names_it(line: &str, name: &str) -> bool {
+    let word = |c: char| c.is_alphanumeric();
+    line.match_indices(name).any(|(at, _)| {
+        let before = line[..at].chars().next_back();
+        let after = line[at + name.len()..].chars().next();
+        let glued_before = name.starts_with(word) && before.is_some_and(word);
+        let glued_after = name.ends_with(word) && after.is_some_and(word);
+        !glued_before && !glued_after
+    })
 }

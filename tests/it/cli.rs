@@ -547,7 +547,7 @@ fn malformed_input_is_a_one_line_error_or_a_skip_count() {
         assert_eq!(out.status.code(), Some(1), "{stderr}");
         assert_eq!(stderr.lines().count(), 1, "{stderr}");
         assert!(
-            stderr.contains("pi session JSONL, Claude Code JSONL, Codex rollout JSONL"),
+            stderr.contains("Claude Code JSONL, Codex rollout JSONL, pi session JSONL"),
             "{stderr}"
         );
     }

@@ -744,6 +744,16 @@ fn agent_sessions_of_the_workspace_are_listed_newest_first_with_titles() {
             ),
         ]
     );
+    let names: Vec<&Value> = listed["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| &s["agentName"])
+        .collect();
+    assert_eq!(
+        names,
+        [&json!("Codex"), &json!("pi"), &json!("Claude Code")]
+    );
     let first = &listed["sessions"][0];
     assert_eq!(first["size"], std::fs::metadata(&rollout).unwrap().len());
     assert!(first.get("sessionId").is_none());

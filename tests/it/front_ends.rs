@@ -142,7 +142,7 @@ fn session_with_usage(provider: &Provider, path: &Path) {
         "src/compaction/trigger.rs",
         "src/files/ledger.rs",
         "src/summarize/driver.rs",
-        "src/import/builder.rs",
+        "src/transcript/builder.rs",
         "src/cli/stats.rs",
     ];
     let mut messages: Vec<Value> = Vec::new();

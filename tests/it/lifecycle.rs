@@ -27,6 +27,15 @@ fn initialize_advertises_compactd_capabilities() {
     }
     let notifications = caps["notifications"].as_array().unwrap();
     assert!(notifications.contains(&json!("files/didChange")));
+    // The agents it follows, for the editors' lists and completions.
+    assert_eq!(
+        caps["agents"],
+        json!([
+            {"name": "claude-code", "displayName": "Claude Code"},
+            {"name": "codex", "displayName": "Codex"},
+            {"name": "pi", "displayName": "pi"},
+        ])
+    );
     let unique: std::collections::HashSet<_> = notifications.iter().collect();
     assert_eq!(unique.len(), notifications.len(), "{notifications:?}");
     assert_eq!(server.shutdown_and_exit(), 0);

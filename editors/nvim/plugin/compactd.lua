@@ -32,7 +32,7 @@ command('CompactFollow', 'follow', {
   complete = function(lead)
     return require('compactd.commands').complete_follow(lead)
   end,
-  desc = "compactd: follow an agent's session [claude-code|codex|pi|transcript] (no argument: pick)",
+  desc = "compactd: follow an agent's session [agent|transcript] (no argument: pick)",
 })
 command('CompactUnfollow', 'unfollow', { nargs = 0, desc = 'compactd: stop following, back to your own session' })
 command('CompactWatch', 'watch', { nargs = 1, desc = 'compactd: watch a session on a shared compactd {sessionId}' })

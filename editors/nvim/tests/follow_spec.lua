@@ -205,16 +205,33 @@ describe(':CompactFollow', function()
     assert.matches('^Claude Code 14k/200k', compactd.statusline())
   end)
 
-  it('completes the agents and reports an agent without a session', function()
+  it('completes the agents the server names and reports an agent without a session', function()
     local _, config_dir = claude_home()
-    setup(config_dir, { follow = 'off' })
+    local compactd = setup(config_dir, { follow = 'off' })
+    assert(compactd.start())
+    H.wait_for('the agents from initialize', function()
+      return #compactd.agents() > 0
+    end)
+    assert.are.same(
+      { 'Claude Code', 'Codex', 'pi' },
+      vim.tbl_map(function(agent)
+        return agent.displayName
+      end, compactd.agents())
+    )
     -- The agents, then transcript paths (the workspace holds claude/).
     assert.are.same({ 'claude-code', 'codex', 'claude/' }, vim.fn.getcompletion('CompactFollow c', 'cmdline'))
     assert.are.same({ 'pi' }, vim.fn.getcompletion('CompactFollow p', 'cmdline'))
+    vim.cmd('CompactFollow')
+    H.wait_notice('no Claude Code, Codex or pi session for ')
     vim.cmd('CompactFollow claude-code')
     local notice = H.wait_notice('conversation/follow: ')
     assert.are.equal(vim.log.levels.ERROR, notice.level)
     assert.matches(config_dir, notice.message, 1, true)
+    H.notices = {}
+    -- A name the server does not know: its error lists the ones it does.
+    vim.cmd('CompactFollow nosuch')
+    notice = H.wait_notice('unknown agent `nosuch`')
+    assert.is_truthy(notice.message:find('claude-code, codex, pi', 1, true), notice.message)
     H.notices = {}
     local own = H.open({}).sessionId
     vim.cmd('CompactUnfollow')

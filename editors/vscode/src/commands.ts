@@ -3,6 +3,7 @@
 import { errorCode, methods as m, type CompactdMethods, type DidCompactNotification } from 'compactd-client';
 import * as vscode from 'vscode';
 import type { ServerConnection } from './connection';
+import { agentList } from './core/follow';
 import { agentSessionItems, branchItems, fileItems, sessionItems } from './core/pickers';
 import type { SessionState, SessionTracker } from './core/sessions';
 import { compactedMessage, previewDocument, summaryDocument } from './core/summary';
@@ -236,7 +237,9 @@ async function followAgentSession(deps: Deps): Promise<void> {
   try {
     const { sessions, workspace } = await deps.requests.listAgentSessions({});
     if (sessions.length === 0) {
-      void vscode.window.showInformationMessage(`compactd: no Claude Code, Codex or pi session for ${workspace} yet.`);
+      void vscode.window.showInformationMessage(
+        `compactd: no ${agentList(deps.connection.agents())} session for ${workspace} yet.`,
+      );
       return;
     }
     const picked = await vscode.window.showQuickPick(agentSessionItems(sessions, Date.now()), {

@@ -9,6 +9,7 @@ import {
   connectWebSocket,
   findServer,
   methods as m,
+  type AgentInfo,
   type AutoCompactStoppedNotification,
   type DidCompactNotification,
   type DidFollowNotification,
@@ -151,6 +152,14 @@ export class ServerConnection implements vscode.Disposable {
       if (e.newState === State.Stopped) this.stateEmitter.fire({ running: false });
     });
     return client;
+  }
+
+  /** The agents the running server follows, as `initialize` reported them. */
+  agents(): AgentInfo[] | undefined {
+    const experimental = this.client?.initializeResult?.capabilities.experimental as
+      | { compactd?: { agents?: AgentInfo[] } }
+      | undefined;
+    return experimental?.compactd?.agents;
   }
 
   /** Reports `$/progress` under `token` until the returned disposable is disposed. */

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { agentSessionItems, branchItems, fileItems, sessionItems } from '../src/core/pickers';
+import { agentList } from '../src/core/follow';
 import type { FileInfo, Message } from 'compactd-client';
 
 test('branchItems: newest first, no system prompt or summary, tool names shown', () => {
@@ -40,9 +41,9 @@ test('agentSessionItems: the agent and the first request, when and how big, the 
   const now = Date.UTC(2026, 10, 22, 12);
   const items = agentSessionItems(
     [
-      { agent: 'claude-code', path: '/h/.claude/projects/-w/a.jsonl', title: 'edit a.txt', modified: now - 3 * 60_000, size: 4_608, sessionId: 'follow-claude-code-a' },
-      { agent: 'codex', path: '/h/.codex/sessions/2026/11/22/rollout-b.jsonl', modified: now - 3 * 3_600_000, size: 900 },
-      { agent: 'pi', path: '/h/.pi/agent/sessions/--w--/c.jsonl', title: '  ', modified: now - 30_000, size: 3 * 1024 * 1024 },
+      { agent: 'claude-code', agentName: 'Claude Code', path: '/h/.claude/projects/-w/a.jsonl', title: 'edit a.txt', modified: now - 3 * 60_000, size: 4_608, sessionId: 'follow-claude-code-a' },
+      { agent: 'codex', agentName: 'Codex', path: '/h/.codex/sessions/2026/11/22/rollout-b.jsonl', modified: now - 3 * 3_600_000, size: 900 },
+      { agent: 'pi', agentName: 'pi', path: '/h/.pi/agent/sessions/--w--/c.jsonl', title: '  ', modified: now - 30_000, size: 3 * 1024 * 1024 },
     ],
     now,
   );
@@ -54,4 +55,11 @@ test('agentSessionItems: the agent and the first request, when and how big, the 
       ['pi: (no request yet)', 'just now · 3.0 MB', '/h/.pi/agent/sessions/--w--/c.jsonl'],
     ],
   );
+});
+
+test('agentList: the agents the server reported, as people know them', () => {
+  const agent = (name: 'claude-code' | 'codex' | 'pi', displayName: string) => ({ name, displayName });
+  assert.equal(agentList([agent('claude-code', 'Claude Code'), agent('codex', 'Codex'), agent('pi', 'pi')]), 'Claude Code, Codex or pi');
+  assert.equal(agentList([agent('pi', 'pi')]), 'pi');
+  assert.equal(agentList(undefined), 'agent', 'an older server reports none');
 });

@@ -1,7 +1,8 @@
 use std::path::PathBuf;
 
+use crate::agents::Agent;
 use crate::files::path_from_uri;
-use crate::protocol::{methods, CompactdCapabilities, Config, InitializeParams};
+use crate::protocol::{methods, AgentInfo, CompactdCapabilities, Config, InitializeParams};
 use crate::server::{ConfigDirs, RpcError, RpcResult, Server};
 
 pub fn initialize(server: &mut Server, params: InitializeParams) -> RpcResult<serde_json::Value> {
@@ -26,6 +27,13 @@ pub fn initialize(server: &mut Server, params: InitializeParams) -> RpcResult<se
         version: env!("CARGO_PKG_VERSION").to_string(),
         methods: methods::advertised_requests(),
         notifications: methods::advertised_notifications(),
+        agents: Agent::all()
+            .iter()
+            .map(|agent| AgentInfo {
+                name: *agent,
+                display_name: agent.display_name().to_string(),
+            })
+            .collect(),
     };
     Ok(serde_json::json!({
         "capabilities": {

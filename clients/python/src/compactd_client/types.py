@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Literal, Optional, TypedDict, Union
 
-#: A coding agent whose transcripts compactd can follow.
+#: A coding agent whose transcripts compactd follows: `claude-code`: Claude Code; `codex`: Codex; `pi`: pi.
 Agent = Literal["claude-code", "codex", "pi"]
 
 #: How far an agent's auto-compaction point can be trusted.
@@ -30,8 +30,8 @@ FileStatus = Literal["modified", "read", "created", "deleted"]
 #: Whether the server follows the workspace's agent sessions by itself.
 FollowMode = Literal["auto", "off"]
 
-#: A conversation format compactd can read.
-Format = Literal["compactd", "pi", "claude-code", "codex", "openai"]
+#: A conversation format compactd reads: `compactd`: compactd session JSONL; `claude-code`: Claude Code JSONL; `codex`: Codex rollout JSONL; `pi`: pi session JSONL; `openai`: OpenAI chat message array (incl. SWE-agent .traj).
+Format = Literal["compactd", "claude-code", "codex", "pi", "openai"]
 
 MeterSource = Literal["usage", "estimate"]
 
@@ -56,8 +56,17 @@ TriggerKind = Literal["tokens", "percent", "reserve", "messages", "turns"]
 WatchMode = Literal["auto", "poll", "off"]
 
 
+#: An agent compactd follows.
+class AgentInfo(TypedDict):
+    name: Agent
+    #: The name people know it by (`Claude Code`).
+    displayName: str
+
+
 class _AgentSessionInfoRequired(TypedDict):
     agent: Agent
+    #: The agent's name as people know it.
+    agentName: str
     path: str
     #: Last written, in milliseconds since the Unix epoch.
     modified: int
@@ -68,8 +77,8 @@ class _AgentSessionInfoRequired(TypedDict):
 class AgentSessionInfo(_AgentSessionInfoRequired, total=False):
     #: The session following it here, if one does.
     sessionId: Optional[str]
-    #: The name pi gave the session, else the user's first request
-    #: (cut to 100 characters).
+    #: The name the user gave the session, else their first request (cut
+    #: to 100 characters).
     title: Optional[str]
 
 
@@ -338,6 +347,8 @@ class CompactdCapabilities(TypedDict):
     methods: List[str]
     #: Notifications this server sends.
     notifications: List[str]
+    #: The agents whose transcripts it follows, in the order to list them.
+    agents: List[AgentInfo]
 
 
 class _CompactionInfoRequired(TypedDict):
@@ -604,8 +615,8 @@ class _DidFollowNotificationRequired(TypedDict):
     #: whenever this file is followed.
     sessionId: str
     agent: Agent
-    #: The agent's name as people know it (`Claude Code`, `Codex`, `pi`),
-    #: for a status bar.
+    #: The agent's name as people know it (`AgentInfo.displayName`), for
+    #: a status bar.
     agentName: str
     #: The transcript.
     path: str
@@ -730,8 +741,8 @@ class FollowResult(TypedDict):
     #: whenever this file is followed.
     sessionId: str
     agent: Agent
-    #: The agent's name as people know it (`Claude Code`, `Codex`, `pi`),
-    #: for a status bar.
+    #: The agent's name as people know it (`AgentInfo.displayName`), for
+    #: a status bar.
     agentName: str
     #: The transcript.
     path: str

@@ -50,13 +50,13 @@ export type Strategy = 'checkpoint' | 'incremental' | 'prune' | 'handoff';
  */
 export type ProgressToken = number | string;
 /**
+ * A coding agent whose transcripts compactd follows: `claude-code`: Claude Code; `codex`: Codex; `pi`: pi.
+ */
+export type Agent = 'claude-code' | 'codex' | 'pi';
+/**
  * Why a compaction ran.
  */
 export type Trigger = 'manual' | 'threshold' | 'overflow';
-/**
- * A coding agent whose transcripts compactd can follow.
- */
-export type Agent = 'claude-code' | 'codex' | 'pi';
 /**
  * How a ledger file changed on disk, as reported to the client.
  */
@@ -74,9 +74,9 @@ export type Origin = 'lsp' | 'tool' | 'explicit' | 'disk';
  */
 export type FileStatus = 'modified' | 'read' | 'created' | 'deleted';
 /**
- * A conversation format compactd can read.
+ * A conversation format compactd reads: `compactd`: compactd session JSONL; `claude-code`: Claude Code JSONL; `codex`: Codex rollout JSONL; `pi`: pi session JSONL; `openai`: OpenAI chat message array (incl. SWE-agent .traj).
  */
-export type Format = 'compactd' | 'pi' | 'claude-code' | 'codex' | 'openai';
+export type Format = 'compactd' | 'claude-code' | 'codex' | 'pi' | 'openai';
 /**
  * When an append to a session log counts as done: `flush` (handed to
  * the operating system: survives compactd crashing or being killed,
@@ -415,6 +415,10 @@ export interface CompactResult {
  */
 export interface CompactdCapabilities {
   /**
+   * The agents whose transcripts it follows, in the order to list them.
+   */
+  agents: AgentInfo[];
+  /**
    * Methods this server answers.
    */
   methods: string[];
@@ -423,6 +427,16 @@ export interface CompactdCapabilities {
    */
   notifications: string[];
   version: string;
+}
+/**
+ * An agent compactd follows.
+ */
+export interface AgentInfo {
+  /**
+   * The name people know it by (`Claude Code`).
+   */
+  displayName: string;
+  name: Agent;
 }
 export interface CompactionsResult {
   /**
@@ -568,8 +582,8 @@ export interface DidCompactNotification {
 export interface DidFollowNotification {
   agent: Agent;
   /**
-   * The agent's name as people know it (`Claude Code`, `Codex`, `pi`),
-   * for a status bar.
+   * The agent's name as people know it (`AgentInfo.displayName`), for
+   * a status bar.
    */
   agentName: string;
   autoCompact: AutoCompactPoint1;
@@ -736,8 +750,8 @@ export interface FollowParams {
 export interface FollowResult {
   agent: Agent;
   /**
-   * The agent's name as people know it (`Claude Code`, `Codex`, `pi`),
-   * for a status bar.
+   * The agent's name as people know it (`AgentInfo.displayName`), for
+   * a status bar.
    */
   agentName: string;
   autoCompact: AutoCompactPoint2;
@@ -854,6 +868,10 @@ export interface ListAgentSessionsResult {
 export interface AgentSessionInfo {
   agent: Agent;
   /**
+   * The agent's name as people know it.
+   */
+  agentName: string;
+  /**
    * Last written, in milliseconds since the Unix epoch.
    */
   modified: number;
@@ -867,8 +885,8 @@ export interface AgentSessionInfo {
    */
   size: number;
   /**
-   * The name pi gave the session, else the user's first request
-   * (cut to 100 characters).
+   * The name the user gave the session, else their first request (cut
+   * to 100 characters).
    */
   title?: string | null;
 }

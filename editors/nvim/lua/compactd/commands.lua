@@ -118,19 +118,29 @@ M.files = on_session(function(session)
   end)
 end)
 
--- The agents `conversation/follow` knows, as people name them.
-M.agents = { ['claude-code'] = 'Claude Code', codex = 'Codex', pi = 'pi' }
-
 local function follow(params)
   ask(compactd.follow, 'conversation/follow', params, function(result)
     ui.info(('following %s: %s'):format(result.agentName, result.path))
   end)
 end
 
+--- The agents a server follows, as people know them (`Claude Code, Codex
+--- or pi`); `agent` when it reported none.
+function M.agent_list(agents)
+  local names = vim.tbl_map(function(agent)
+    return agent.displayName
+  end, agents or {})
+  if #names == 0 then
+    return 'agent'
+  end
+  local last = table.remove(names)
+  return #names > 0 and ('%s or %s'):format(table.concat(names, ', '), last) or last
+end
+
 --- `Claude Code  edit a.txt and write c.md  2026-11-22 19:58`
 function M.agent_session_item(session)
   return ('%s  %s  %s'):format(
-    M.agents[session.agent] or session.agent,
+    session.agentName or session.agent,
     session.title or vim.fn.fnamemodify(session.path, ':t'),
     os.date('%Y-%m-%d %H:%M', math.floor((session.modified or 0) / 1000))
   )
@@ -139,7 +149,7 @@ end
 local function pick_and_follow()
   ask(compactd.agent_sessions, 'conversation/listAgentSessions', {}, function(result)
     if #result.sessions == 0 then
-      return ui.info(('no Claude Code, Codex or pi session for %s yet'):format(result.workspace))
+      return ui.info(('no %s session for %s yet'):format(M.agent_list(compactd.agents()), result.workspace))
     end
     vim.ui.select(result.sessions, {
       prompt = 'Follow agent session',
@@ -159,18 +169,21 @@ function M.follow(args)
   if arg == '' then
     return pick_and_follow()
   end
-  if M.agents[arg] then
+  -- An agent's name (the server says which it knows), else a transcript.
+  local path = vim.fn.fnamemodify(vim.fn.expand(arg), ':p')
+  if not arg:find('[/\\.~]') and vim.fn.filereadable(path) == 0 then
     return follow({ agent = arg })
   end
-  follow({ path = vim.fn.fnamemodify(vim.fn.expand(arg), ':p') })
+  follow({ path = path })
 end
 
---- Completion of :CompactFollow: the agents, then transcript paths.
+--- Completion of :CompactFollow: the agents the server follows, then
+--- transcript paths.
 function M.complete_follow(lead)
   local matches = {}
-  for _, agent in ipairs(vim.tbl_keys(M.agents)) do
-    if vim.startswith(agent, lead) then
-      matches[#matches + 1] = agent
+  for _, agent in ipairs(compactd.agents()) do
+    if vim.startswith(agent.name, lead) then
+      matches[#matches + 1] = agent.name
     end
   end
   table.sort(matches)

@@ -57,6 +57,15 @@ function M.client()
   return client.get()
 end
 
+--- The agents the running server follows (`{name, displayName}`), as
+--- `initialize` reported them; none before it started.
+function M.agents()
+  local running = client.get()
+  local capabilities = running and running.server_capabilities or {}
+  local own = (capabilities.experimental or {}).compactd or {}
+  return own.agents or {}
+end
+
 --- The current session id: the one last opened, or set with `use`.
 function M.session()
   return state.current
@@ -188,7 +197,7 @@ local function in_workspace(params)
 end
 
 --- Follows an agent's transcript (read-only) and makes it current.
---- params: {agent? ('claude-code', 'codex', 'pi') | path?, workspace?}
+--- params: {agent? (a name from agents()) | path?, workspace?}
 M.follow = api('conversation/follow', {
   session = false,
   prepare = in_workspace,

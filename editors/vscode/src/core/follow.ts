@@ -1,11 +1,11 @@
-// What the extension shows of a followed agent session (Claude Code, Codex,
-// pi): the agent's name and transcript, and where it compacts by itself.
-// No `vscode` here.
+// What the extension shows of a followed agent session: the agent's name
+// and transcript, and where it compacts by itself. The agents and their
+// names come from the server. No `vscode` here.
 
-import type { Agent, AutoCompactPoint, DidFollowNotification, FollowResult } from 'compactd-client';
+import type { AgentInfo, AutoCompactPoint, DidFollowNotification, FollowResult } from 'compactd-client';
 
 export interface FollowedAgent {
-  /** `Claude Code`, `Codex` or `pi`, as the server names it. */
+  /** The agent's name as the server gives it (`Claude Code`). */
   agentName: string;
   /** The transcript compactd reads. */
   path: string;
@@ -33,8 +33,16 @@ export function autoCompactLine(followed: Pick<FollowedAgent, 'agentName' | 'aut
   return `${agentName} auto-compacts at ${approx}${grouped(autoCompact.at)} tokens`;
 }
 
-/** The agents' names as people know them, for sessions not followed yet. */
-export const AGENT_NAMES: Record<Agent, string> = { 'claude-code': 'Claude Code', codex: 'Codex', pi: 'pi' };
+/**
+ * The agents a server follows, as people know them (`Claude Code, Codex or
+ * pi`), from what `initialize` reported; `agent` when it reported none.
+ */
+export function agentList(agents: readonly AgentInfo[] | undefined): string {
+  const names = (agents ?? []).map((a) => a.displayName);
+  const last = names.pop();
+  if (last === undefined) return 'agent';
+  return names.length ? `${names.join(', ')} or ${last}` : last;
+}
 
 /** `950 B`, `12.3 KB`, `4.5 MB`. */
 export function formatBytes(bytes: number): string {

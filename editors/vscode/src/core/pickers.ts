@@ -1,7 +1,7 @@
 // Labels for the quick picks. No `vscode` here.
 
 import type { AgentSessionInfo, FileInfo, FileStatus, Message } from 'compactd-client';
-import { AGENT_NAMES, formatBytes } from './follow';
+import { formatBytes } from './follow';
 import { meterText, timeAgo } from './meter';
 import type { SessionState } from './sessions';
 
@@ -66,7 +66,7 @@ export function fileItems(files: FileInfo[]): PickItem<FileInfo>[] {
 /** Follow Agent Session…: newest first, as the server lists them. */
 export function agentSessionItems(sessions: AgentSessionInfo[], now: number): PickItem<AgentSessionInfo>[] {
   return sessions.map((s) => ({
-    label: `${AGENT_NAMES[s.agent] ?? s.agent}: ${s.title?.trim() || '(no request yet)'}`,
+    label: `${s.agentName}: ${s.title?.trim() || '(no request yet)'}`,
     description: `${timeAgo(s.modified, now)} · ${formatBytes(s.size)}${s.sessionId ? ' · followed' : ''}`,
     detail: s.path,
     value: s,

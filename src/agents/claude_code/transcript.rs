@@ -13,20 +13,19 @@
 //! counted. Subagent transcripts live in `<session>/subagents/*.jsonl` and
 //! import on their own.
 
-mod meta;
-
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::emit::{Emitter, ForeignCompaction};
-use super::{append_line, content_text, Format, Imported, Line};
+use super::meta::{self, UserText};
 use crate::compaction::Trigger;
 use crate::conversation::{Message, MessageBody, ToolCall, Usage};
 use crate::store::SessionSettings;
-use meta::UserText;
+use crate::transcript::{
+    append_line, content_text, Emitter, ForeignCompaction, Format, Imported, Line,
+};
 
 /// Line types Claude Code writes for itself; none is conversation.
 const BOOKKEEPING: [&str; 15] = [
@@ -47,8 +46,33 @@ const BOOKKEEPING: [&str; 15] = [
     "mode",
 ];
 
+/// Its transcript format.
+pub const FORMAT: Format = Format::named(super::NAME);
+
+/// Whether a JSON line is one of its transcripts', from its shape.
+pub(crate) fn classify(value: &Value) -> bool {
+    let Some(object) = value.as_object() else {
+        return false;
+    };
+    let kind = object.get("type").and_then(Value::as_str).unwrap_or("");
+    if matches!(kind, "file-history-snapshot" | "queue-operation") {
+        return true;
+    }
+    let has = |key: &str| object.contains_key(key);
+    let kinds = [
+        "user",
+        "assistant",
+        "system",
+        "summary",
+        "attachment",
+        "progress",
+    ];
+    kinds.contains(&kind)
+        && (has("uuid") || has("sessionId") || has("leafUuid") || has("messageId"))
+}
+
 pub(crate) fn import(lines: &[Line]) -> Imported {
-    super::read_all(&mut Reader::default(), Format::ClaudeCode, lines)
+    crate::transcript::read_all(&mut Reader::default(), FORMAT, lines)
 }
 
 /// What to do with sidechain (subagent) turns: a subagent's own file holds
@@ -109,7 +133,7 @@ pub(crate) struct Reader {
     open_command: Option<usize>,
 }
 
-impl super::emit::Reader for Reader {
+impl crate::transcript::Reader for Reader {
     fn line(&mut self, number: usize, entry: &Value, out: &mut Emitter) {
         let turn = matches!(
             entry.get("type").and_then(Value::as_str),
@@ -496,7 +520,7 @@ fn boundary(number: usize, entry: &Value) -> Boundary {
             .unwrap_or(0),
         tokens_after: metadata.get("postTokens").and_then(Value::as_u64),
         first_kept_uuid,
-        created_at: super::time::timestamp_ms(entry),
+        created_at: crate::transcript::time::timestamp_ms(entry),
         duration_ms: metadata.get("durationMs").and_then(Value::as_u64),
     }
 }
@@ -575,8 +599,8 @@ pub fn subagent_files(session_file: &Path) -> Vec<PathBuf> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::parse;
     use super::*;
+    use crate::import::parse;
 
     #[test]
     fn split_responses_merge_before_pairing() {
@@ -593,7 +617,7 @@ mod tests {
         ]
         .join("\n");
         let imported = parse(text.as_bytes(), None).unwrap();
-        assert_eq!(imported.format, Format::ClaudeCode);
+        assert_eq!(imported.format, FORMAT);
         assert_eq!(imported.settings.model.as_deref(), Some("claude-x"));
         let messages: Vec<&Message> = imported.messages().collect();
         let roles: Vec<&str> = messages.iter().map(|m| m.role().as_str()).collect();
@@ -620,7 +644,7 @@ mod tests {
     }
 
     fn lines(lines: &[&str]) -> Imported {
-        parse(lines.join("\n").as_bytes(), Some(Format::ClaudeCode)).unwrap()
+        parse(lines.join("\n").as_bytes(), Some(FORMAT)).unwrap()
     }
 
     /// The compaction figures; the view is checked through the binary

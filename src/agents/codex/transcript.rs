@@ -7,25 +7,37 @@
 //! UI and are skipped. Read one line at a time: a response's message stays
 //! open until its `token_count` (or the next response) arrives.
 
-mod compacted;
-
-pub(crate) use compacted::is_users_own;
+use super::compacted;
 
 use std::collections::HashMap;
 
 use serde_json::Value;
 
-use super::emit::{Emitter, ForeignCompaction};
-use super::{append_line, content_text, Format, Imported, Line};
 use crate::compaction::Trigger;
 use crate::conversation::{Message, MessageBody, ToolCall, Usage};
 use crate::store::SessionSettings;
+use crate::transcript::{
+    append_line, content_text, Emitter, ForeignCompaction, Format, Imported, Line,
+};
 
 /// Line types Codex writes for itself; none is conversation.
 const BOOKKEEPING: [&str; 2] = ["world_state", "token_usage_record"];
 
+/// Its transcript format.
+pub const FORMAT: Format = Format::named(super::NAME);
+
+/// Whether a JSON line is one of its rollouts', from its shape.
+pub(crate) fn classify(value: &Value) -> bool {
+    let kind = value.get("type").and_then(Value::as_str).unwrap_or("");
+    value.get("payload").is_some()
+        && matches!(
+            kind,
+            "session_meta" | "response_item" | "event_msg" | "turn_context" | "compacted"
+        )
+}
+
 pub(crate) fn import(lines: &[Line]) -> Imported {
-    super::read_all(&mut Reader::default(), Format::Codex, lines)
+    crate::transcript::read_all(&mut Reader::default(), FORMAT, lines)
 }
 
 /// A Codex rollout, one line at a time.
@@ -46,7 +58,7 @@ pub(crate) struct Reader {
     window_stated: bool,
 }
 
-impl super::emit::Reader for Reader {
+impl crate::transcript::Reader for Reader {
     fn line(&mut self, number: usize, entry: &Value, out: &mut Emitter) {
         let payload = entry.get("payload").unwrap_or(&Value::Null);
         match entry.get("type").and_then(Value::as_str).unwrap_or("") {
@@ -78,7 +90,12 @@ impl super::emit::Reader for Reader {
                 Some(kind) => out.skip(number, &format!("event_msg {kind} lines (UI events)")),
                 None => out.skip(number, "event_msg lines (UI events)"),
             },
-            "compacted" => self.compacted(number, payload, super::time::timestamp_ms(entry), out),
+            "compacted" => self.compacted(
+                number,
+                payload,
+                crate::transcript::time::timestamp_ms(entry),
+                out,
+            ),
             other => out.skip_line_type(number, other, &BOOKKEEPING),
         }
     }
@@ -330,5 +347,23 @@ fn output_text(output: Option<&Value>) -> (String, bool) {
             (content_text(map.get("content")), failed)
         }
         _ => (String::new(), false),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn its_lines_are_told_apart() {
+        let meta = r#"{"timestamp":"t","type":"session_meta","payload":{"id":"x","cwd":"/w"}}"#;
+        let message = r#"{"timestamp":"t","type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"hi"}]}}"#;
+        let imported =
+            crate::import::parse(format!("{meta}\n{message}\n").as_bytes(), None).unwrap();
+        assert_eq!(imported.format, FORMAT);
+        assert!(
+            !classify(&serde_json::json!({"type": "session_meta"})),
+            "no payload"
+        );
     }
 }

@@ -64,7 +64,7 @@ pub enum Event {
 }
 
 /// A transcript format read one line at a time.
-pub(crate) trait Reader {
+pub trait Reader {
     fn line(&mut self, number: usize, entry: &Value, out: &mut Emitter);
     /// The transcript ended (a batch import); a followed one never ends.
     fn finish(&mut self, _out: &mut Emitter) {}

@@ -11,7 +11,7 @@
 
 use serde_json::Value;
 
-use crate::import::content_text;
+use crate::transcript::content_text;
 
 /// How Codex's own summary message starts (`templates/compact/summary_prefix.md`).
 const SUMMARY_PREFIX: &str = "Another language model started to solve this problem";

@@ -13,10 +13,11 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use super::tail::{Step, Tail};
+use super::transcript;
 use crate::conversation::{Message, MessageBody, Role};
 use crate::files::{FileTools, PendingCalls, Workspace};
-use crate::import::{claude_code, Emitter, Event, Format, Line, Reader};
+use crate::transcript::tail::{Step, Tail};
+use crate::transcript::{Emitter, Event, Line, Reader};
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct TranscriptStatus {
@@ -28,7 +29,7 @@ pub struct TranscriptStatus {
     /// own figure leaves out.
     #[serde(default)]
     pub after_compaction: Option<AfterCompaction>,
-    reader: claude_code::Reader,
+    reader: transcript::Reader,
     out: Emitter,
     calls: PendingCalls,
 }
@@ -67,8 +68,8 @@ impl TranscriptStatus {
             tail: Tail::new(path),
             figures: Figures::default(),
             after_compaction: None,
-            reader: claude_code::Reader::default(),
-            out: Emitter::new(Format::ClaudeCode),
+            reader: transcript::Reader::default(),
+            out: Emitter::new(transcript::FORMAT),
             calls: PendingCalls::default(),
         }
     }

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::import::{self, Line};
+use crate::transcript::{self, Line};
 
 /// Bytes read per chunk: a large file never sits in memory whole.
 const CHUNK: usize = 1 << 20;
@@ -65,7 +65,7 @@ impl Tail {
     /// or not a regular file) changes nothing.
     pub fn step(&mut self, mut each: impl FnMut(Line)) -> io::Result<Step> {
         // A FIFO swapped in would block the open, and the state owner.
-        let mut file = import::open_regular(&self.path)?;
+        let mut file = crate::regular_file::open_read(&self.path)?;
         let meta = file.metadata()?;
         let identity = identity(&meta);
         if self.identity.is_some() && identity != self.identity {
@@ -109,7 +109,7 @@ impl Tail {
             for raw in complete[..complete.len() - 1].split(|b| *b == b'\n') {
                 self.lines += 1;
                 if !raw.iter().all(u8::is_ascii_whitespace) {
-                    each(import::parse_line(self.lines, raw));
+                    each(transcript::parse_line(self.lines, raw));
                 }
             }
             self.offset += complete.len() as u64;

@@ -11,19 +11,38 @@ use std::collections::{HashMap, HashSet};
 
 use serde_json::Value;
 
-use super::emit::{Emitter, ForeignCompaction};
-use super::{content_text, Format, Imported, Line};
 use crate::compaction::Trigger;
 use crate::conversation::{Message, MessageBody, ToolCall, Usage};
 use crate::store::SessionSettings;
+use crate::transcript::{content_text, Emitter, ForeignCompaction, Format, Imported, Line};
+
+/// Its transcript format.
+pub const FORMAT: Format = Format::named(super::NAME);
+
+/// Whether a JSON line is one of its sessions', from its shape.
+pub(crate) fn classify(value: &Value) -> bool {
+    let Some(object) = value.as_object() else {
+        return false;
+    };
+    let has = |key: &str| object.contains_key(key);
+    match object.get("type").and_then(Value::as_str).unwrap_or("") {
+        "session" => has("id"),
+        "message" => value.pointer("/message/role").is_some(),
+        "thinking_level_change"
+        | "model_change"
+        | "branch_summary"
+        | "custom"
+        | "custom_message"
+        | "label"
+        | "session_info" => true,
+        "compaction" => has("firstKeptEntryIndex") || has("firstKeptEntryId"),
+        _ => false,
+    }
+}
 
 pub(crate) fn import(lines: &[Line]) -> Imported {
     let entries = lines.iter().filter_map(|l| l.value.as_ref().ok());
-    super::read_all(
-        &mut Reader::on_path(active_path(entries)),
-        Format::Pi,
-        lines,
-    )
+    crate::transcript::read_all(&mut Reader::on_path(active_path(entries)), FORMAT, lines)
 }
 
 /// A pi session, one entry at a time.
@@ -52,7 +71,7 @@ impl Reader {
     }
 }
 
-impl super::emit::Reader for Reader {
+impl crate::transcript::Reader for Reader {
     /// From here on the file grows: the path is the chain of entries as
     /// they are appended.
     fn caught_up(&mut self) {
@@ -208,7 +227,7 @@ fn compaction(reader: &Reader, line: usize, entry: &Value, out: &mut Emitter) {
         // pi does not record whether it was asked or hit its limit.
         trigger: Trigger::Threshold,
         line,
-        created_at: super::time::timestamp_ms(entry),
+        created_at: crate::transcript::time::timestamp_ms(entry),
         duration_ms: None,
     });
 }
@@ -334,8 +353,9 @@ fn str_field(value: &Value, key: &str) -> Option<String> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::{parse, LogEntry};
     use super::*;
+    use crate::import::parse;
+    use crate::store::LogEntry;
 
     fn first_compaction(imported: &Imported) -> &crate::compaction::CompactionRecord {
         imported
@@ -364,7 +384,7 @@ mod tests {
         ]
         .join("\n");
         let imported = parse(text.as_bytes(), None).unwrap();
-        assert_eq!(imported.format, Format::Pi);
+        assert_eq!(imported.format, FORMAT);
         assert_eq!(
             imported.settings.model.as_deref(),
             Some("claude-sonnet-4-5")

@@ -1,0 +1,236 @@
+//! Finding the agents' sessions, shared by every agent: each agent knows
+//! where its own sessions for a workspace live (its module); this file
+//! lists them all, newest first, says which agent a transcript is, names a
+//! session by its first request, and holds what the agents' finders share
+//! (a folder's `*.jsonl` files, the cwd a transcript's first line names,
+//! the workspace's real path).
+
+use std::collections::HashMap;
+use std::fs;
+use std::io::{BufRead, BufReader, Read};
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::UNIX_EPOCH;
+
+use serde_json::Value;
+
+use super::{Agent, Homes};
+use crate::conversation::Role;
+use crate::transcript::{split_lines, Emitter, Event};
+
+/// How much of a transcript's start is read for its title.
+const TITLE_HEAD_BYTES: u64 = 256 * 1024;
+/// Titles are cut to this many characters.
+const TITLE_CHARS: usize = 100;
+
+/// One session of an agent, as found on disk.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AgentSession {
+    pub agent: Agent,
+    pub path: PathBuf,
+    /// Last modified, in milliseconds since the Unix epoch.
+    pub modified_ms: u64,
+    pub size: u64,
+}
+
+/// The workspace as the agents see their cwd: its real path (they run
+/// `getcwd`), else as given.
+pub fn real_workspace(workspace: &Path) -> PathBuf {
+    fs::canonicalize(workspace).unwrap_or_else(|_| workspace.to_path_buf())
+}
+
+/// The cwd each transcript's first line names, remembered once read: a
+/// first line never changes, and auto-follow looks every second, across
+/// every recent Codex rollout of every workspace.
+#[derive(Debug, Default)]
+pub struct Cwds(Mutex<HashMap<PathBuf, String>>);
+
+impl Cwds {
+    /// The cwd at `pointer` in `path`'s first line.
+    pub fn of(&self, path: &Path, pointer: &str) -> Option<String> {
+        let mut known = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(cwd) = known.get(path) {
+            return Some(cwd.clone());
+        }
+        // Not cached until it could be read: the line may not be written yet.
+        let cwd = first_line_cwd(path, pointer)?;
+        known.insert(path.to_path_buf(), cwd.clone());
+        Some(cwd)
+    }
+}
+
+/// Every agent's sessions for `workspace`, most recently modified first.
+pub fn all_sessions(
+    homes: &Homes,
+    cwds: &Cwds,
+    workspace: &Path,
+    limit: usize,
+) -> Vec<AgentSession> {
+    let mut all: Vec<AgentSession> = Agent::all()
+        .iter()
+        .flat_map(|agent| sessions(homes, cwds, *agent, workspace, limit))
+        .collect();
+    newest_first(&mut all, limit);
+    all
+}
+
+/// The sessions of `agent` for `workspace`, most recently modified first,
+/// at most `limit`.
+pub fn sessions(
+    homes: &Homes,
+    cwds: &Cwds,
+    agent: Agent,
+    workspace: &Path,
+    limit: usize,
+) -> Vec<AgentSession> {
+    let mut found: Vec<AgentSession> = agent
+        .sessions(homes, cwds, &real_workspace(workspace), limit)
+        .into_iter()
+        .filter_map(|path| session_at(agent, path))
+        .collect();
+    newest_first(&mut found, limit);
+    found
+}
+
+fn newest_first(sessions: &mut Vec<AgentSession>, limit: usize) {
+    sessions.sort_by(|a, b| b.modified_ms.cmp(&a.modified_ms).then(b.path.cmp(&a.path)));
+    sessions.truncate(limit);
+}
+
+/// The folders where a new session of each agent for `workspace` appears
+/// (for watching).
+pub fn session_dirs(homes: &Homes, workspace: &Path) -> Vec<PathBuf> {
+    let workspace = real_workspace(workspace);
+    Agent::all()
+        .iter()
+        .map(|agent| agent.session_dir(homes, &workspace))
+        .collect()
+}
+
+/// Where `agent`'s sessions for `workspace` are looked for, for a message
+/// saying there is none.
+pub fn searched_dir(homes: &Homes, agent: Agent, workspace: &Path) -> PathBuf {
+    agent.searched_dir(homes, &real_workspace(workspace))
+}
+
+/// The agent whose transcript `path` is: by where it lives, else by its
+/// content (the agent most of its first lines belong to).
+pub fn agent_of(homes: &Homes, path: &Path) -> Option<Agent> {
+    let real = real_workspace(path);
+    if let Some(agent) = Agent::all().iter().find(|a| a.owns(homes, &real)) {
+        return Some(*agent);
+    }
+    let head = read_head(path, TITLE_HEAD_BYTES)?;
+    let lines = split_lines(&head);
+    let mut votes: Vec<(Agent, usize)> = Agent::all().iter().map(|a| (*a, 0)).collect();
+    for value in lines.iter().take(200).filter_map(|l| l.value.as_ref().ok()) {
+        if let Some(vote) = votes.iter_mut().find(|(a, _)| a.classify(value)) {
+            vote.1 += 1;
+        }
+    }
+    votes
+        .into_iter()
+        .filter(|(_, n)| *n > 0)
+        .max_by_key(|(_, n)| *n)
+        .map(|(agent, _)| agent)
+}
+
+/// Whether `path` (a real path) lies under `dir`, as its real path.
+pub fn under(path: &Path, dir: &Path) -> bool {
+    path.starts_with(real_workspace(dir))
+}
+
+/// A title for a session: the name the user gave it, else its first
+/// request.
+pub fn title(agent: Agent, path: &Path) -> Option<String> {
+    let head = read_head(path, TITLE_HEAD_BYTES)?;
+    let title = first_prompt(agent, &head)?;
+    let title = title.split_whitespace().collect::<Vec<_>>().join(" ");
+    Some(match title.char_indices().nth(TITLE_CHARS) {
+        Some((cut, _)) => format!("{}…", &title[..cut]),
+        None => title,
+    })
+}
+
+/// The name the user gave the session, else its first request, from a
+/// transcript's first lines as the agent's reader sees them.
+pub fn first_prompt(agent: Agent, bytes: &[u8]) -> Option<String> {
+    let lines = split_lines(bytes);
+    if let Some(name) = agent.session_name(&lines).filter(|n| !n.trim().is_empty()) {
+        return Some(name);
+    }
+    let mut reader = agent.reader(None).ok()?;
+    let mut out = Emitter::new(agent.format());
+    for line in &lines {
+        if let Some(value) = out.readable(line) {
+            reader.line(line.number, value, &mut out);
+        }
+        for event in out.drain() {
+            match event {
+                Event::Message { message, .. }
+                    if message.role() == Role::User && agent.is_request(&message) =>
+                {
+                    return Some(message.text().to_string());
+                }
+                Event::Restart => return None,
+                _ => {}
+            }
+        }
+    }
+    None
+}
+
+/// Up to `max` bytes from the start of a regular file, cut after its last
+/// complete line.
+fn read_head(path: &Path, max: u64) -> Option<Vec<u8>> {
+    if !fs::metadata(path).ok()?.is_file() {
+        return None;
+    }
+    let mut bytes = Vec::new();
+    fs::File::open(path)
+        .ok()?
+        .take(max)
+        .read_to_end(&mut bytes)
+        .ok()?;
+    let end = bytes.iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1);
+    bytes.truncate(end);
+    Some(bytes)
+}
+
+/// The `*.jsonl` files directly in `dir`.
+pub fn jsonl_files(dir: &Path) -> Vec<PathBuf> {
+    let Ok(entries) = fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    entries
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|e| e == "jsonl") && p.is_file())
+        .collect()
+}
+
+fn session_at(agent: Agent, path: PathBuf) -> Option<AgentSession> {
+    let meta = fs::metadata(&path).ok().filter(|m| m.is_file())?;
+    let modified_ms = meta
+        .modified()
+        .ok()
+        .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
+        .map_or(0, |d| d.as_millis() as u64);
+    Some(AgentSession {
+        agent,
+        path,
+        modified_ms,
+        size: meta.len(),
+    })
+}
+
+/// The cwd a transcript's first line names, at `pointer`.
+fn first_line_cwd(path: &Path, pointer: &str) -> Option<String> {
+    let file = fs::File::open(path).ok()?;
+    let mut line = Vec::new();
+    BufReader::new(file.take(4 << 20))
+        .read_until(b'\n', &mut line)
+        .ok()?;
+    let value: Value = serde_json::from_slice(&line).ok()?;
+    value.pointer(pointer)?.as_str().map(str::to_string)
+}
