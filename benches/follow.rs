@@ -29,7 +29,7 @@ use serde_json::json;
 /// Text a tool result carries: this repository's sources, a few KB each.
 fn payload(n: usize) -> String {
     const SOURCES: [&str; 4] = [
-        include_str!("../src/session.rs"),
+        include_str!("../src/session/mod.rs"),
         include_str!("../src/engine/follow.rs"),
         include_str!("../src/transcript/emit.rs"),
         include_str!("../src/transcript/tail.rs"),

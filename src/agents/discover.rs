@@ -1,19 +1,14 @@
-//! Finding the agents' sessions, shared by every agent: each agent knows
-//! where its own sessions for a workspace live (its module); this file
-//! lists them all, newest first, says which agent a transcript is, names a
-//! session by its first request, and holds what the agents' finders share
-//! (a folder's `*.jsonl` files, the cwd a transcript's first line names,
-//! the workspace's real path).
+//! Finding the agents' sessions: each agent knows where its own sessions
+//! for a workspace live (its module); this file lists every agent's,
+//! newest first, says which agent a transcript is, and names a session by
+//! its first request.
 
-use std::collections::HashMap;
 use std::fs;
-use std::io::{BufRead, BufReader, Read};
+use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
 use std::time::UNIX_EPOCH;
 
-use serde_json::Value;
-
+pub use super::folders::{real_workspace, Cwds};
 use super::{Agent, Homes};
 use crate::conversation::Role;
 use crate::transcript::{split_lines, Emitter, Event};
@@ -31,32 +26,6 @@ pub struct AgentSession {
     /// Last modified, in milliseconds since the Unix epoch.
     pub modified_ms: u64,
     pub size: u64,
-}
-
-/// The workspace as the agents see their cwd: its real path (they run
-/// `getcwd`), else as given.
-pub fn real_workspace(workspace: &Path) -> PathBuf {
-    fs::canonicalize(workspace).unwrap_or_else(|_| workspace.to_path_buf())
-}
-
-/// The cwd each transcript's first line names, remembered once read: a
-/// first line never changes, and auto-follow looks every second, across
-/// every recent Codex rollout of every workspace.
-#[derive(Debug, Default)]
-pub struct Cwds(Mutex<HashMap<PathBuf, String>>);
-
-impl Cwds {
-    /// The cwd at `pointer` in `path`'s first line.
-    pub fn of(&self, path: &Path, pointer: &str) -> Option<String> {
-        let mut known = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(cwd) = known.get(path) {
-            return Some(cwd.clone());
-        }
-        // Not cached until it could be read: the line may not be written yet.
-        let cwd = first_line_cwd(path, pointer)?;
-        known.insert(path.to_path_buf(), cwd.clone());
-        Some(cwd)
-    }
 }
 
 /// Every agent's sessions for `workspace`, most recently modified first.
@@ -135,11 +104,6 @@ pub fn agent_of(homes: &Homes, path: &Path) -> Option<Agent> {
         .map(|(agent, _)| agent)
 }
 
-/// Whether `path` (a real path) lies under `dir`, as its real path.
-pub fn under(path: &Path, dir: &Path) -> bool {
-    path.starts_with(real_workspace(dir))
-}
-
 /// A title for a session: the name the user gave it, else its first
 /// request.
 pub fn title(agent: Agent, path: &Path) -> Option<String> {
@@ -197,18 +161,6 @@ fn read_head(path: &Path, max: u64) -> Option<Vec<u8>> {
     Some(bytes)
 }
 
-/// The `*.jsonl` files directly in `dir`.
-pub fn jsonl_files(dir: &Path) -> Vec<PathBuf> {
-    let Ok(entries) = fs::read_dir(dir) else {
-        return Vec::new();
-    };
-    entries
-        .filter_map(Result::ok)
-        .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|e| e == "jsonl") && p.is_file())
-        .collect()
-}
-
 fn session_at(agent: Agent, path: PathBuf) -> Option<AgentSession> {
     let meta = fs::metadata(&path).ok().filter(|m| m.is_file())?;
     let modified_ms = meta
@@ -222,15 +174,4 @@ fn session_at(agent: Agent, path: PathBuf) -> Option<AgentSession> {
         modified_ms,
         size: meta.len(),
     })
-}
-
-/// The cwd a transcript's first line names, at `pointer`.
-fn first_line_cwd(path: &Path, pointer: &str) -> Option<String> {
-    let file = fs::File::open(path).ok()?;
-    let mut line = Vec::new();
-    BufReader::new(file.take(4 << 20))
-        .read_until(b'\n', &mut line)
-        .ok()?;
-    let value: Value = serde_json::from_slice(&line).ok()?;
-    value.pointer(pointer)?.as_str().map(str::to_string)
 }

@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use super::discover::{jsonl_files, under, Cwds};
+use super::folders::{jsonl_files, under, Cwds};
 use super::limits::{AutoCompactPoint, Basis};
 use super::{AgentKind, Homes, LimitsInput};
 use crate::compaction::Trigger;

@@ -15,21 +15,23 @@ pub mod codex;
 pub mod discover;
 #[cfg(test)]
 mod fake;
+mod folders;
+mod kind;
 pub mod limits;
 pub mod pi;
 
-use std::collections::BTreeMap;
 use std::ffi::OsString;
-use std::io;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use serde_json::Value;
 
-use crate::config::Config;
-use crate::conversation::Message;
-use crate::transcript::{Format, Imported, Line, Reader};
-pub use discover::{AgentSession, Cwds};
+pub use discover::AgentSession;
+pub use folders::Cwds;
+pub(crate) use kind::read_json;
+pub use kind::{Agent, AgentKind, FollowMeter, Homes, LimitsInput, StatusLineEnv};
 pub use limits::{AutoCompactPoint, Basis};
+
+use crate::transcript::Format;
 
 /// Every agent compactd knows, in the order they are listed.
 static ALL: &[Agent] = &[
@@ -39,96 +41,6 @@ static ALL: &[Agent] = &[
     #[cfg(test)]
     Agent(&fake::Fake),
 ];
-
-/// What compactd knows about one agent.
-pub trait AgentKind: Send + Sync + 'static {
-    /// The name on the wire and of its transcript format (`claude-code`).
-    fn name(&self) -> &'static str;
-    /// The name people know it by (`Claude Code`).
-    fn display_name(&self) -> &'static str;
-    /// Its transcript format, for people (`Claude Code JSONL`).
-    fn format_description(&self) -> &'static str;
-    /// The environment variables that move its folders.
-    fn env_vars(&self) -> &'static [&'static str];
-    /// Its transcripts of sessions in `workspace` (the workspace's real
-    /// path); the caller keeps the `limit` newest.
-    fn sessions(&self, homes: &Homes, cwds: &Cwds, workspace: &Path, limit: usize) -> Vec<PathBuf>;
-    /// Where a new session for `workspace` appears (watched).
-    fn session_dir(&self, homes: &Homes, workspace: &Path) -> PathBuf;
-    /// Where its sessions for `workspace` are looked for, for a message
-    /// saying there is none.
-    fn searched_dir(&self, homes: &Homes, workspace: &Path) -> PathBuf {
-        self.session_dir(homes, workspace)
-    }
-    /// Whether `path` lies where it keeps its transcripts.
-    fn owns(&self, homes: &Homes, path: &Path) -> bool;
-    /// Whether a JSON line is one of its transcripts' (format detection).
-    fn classify(&self, line: &Value) -> bool;
-    /// A reader of its transcripts, line by line; `path`: the file a
-    /// follow reads (pi's reader needs its branch).
-    fn reader(&self, path: Option<&Path>) -> io::Result<Box<dyn Reader + Send>>;
-    /// Whether a user message its reader emits is a request the user
-    /// typed (a session's title is the first one).
-    fn is_request(&self, _message: &Message) -> bool {
-        true
-    }
-    /// The name the user gave a session, when its transcript has one.
-    fn session_name(&self, _lines: &[Line]) -> Option<String> {
-        None
-    }
-    /// A whole transcript, read as a batch import.
-    fn import(&self, lines: &[Line]) -> Imported;
-    /// Transcripts that travel with this one (subagents), imported on
-    /// their own.
-    fn companions(&self, _path: &Path) -> Vec<PathBuf> {
-        Vec::new()
-    }
-    /// Its context window and where it compacts by itself.
-    fn limits(&self, input: &LimitsInput) -> (u64, AutoCompactPoint);
-    /// The line its status-line command (`compactd statusline`) prints for
-    /// the JSON it sends on stdin; `None` when it runs none.
-    fn status_line(&self, _input: &str, _env: &StatusLineEnv) -> Option<Result<String, String>> {
-        None
-    }
-}
-
-/// What a status line is drawn with, from the command's front end.
-pub struct StatusLineEnv<'a> {
-    /// Yellow from this percentage of the window.
-    pub warn: f64,
-    /// Red from this percentage of the window.
-    pub error: f64,
-    /// compactd's configuration for a workspace.
-    pub config: &'a dyn Fn(&Path) -> Result<Config, String>,
-    /// The follow meter of a transcript (`engine::follow::transcript_meter`):
-    /// the context in tokens.
-    pub follow_meter: &'a FollowMeter,
-}
-
-/// The follow meter of `agent`'s transcript (the third argument) run in a
-/// workspace (the fourth), in tokens.
-pub type FollowMeter = dyn Fn(Agent, &Config, &Path, &Path) -> Result<u64, String>;
-
-/// What an agent's limits are worked out from.
-#[derive(Debug, Clone)]
-pub struct LimitsInput<'a> {
-    pub homes: &'a Homes,
-    pub workspace: &'a Path,
-    /// The session's model.
-    pub model: Option<&'a str>,
-    /// The window its transcript states.
-    pub stated_window: Option<u64>,
-    /// The most output a request asks for, as its transcript states.
-    pub max_output: Option<u64>,
-    /// The window compactd's table gives the model.
-    pub table_window: Option<u64>,
-    /// The configured default window.
-    pub default_window: u64,
-}
-
-/// An agent, as the registry holds it: compared, hashed and sent by name.
-#[derive(Clone, Copy)]
-pub struct Agent(&'static dyn AgentKind);
 
 impl Agent {
     /// Every agent, in the registry's order.
@@ -146,10 +58,6 @@ impl Agent {
         Agent::from_name(format.name())
     }
 
-    pub fn format(self) -> Format {
-        Format::named(self.0.name())
-    }
-
     /// Every agent's display name, `A, B or C` (for messages).
     pub fn display_names() -> String {
         let names: Vec<&str> = ALL.iter().map(|a| a.display_name()).collect();
@@ -158,45 +66,6 @@ impl Agent {
             Some((last, _)) => last.to_string(),
             None => String::new(),
         }
-    }
-}
-
-impl std::ops::Deref for Agent {
-    type Target = dyn AgentKind;
-    fn deref(&self) -> &Self::Target {
-        self.0
-    }
-}
-
-impl PartialEq for Agent {
-    fn eq(&self, other: &Agent) -> bool {
-        self.name() == other.name()
-    }
-}
-
-impl Eq for Agent {}
-
-impl std::hash::Hash for Agent {
-    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
-        self.name().hash(state)
-    }
-}
-
-impl std::fmt::Debug for Agent {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-impl std::fmt::Display for Agent {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-impl serde::Serialize for Agent {
-    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.serialize_str(self.name())
     }
 }
 
@@ -232,15 +101,6 @@ impl schemars::JsonSchema for Agent {
     }
 }
 
-/// Where the agents keep their files: the user's home, and the
-/// environment variables the agents read (each agent says which), as they
-/// were when read.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Homes {
-    home: PathBuf,
-    vars: BTreeMap<&'static str, PathBuf>,
-}
-
 impl Homes {
     /// The home and every agent's variables, from this process's
     /// environment (an empty variable counts as unset, as the agents do).
@@ -255,33 +115,4 @@ impl Homes {
         }
         homes
     }
-
-    /// Every agent's default folders under `home`, no variable read.
-    pub fn under(home: &Path) -> Homes {
-        Homes {
-            home: home.to_path_buf(),
-            vars: BTreeMap::new(),
-        }
-    }
-
-    /// The user's home (`~`).
-    pub fn home(&self) -> &Path {
-        &self.home
-    }
-
-    /// A variable an agent reads, when it is set.
-    pub fn var(&self, name: &str) -> Option<&Path> {
-        self.vars.get(name).map(PathBuf::as_path)
-    }
-
-    /// Sets a variable (as if the environment had it).
-    pub fn with_var(mut self, name: &'static str, value: impl Into<PathBuf>) -> Homes {
-        self.vars.insert(name, value.into());
-        self
-    }
-}
-
-/// The JSON of a file, when it is some.
-pub(crate) fn read_json(path: &Path) -> Option<Value> {
-    serde_json::from_str(&std::fs::read_to_string(path).ok()?).ok()
 }

@@ -8,7 +8,8 @@ use serde::Serialize;
 use serde_json::json;
 
 use super::args::CompactArgs;
-use super::{import_file, keep_recent_flag, resolve_config, session_env, CliError, ConfigFlag};
+use super::error::CliError;
+use super::load::{import_file, keep_recent_flag, resolve_config, session_env, ConfigFlag};
 use crate::compaction::CompactionJob;
 use crate::engine::compaction::{self as compaction, NotPlanned, Outcome};
 use crate::engine::{self, SessionEnv};
@@ -103,7 +104,7 @@ pub async fn run(args: &CompactArgs, no_user_config: bool) -> Result<(), CliErro
         }) => {
             let result = CompactResult::not_compacted(reason, tokens_before, config.strategy);
             if args.common.json {
-                super::print_json(&report(result, None))?;
+                super::out::print_json(&report(result, None))?;
             } else {
                 // The reason starts "nothing to compact: …" itself.
                 outln!(
@@ -123,7 +124,7 @@ pub async fn run(args: &CompactArgs, no_user_config: bool) -> Result<(), CliErro
         _ => None,
     };
     if args.common.json {
-        super::print_json(&report(compacted.result, out))?;
+        super::out::print_json(&report(compacted.result, out))?;
     } else {
         print_text(&settled.job, &compacted.result, out)?;
     }

@@ -7,8 +7,8 @@
 //! stdout with its `Content-Length` header, in order.
 
 use super::args::ConnectArgs;
+use super::error::CliError;
 use super::out::outln;
-use super::CliError;
 use crate::transport::discovery;
 use crate::transport::ws_client::{self, Receiver, Sender};
 use crate::transport::{self, Incoming, Outbox};

@@ -5,7 +5,7 @@
 use std::fmt::Display;
 use std::io::{self, Write};
 
-use super::CliError;
+use super::error::CliError;
 
 /// Prints `text` and a newline on stdout.
 pub fn line(text: impl Display) -> Result<(), CliError> {
@@ -36,3 +36,20 @@ macro_rules! outln {
     };
 }
 pub(crate) use outln;
+
+/// 1234567 → "1,234,567".
+pub fn thousands(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+pub fn print_json(value: &impl serde::Serialize) -> Result<(), CliError> {
+    line(serde_json::to_string_pretty(value).expect("reports serialize"))
+}

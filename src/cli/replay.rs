@@ -6,10 +6,11 @@ use super::out::outln;
 use serde::Serialize;
 
 use super::args::ReplayArgs;
-use super::{
-    import_file, keep_recent_flag, message_or_apply, resolve_config, session_env, thousands,
-    walking_session, CliError,
+use super::error::CliError;
+use super::load::{
+    import_file, keep_recent_flag, message_or_apply, resolve_config, session_env, walking_session,
 };
+use super::out::thousands;
 use crate::compaction::trigger::{AttemptVerdict, TriggerKind};
 use crate::config::Config;
 use crate::conversation::{Message, Usage};
@@ -127,7 +128,7 @@ pub async fn run(args: &ReplayArgs, no_user_config: bool) -> Result<(), CliError
     bar.finish_and_clear();
     report.final_tokens = window::meter(&config, &session).context_tokens;
     if args.common.json {
-        super::print_json(&report)?;
+        super::out::print_json(&report)?;
     } else {
         print_text(&report)?;
     }

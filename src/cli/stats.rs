@@ -5,11 +5,12 @@ use super::out::outln;
 use serde::Serialize;
 
 use super::args::StatsArgs;
-use super::replay::trigger_names;
-use super::{
-    import_file_under, message_or_apply, resolve_config, session_env, thousands, walking_session,
-    CliError,
+use super::error::CliError;
+use super::load::{
+    import_file_under, message_or_apply, resolve_config, session_env, walking_session,
 };
+use super::out::thousands;
+use super::replay::trigger_names;
 use crate::compaction::trigger::TriggerKind;
 use crate::config::Config;
 use crate::conversation::{tool_pairing, Message, Role};
@@ -168,7 +169,7 @@ pub fn run(args: &StatsArgs, no_user_config: bool) -> Result<(), CliError> {
     }
     bar.finish_and_clear();
     if args.common.json {
-        super::print_json(&reports)?;
+        super::out::print_json(&reports)?;
     } else {
         for (n, stats) in reports.iter().enumerate() {
             if n > 0 {

@@ -18,7 +18,7 @@ pub mod trigger;
 
 pub use file_sections::{FileMarks, FileSections};
 pub use job::{CompactionJob, JobTarget, PlanOptions, PlannedJob};
-pub use record::{CompactionRecord, ReplacedRange, Trigger};
+pub use record::{summary_message, CompactionRecord, ReplacedRange, Trigger};
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -114,18 +114,6 @@ pub fn handoff_message(summary: &str) -> Message {
     Message::user(
         "handoff",
         format!("{}\n\n{}", HANDOFF_PREFIX.trim_end(), summary),
-    )
-}
-
-/// The user message that carries a summary into the compacted history.
-pub fn summary_message(compaction_id: &str, prefix: &str, summary: &str) -> Message {
-    Message::user(
-        record::summary_id(compaction_id),
-        format!(
-            "{}\n\n<summary>\n{}\n</summary>",
-            prefix.trim_end(),
-            summary.trim_end()
-        ),
     )
 }
 

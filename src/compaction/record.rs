@@ -151,7 +151,7 @@ impl CompactionRecord {
                 ),
                 vec![],
             ),
-            _ => super::summary_message(&self.id, prefix, &self.full_summary()),
+            _ => summary_message(&self.id, prefix, &self.full_summary()),
         }
     }
 
@@ -180,5 +180,17 @@ pub fn pruned_placeholder(tokens: u64) -> Message {
         "pruned",
         format!("[compactd] Output pruned to save context (was {tokens} tokens). Run the tool again if you need it."),
         false,
+    )
+}
+
+/// The user message that carries a summary into the compacted history.
+pub fn summary_message(compaction_id: &str, prefix: &str, summary: &str) -> Message {
+    Message::user(
+        summary_id(compaction_id),
+        format!(
+            "{}\n\n<summary>\n{}\n</summary>",
+            prefix.trim_end(),
+            summary.trim_end()
+        ),
     )
 }

@@ -13,10 +13,11 @@
 //! never applied to the mirror (only the agent changes what its model
 //! sees).
 
+use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
 use super::{append, now_ms, window, EngineError, EngineResult, OpenSession, SessionEnv};
-use crate::agents::{Agent, AutoCompactPoint, Basis, Homes, LimitsInput};
+use crate::agents::{Agent, AgentSession, AutoCompactPoint, Basis, Homes, LimitsInput};
 use crate::compaction::CompactionRecord;
 use crate::config::Config;
 use crate::files::{disk, FileTools};
@@ -436,6 +437,20 @@ impl Mirror {
     pub fn skipped_reasons(&self) -> Vec<String> {
         self.reading.out.skipped.reasons()
     }
+}
+
+/// Which session auto-follow follows, of the workspace's sessions (newest
+/// first, as `agents::discover` lists them): at the first look the
+/// newest; after that the newest one not seen before, a session that
+/// started since (`None`: nothing new, stay).
+pub fn auto_pick<'a>(
+    found: &'a [AgentSession],
+    seen: &HashSet<PathBuf>,
+    first_look: bool,
+) -> Option<&'a AgentSession> {
+    found
+        .iter()
+        .find(|session| first_look || !seen.contains(&session.path))
 }
 
 /// A followed session's meter: the agent's usage in the agent's window,

@@ -12,6 +12,7 @@ pub mod append;
 pub mod auto;
 pub mod compaction;
 pub mod create;
+pub mod disk;
 pub mod follow;
 pub mod window;
 

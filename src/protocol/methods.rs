@@ -78,6 +78,16 @@ macro_rules! methods {
             wire_type::<$params>();
             $(wire_type::<$result>();)?
         )?)+};
+        /// The JSON Schema of every type the table names, each once, by
+        /// its name (`schemas/<name>.json`).
+        pub fn type_schemas() -> Vec<(&'static str, serde_json::Value)> {
+            let mut out: Vec<(&'static str, serde_json::Value)> = Vec::new();
+            $($(
+                add_schema::<$params>(&mut out, stringify!($params));
+                $(add_schema::<$result>(&mut out, stringify!($result));)?
+            )?)+
+            out
+        }
     };
     (@lsp lsp) => { true };
     (@lsp) => { false };
@@ -86,6 +96,16 @@ macro_rules! methods {
 }
 
 const fn wire_type<T: schemars::JsonSchema>() {}
+
+fn add_schema<T: schemars::JsonSchema>(
+    out: &mut Vec<(&'static str, serde_json::Value)>,
+    name: &'static str,
+) {
+    if out.iter().all(|(known, _)| *known != name) {
+        let schema = serde_json::to_value(schemars::schema_for!(T)).expect("schema serializes");
+        out.push((name, schema));
+    }
+}
 
 methods! {
     /// Starts a session with the server; `initializationOptions` is the configuration.

@@ -28,9 +28,16 @@ use std::collections::{HashMap, HashSet};
 use lsp_server::{Notification, RequestId, Response};
 
 use super::progress::ProgressTokens;
-use super::Phase;
 use crate::protocol::ProgressToken;
 use crate::transport::{ConnectionId, Outbox, STDIO};
+
+/// A connection's place in the LSP lifecycle.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Phase {
+    Uninitialized,
+    Running,
+    ShuttingDown,
+}
 
 /// One connection's state.
 pub(crate) struct Client {
@@ -204,8 +211,9 @@ impl Clients {
             .is_some_and(|client| client.subscriptions.remove(session_id))
     }
 
-    /// Connections subscribed to `from` also follow `to` (a handoff).
-    pub fn follow_on(&mut self, from: &str, to: &str) {
+    /// Connections subscribed to `from` also get `to`'s notifications (a
+    /// handoff).
+    pub fn carry_subscribers(&mut self, from: &str, to: &str) {
         for client in self.clients.values_mut() {
             if client.subscriptions.contains(from) {
                 client.subscriptions.insert(to.to_string());
@@ -265,5 +273,57 @@ impl Clients {
         self.clients
             .get_mut(&conn)
             .is_some_and(|client| client.progress.answered(&client.out, response))
+    }
+}
+
+/// What a handler may do with the connection whose message it handles:
+/// its lifecycle, its subscriptions and its progress tokens; nothing of
+/// any other connection's.
+pub(crate) struct Caller<'a> {
+    clients: &'a mut Clients,
+}
+
+impl<'a> Caller<'a> {
+    pub fn new(clients: &'a mut Clients) -> Caller<'a> {
+        Caller { clients }
+    }
+
+    /// Several connections share this server (the shared sidecar).
+    pub fn is_shared(&self) -> bool {
+        self.clients.is_shared()
+    }
+
+    pub fn set_phase(&mut self, phase: Phase) {
+        if let Some(client) = self.clients.current_mut() {
+            client.phase = phase;
+        }
+    }
+
+    /// It said at `initialize` whether it creates progress tokens.
+    pub fn set_creates_tokens(&mut self, creates: bool) {
+        if let Some(client) = self.clients.current_mut() {
+            client.progress.client_creates = creates;
+        }
+    }
+
+    /// A progress token it is asked to create, for work it asked for
+    /// (`None` when it cannot create them).
+    pub fn create_token(&mut self) -> Option<ProgressToken> {
+        let conn = self.clients.current?;
+        self.clients.create_token(conn)
+    }
+
+    pub fn subscribe(&mut self, session_id: &str) {
+        self.clients.subscribe_current(session_id);
+    }
+
+    /// True when it was subscribed.
+    pub fn unsubscribe(&mut self, session_id: &str) -> bool {
+        self.clients.unsubscribe_current(session_id)
+    }
+
+    /// Another connection is subscribed to the session.
+    pub fn shares(&self, session_id: &str) -> bool {
+        self.clients.is_subscribed_by_another(session_id)
     }
 }

@@ -4,39 +4,26 @@
 //! the state owner keeps serving every other request; the session opens,
 //! and the request is answered, when that thread hands the session back.
 //! Until then the new id is reserved: a request naming it is refused with
-//! a message saying it is being imported (`Server::session`), and another
+//! a message saying it is being imported (`Sessions::get`), and another
 //! import or `conversation/open` of it too. An import cannot be cancelled.
 
 use std::sync::Arc;
 
 use lsp_server::RequestId;
 
-use super::{JobResult, Reply, RpcError, RpcResult, Server};
+use super::effects::Effects;
+use super::jobs::{ImportDone, ImportSummary, JobResult, JobSender};
+use super::rpc::{Reply, RpcError, RpcResult};
+use super::state::State;
 use crate::engine::{self, OpenSession, SessionEnv};
 use crate::files::FileTools;
 use crate::import::{self, Imported};
-use crate::protocol::{Format, ImportParams, ImportResult};
+use crate::protocol::{ImportParams, ImportResult};
 use crate::store::SessionStore;
-
-/// An import whose session was built (or not), back on the state owner.
-pub(crate) struct FinishedImport {
-    pub request: RequestId,
-    pub session_id: String,
-    pub outcome: RpcResult<(OpenSession, Summary)>,
-}
-
-/// What the result reports of the transcript.
-pub(crate) struct Summary {
-    format: Format,
-    messages: usize,
-    compactions: usize,
-    skipped: usize,
-    skipped_reasons: Vec<String>,
-}
 
 const ONE_SOURCE: &str = "give either `path` or `content` (exactly one)";
 
-/// What the blocking thread needs, taken from the server.
+/// What the blocking thread needs, taken from the state.
 struct Context {
     store: SessionStore,
     tools: Arc<FileTools>,
@@ -46,7 +33,12 @@ struct Context {
 
 /// Checks the request, reserves the id and starts the import; answered
 /// by `finish`.
-pub(crate) fn start(server: &mut Server, id: RequestId, params: ImportParams) -> Reply {
+pub(crate) fn start(
+    state: &mut State,
+    results: &JobSender,
+    id: RequestId,
+    params: ImportParams,
+) -> Reply {
     if params.path.is_some() == params.content.is_some() {
         return Reply::Now(Err(RpcError::invalid_params(ONE_SOURCE)));
     }
@@ -54,25 +46,25 @@ pub(crate) fn start(server: &mut Server, id: RequestId, params: ImportParams) ->
         Ok(session_id) => session_id,
         Err(e) => return Reply::Now(Err(e.into())),
     };
-    if let Err(e) = server.unreserved(&session_id) {
+    if let Err(e) = state.sessions.unreserved(&session_id) {
         return Reply::Now(Err(e));
     }
-    if server.sessions.contains_key(&session_id) {
+    if state.sessions.contains(&session_id) {
         return Reply::Now(Err(engine::create::already_exists(&session_id).into()));
     }
     let context = Context {
-        store: server.store.clone(),
-        tools: server.file_tracking.tools.clone(),
-        env: server.session_env(),
-        max_import_bytes: server.config.max_import_bytes,
+        store: state.sessions.store.clone(),
+        tools: state.files.tools.clone(),
+        env: state.session_env(),
+        max_import_bytes: state.config.max_import_bytes,
     };
-    server.importing.insert(session_id.clone(), id.clone());
-    let job_results = server.job_results_tx.clone();
+    state.sessions.reserve(&session_id, id.clone());
+    let job_results = results.clone();
     tokio::task::spawn_blocking(move || {
         // A panic in an importer still answers the request.
         let outcome = std::panic::catch_unwind(|| run(&context, &session_id, params))
             .unwrap_or_else(|_| Err(RpcError::internal("the import failed (see the log)")));
-        let _ = job_results.send(JobResult::Import(Box::new(FinishedImport {
+        let _ = job_results.send(JobResult::Import(Box::new(ImportDone {
             request: id,
             session_id,
             outcome,
@@ -87,7 +79,7 @@ fn run(
     context: &Context,
     session_id: &str,
     params: ImportParams,
-) -> RpcResult<(OpenSession, Summary)> {
+) -> RpcResult<(OpenSession, ImportSummary)> {
     let mut imported = read(&params, context.max_import_bytes)?;
     if params.model.is_some() {
         imported.settings.model = params.model;
@@ -95,7 +87,7 @@ fn run(
     if params.context_window.is_some() {
         imported.settings.context_window = params.context_window;
     }
-    let summary = Summary {
+    let summary = ImportSummary {
         format: imported.format,
         messages: imported.message_count(),
         compactions: imported.compaction_count(),
@@ -124,14 +116,14 @@ fn read(params: &ImportParams, max_bytes: u64) -> RpcResult<Imported> {
 }
 
 /// Opens the imported session and answers the request.
-pub(crate) fn finish(server: &mut Server, finished: FinishedImport) {
-    server.importing.remove(&finished.session_id);
-    let result = finished.outcome.map(|(open, summary)| {
-        let meter = server.meter_info(&open.session);
-        server.send_meter(&open.session);
-        server.insert_session(open);
+pub(crate) fn finish(state: &mut State, done: ImportDone, effects: &mut Effects) {
+    state.sessions.release(&done.session_id);
+    let result = done.outcome.map(|(open, summary)| {
+        let meter = state.meter(&open.session);
+        effects.meter(&done.session_id, meter.clone());
+        state.insert_session(open, effects);
         ImportResult {
-            session_id: finished.session_id,
+            session_id: done.session_id,
             format: summary.format,
             messages: summary.messages,
             compactions: summary.compactions,
@@ -140,8 +132,6 @@ pub(crate) fn finish(server: &mut Server, finished: FinishedImport) {
             meter,
         }
     });
-    server.respond(
-        finished.request,
-        result.map(|r| serde_json::to_value(r).expect("results serialize")),
-    );
+    let value = result.map(|r| serde_json::to_value(r).expect("results serialize"));
+    effects.respond(done.request, value);
 }

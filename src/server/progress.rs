@@ -9,7 +9,6 @@ use std::collections::{HashMap, HashSet};
 
 use lsp_server::{RequestId, Response};
 
-use super::send_progress;
 use crate::protocol::{methods, ProgressToken};
 use crate::transport::Outbox;
 
@@ -103,6 +102,14 @@ impl ProgressTokens {
         }
         true
     }
+}
+
+/// Sends `$/progress` under `token`.
+fn send_progress(out: &Outbox, token: &ProgressToken, value: serde_json::Value) {
+    out.notify(
+        methods::PROGRESS,
+        serde_json::json!({ "token": token, "value": value }),
+    );
 }
 
 #[cfg(test)]

@@ -19,10 +19,7 @@
 
 use std::collections::HashMap;
 
-use super::{compactor, RpcError, RpcResult, Server};
-use crate::engine::{self, Access};
 use crate::protocol::methods;
-use crate::store::SessionSettings;
 
 /// Descriptors kept for everything but sessions: stdio, the watcher, the
 /// runtime, sockets, transcripts being read.
@@ -32,7 +29,7 @@ const MIN_CAP: usize = 8;
 
 /// How a session was open before it was evicted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Reopen {
+pub(crate) enum Reopen {
     Write,
     ReadOnly,
 }
@@ -63,12 +60,34 @@ impl Residency {
         }
     }
 
-    fn touch(&mut self, id: &str) {
+    /// The session was used now.
+    pub fn touch(&mut self, id: &str) {
         self.clock += 1;
         self.last_used.insert(id.to_string(), self.clock);
     }
 
-    fn forget(&mut self, id: &str) -> bool {
+    /// When the session was last used (a smaller number: longer ago).
+    pub fn last_used(&self, id: &str) -> Option<u64> {
+        self.last_used.get(id).copied()
+    }
+
+    /// The session was closed to free descriptors, open this way.
+    pub fn evicted(&mut self, id: &str, how: Reopen) {
+        self.evicted.insert(id.to_string(), how);
+    }
+
+    /// How an evicted session was open (`None`: it was not evicted).
+    pub fn was_evicted(&self, id: &str) -> Option<Reopen> {
+        self.evicted.get(id).copied()
+    }
+
+    /// The session is open again.
+    pub fn reopened(&mut self, id: &str) {
+        self.evicted.remove(id);
+    }
+
+    /// The session is closed for good; true when it was evicted.
+    pub fn forget(&mut self, id: &str) -> bool {
         self.last_used.remove(id);
         self.evicted.remove(id).is_some()
     }
@@ -137,114 +156,6 @@ pub(crate) fn named_session<'a>(method: &str, params: &'a serde_json::Value) -> 
         return None;
     }
     params.get("sessionId")?.as_str()
-}
-
-impl Server {
-    /// Before a message that names a session is handled: reopens the
-    /// session if it was evicted, and marks it used.
-    pub(crate) fn bring_back(&mut self, id: &str) -> RpcResult<()> {
-        if let Some(&how) = self.residency.evicted.get(id) {
-            self.reopen(id, how)?;
-            self.residency.evicted.remove(id);
-            tracing::info!("session {id}: reopened after it was closed to free descriptors");
-        }
-        if self.sessions.contains_key(id) {
-            self.residency.touch(id);
-        }
-        Ok(())
-    }
-
-    fn reopen(&mut self, id: &str, how: Reopen) -> RpcResult<()> {
-        let env = self.session_env();
-        let opened = match how {
-            Reopen::Write => {
-                engine::create::open(&self.store, id, SessionSettings::default(), &env)
-            }
-            Reopen::ReadOnly => engine::create::open_read_only(&self.store, id, &env),
-        };
-        let opened = opened.map_err(|e| {
-            let e = RpcError::from(e);
-            RpcError {
-                message: format!(
-                    "session `{}` was closed to keep file descriptors free ({} sessions open at most) and could not be reopened: {}",
-                    crate::store::shown_id(id),
-                    self.residency.cap,
-                    e.message
-                ),
-                ..e
-            }
-        })?;
-        self.sessions.insert(id.to_string(), opened.open);
-        self.make_room(id);
-        self.sync_watches();
-        Ok(())
-    }
-
-    /// Evicts least recently used idle sessions while more than `cap` are
-    /// open; `keep` (the one in hand) never goes.
-    pub(crate) fn make_room(&mut self, keep: &str) {
-        self.residency.touch(keep);
-        let mut evicted = false;
-        while self.sessions.len() > self.residency.cap {
-            let victim = self
-                .sessions
-                .iter()
-                .filter(|(id, open)| {
-                    id.as_str() != keep
-                        && open.access() != Access::Follows
-                        && !self.running.contains_key(id.as_str())
-                        && !self.importing.contains_key(id.as_str())
-                })
-                .min_by_key(|(id, _)| self.residency.last_used.get(id.as_str()).copied())
-                .map(|(id, open)| (id.clone(), open.access()));
-            let Some((id, access)) = victim else {
-                break;
-            };
-            self.sessions.remove(&id);
-            let how = match access {
-                Access::ReadOnly => Reopen::ReadOnly,
-                _ => Reopen::Write,
-            };
-            self.residency.evicted.insert(id.clone(), how);
-            tracing::info!(
-                "session {id}: closed to keep file descriptors free ({} open at most); the next message naming it reopens it",
-                self.residency.cap
-            );
-            evicted = true;
-        }
-        if evicted {
-            self.sync_watches();
-        }
-    }
-
-    /// Closes a session: its running compaction is cancelled (its waiters
-    /// answered -32800), a followed one is unfollowed, and its log and lock
-    /// are released. False when it was not open (nor evicted).
-    pub(crate) fn close_session(&mut self, id: &str) -> bool {
-        if self.is_followed(id) {
-            self.residency.forget(id);
-            return self.unfollow(id);
-        }
-        compactor::cancel(self, id);
-        let was_evicted = self.residency.forget(id);
-        let was_open = self.sessions.remove(id).is_some();
-        if was_open {
-            self.sync_watches();
-        }
-        was_open || was_evicted
-    }
-
-    /// A shared sidecar's connection ended: the sessions it used that no
-    /// other connection uses are closed (followed ones stay: auto-follow
-    /// owns them).
-    pub(crate) fn connection_closed(&mut self, conn: crate::transport::ConnectionId) {
-        let used = self.clients.remove(conn);
-        for id in used {
-            if !self.clients.is_subscribed_by_any(&id) && !self.is_followed(&id) {
-                self.close_session(&id);
-            }
-        }
-    }
 }
 
 #[cfg(test)]

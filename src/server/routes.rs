@@ -7,6 +7,7 @@ use lsp_server::{ErrorCode, Notification, Request, RequestId};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
+use super::context::Context;
 use super::handlers::{
     append, branch, cancel, cancel_progress, check, close, compact, compactions, did_change,
     did_change_configuration, did_change_watched_files, did_close, did_open, did_save, files_did,
@@ -14,40 +15,40 @@ use super::handlers::{
     list_agent_sessions, open, pin, preview, report_error, set_auto_compact, subscribe, unfollow,
     unsubscribe,
 };
-use super::{parse_params, Reply, RpcError, RpcResult, Server};
+use super::rpc::{parse_params, Reply, RpcError, RpcResult};
 use crate::protocol::{methods, FileOp};
 
-type RequestRoute = fn(&mut Server, RequestId, serde_json::Value) -> Reply;
-type NotificationRoute = fn(&mut Server, serde_json::Value) -> RpcResult<()>;
+type RequestRoute = fn(&mut Context, RequestId, serde_json::Value) -> Reply;
+type NotificationRoute = fn(&mut Context, serde_json::Value) -> RpcResult<()>;
 
 /// Answered now: decode the params, run the handler, answer its result.
 fn now<P: DeserializeOwned, R: Serialize>(
-    server: &mut Server,
+    context: &mut Context,
     params: serde_json::Value,
-    handler: fn(&mut Server, P) -> RpcResult<R>,
+    handler: fn(&mut Context, P) -> RpcResult<R>,
 ) -> Reply {
-    Reply::from(parse_params(params).and_then(|p| handler(server, p)))
+    Reply::from(parse_params(params).and_then(|p| handler(context, p)))
 }
 
 /// Answered later, by a background job the handler starts.
 fn later<P: DeserializeOwned>(
-    server: &mut Server,
+    context: &mut Context,
     id: RequestId,
     params: serde_json::Value,
-    handler: fn(&mut Server, RequestId, P) -> Reply,
+    handler: fn(&mut Context, RequestId, P) -> Reply,
 ) -> Reply {
     match parse_params(params) {
-        Ok(p) => handler(server, id, p),
+        Ok(p) => handler(context, id, p),
         Err(e) => Reply::Now(Err(e)),
     }
 }
 
 fn notify<P: DeserializeOwned>(
-    server: &mut Server,
+    context: &mut Context,
     params: serde_json::Value,
-    handler: fn(&mut Server, P) -> RpcResult<()>,
+    handler: fn(&mut Context, P) -> RpcResult<()>,
 ) -> RpcResult<()> {
-    parse_params(params).and_then(|p| handler(server, p))
+    parse_params(params).and_then(|p| handler(context, p))
 }
 
 const REQUESTS: &[(&str, RequestRoute)] = &[
@@ -92,7 +93,7 @@ const REQUESTS: &[(&str, RequestRoute)] = &[
 const NOTIFICATIONS: &[(&str, NotificationRoute)] = &[
     // Auto-follow starts once the client is ready for notifications.
     (methods::INITIALIZED, |s, _| {
-        s.apply_follow_mode();
+        s.state.apply_follow_mode(&mut s.effects);
         Ok(())
     }),
     (methods::CANCEL_REQUEST, |s, p| {
@@ -133,10 +134,10 @@ const NOTIFICATIONS: &[(&str, NotificationRoute)] = &[
     }),
 ];
 
-pub(crate) fn request(server: &mut Server, request: Request) -> Reply {
+pub(crate) fn request(context: &mut Context, request: Request) -> Reply {
     let Request { id, method, params } = request;
     match REQUESTS.iter().find(|(name, _)| *name == method) {
-        Some((_, route)) => route(server, id, params),
+        Some((_, route)) => route(context, id, params),
         None => Reply::Now(Err(RpcError::new(
             ErrorCode::MethodNotFound,
             format!("method not found: `{method}`"),
@@ -144,13 +145,13 @@ pub(crate) fn request(server: &mut Server, request: Request) -> Reply {
     }
 }
 
-pub(crate) fn notification(server: &mut Server, notification: Notification) {
+pub(crate) fn notification(context: &mut Context, notification: Notification) {
     let Notification { method, params } = notification;
     let Some((_, route)) = NOTIFICATIONS.iter().find(|(name, _)| *name == method) else {
         tracing::debug!("unknown notification `{method}` ignored");
         return;
     };
-    if let Err(error) = route(server, params) {
+    if let Err(error) = route(context, params) {
         tracing::error!("notification `{method}` failed: {}", error.message);
     }
 }

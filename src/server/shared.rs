@@ -25,11 +25,12 @@ use std::path::PathBuf;
 use tokio::sync::mpsc;
 
 use super::clients::Clients;
-use super::{ConfigDirs, ServeOptions, Server};
+use super::dispatcher::Dispatcher;
+use super::options::{ConfigDirs, ServeOptions};
 use crate::config::Config;
 use crate::tokens;
 use crate::transport::discovery::{self, Discovery};
-use crate::transport::{guard, ws, ConnectionEvent};
+use crate::transport::{guard, ws};
 
 /// How the shared sidecar listens (the `serve --listen` flags).
 #[derive(Debug, Clone)]
@@ -71,14 +72,16 @@ async fn start(shared: SharedOptions, options: ServeOptions) -> Result<i32, Stri
         ));
     }
     tokens::preload_in_background();
-    let (mut server, mut job_results) = Server::new(options, Clients::new(true));
-    let config = server_config(&server)?;
+    let (mut server, mut job_results) = Dispatcher::new(options.clone(), Clients::new(true));
+    let config = server_config(&options)?;
     let workspace = std::env::current_dir().ok();
     let dirs = ConfigDirs {
         workspace_root: workspace.clone(),
-        user_dir: server.options().user_dir(),
+        user_dir: options.user_dir(),
     };
-    server.configure(config, workspace.into_iter().collect(), dirs);
+    server
+        .state
+        .configure(config, workspace.into_iter().collect(), dirs);
     let token = guard::new_token().map_err(|e| format!("no token: {e}"))?;
     let (events_tx, mut events) = mpsc::unbounded_channel();
     let listening = ws::listen(
@@ -87,7 +90,8 @@ async fn start(shared: SharedOptions, options: ServeOptions) -> Result<i32, Stri
             token: token.clone(),
             allowed_origins: shared.allowed_origins,
             max_connections: shared.max_connections,
-            max_message_bytes: usize::try_from(server.config.max_frame_bytes).unwrap_or(usize::MAX),
+            max_message_bytes: usize::try_from(server.state.config.max_frame_bytes)
+                .unwrap_or(usize::MAX),
         },
         events_tx,
     )
@@ -113,9 +117,7 @@ async fn start(shared: SharedOptions, options: ServeOptions) -> Result<i32, Stri
         }
     }
     tracing::info!("stopping");
-    for (_, job) in server.running.drain() {
-        job.abort.abort();
-    }
+    server.state.compactions.abort_all();
     drop(server);
     listening.stop().await;
     discovery::remove_if_ours(&discovery_path, &token);
@@ -124,14 +126,10 @@ async fn start(shared: SharedOptions, options: ServeOptions) -> Result<i32, Stri
 
 /// The configuration every client shares: the config files, no client's
 /// options.
-fn server_config(server: &Server) -> Result<Config, String> {
+fn server_config(options: &ServeOptions) -> Result<Config, String> {
     let workspace = std::env::current_dir().ok();
-    Config::resolve(
-        None,
-        workspace.as_deref(),
-        server.options().user_dir().as_deref(),
-    )
-    .map_err(|e| format!("configuration: {e}"))
+    Config::resolve(None, workspace.as_deref(), options.user_dir().as_deref())
+        .map_err(|e| format!("configuration: {e}"))
 }
 
 /// The address on stdout (one line, for scripts and tests); the token stays
@@ -161,23 +159,5 @@ async fn stop_signal() {
     #[cfg(not(unix))]
     {
         let _ = tokio::signal::ctrl_c().await;
-    }
-}
-
-impl Server {
-    /// One event from a connection, in the order that connection sent it.
-    fn handle_event(&mut self, event: ConnectionEvent) {
-        match event {
-            ConnectionEvent::Opened { id, out, peer } => {
-                tracing::debug!("connection {id} ({peer}) joins");
-                self.clients.add(id, out);
-            }
-            ConnectionEvent::Received { id, incoming } => {
-                if self.clients.get(id).is_some() {
-                    self.handle_input(id, Ok(Some(incoming)));
-                }
-            }
-            ConnectionEvent::Closed { id } => self.connection_closed(id),
-        }
     }
 }

@@ -5,24 +5,11 @@
 //! our count of exactly what `Session::history` sends, and the calibration's
 //! one `Correction` turns it into the provider's terms.
 
+use super::totals::{synthetic_tokens, ViewTotals};
 use super::{Counted, Session, Slot};
 use crate::compaction::trigger::TriggerInput;
-use crate::conversation::{synthetic_result, Message, MessageBody, Role};
-use crate::tokens::{self, Correction, Encoding, Meter, MeterSource};
-
-/// Running sums over the view, kept up to date on every append so the
-/// meter and the triggers cost nothing per message.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub(super) struct ViewTotals {
-    /// Estimated tokens of every slot.
-    pub(super) tokens: u64,
-    /// Raw messages, and the user messages among them.
-    messages: u64,
-    user_turns: u64,
-    /// The latest current provider report: the context it gives, and the
-    /// estimated tokens of the slots after it.
-    pub(super) latest_usage: Option<(u64, u64)>,
-}
+use crate::conversation::{Message, MessageBody, Role};
+use crate::tokens::{Correction, Meter, MeterSource};
 
 impl Session {
     /// The open calls got no result before the conversation moved on: the
@@ -184,14 +171,6 @@ impl Session {
     }
 }
 
-/// Tokens of the synthetic results closing these calls.
-pub(super) fn synthetic_tokens(encoding: Encoding, calls: &[(String, String)]) -> u64 {
-    calls
-        .iter()
-        .map(|(id, name)| tokens::count_message(encoding, &synthetic_result(id, name)))
-        .sum()
-}
-
 fn same_model(a: &str, b: &str) -> bool {
     let strip = |m: &str| m.rsplit('/').next().unwrap_or(m).to_ascii_lowercase();
     strip(a) == strip(b)
@@ -202,6 +181,7 @@ mod tests {
     use super::*;
     use crate::conversation::Usage;
     use crate::session::tests::session;
+    use crate::tokens;
 
     #[test]
     fn meter_prefers_the_latest_report_plus_later_estimates() {

@@ -84,7 +84,10 @@ impl SessionLog {
         lock: SessionLock,
         durability: SharedDurability,
     ) -> Result<SessionLog, StoreError> {
-        let whole_len = file.metadata().map_err(super::io_error(&path))?.len();
+        let whole_len = file
+            .metadata()
+            .map_err(super::error::io_error(&path))?
+            .len();
         Ok(SessionLog {
             id: id.to_string(),
             path,
@@ -157,10 +160,10 @@ impl SessionLog {
                 id: self.id.clone(),
             });
         };
-        let io_error = super::io_error(&self.path);
+        let io_error = super::error::io_error(&self.path);
         if writer.needs_cut {
             writer.cut_back().map_err(|e| {
-                super::io_error(&self.path)(io::Error::new(
+                super::error::io_error(&self.path)(io::Error::new(
                     e.kind(),
                     format!("an earlier write failed and the log could not be cut back to its last complete line ({e}); nothing is written until it can"),
                 ))

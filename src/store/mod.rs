@@ -4,6 +4,8 @@
 //! with a warning, and keeps everything else. A process writes a log only
 //! while it holds the session's lock (`lock.rs`); others may read it.
 
+mod entry;
+mod error;
 mod ids;
 mod load;
 mod lock;
@@ -13,155 +15,21 @@ use std::fs::OpenOptions;
 use std::io::{self, BufRead, BufReader};
 use std::path::{Path, PathBuf};
 
-use serde::{Deserialize, Serialize};
-
-use crate::compaction::CompactionRecord;
-use crate::conversation::Message;
-use crate::files::{FileEvent, FileTools, SessionFileLedger, Workspace};
+use crate::files::{FileTools, SessionFileLedger, Workspace};
 use crate::regular_file;
 use crate::session::Session;
-use crate::tokens::Encoding;
 
+pub use entry::{
+    FollowedTranscript, LogEntry, SessionHeader, SessionSettings, TokenCount, LOG_VERSION,
+};
+use error::io_error;
+pub use error::StoreError;
 pub use ids::{shown_id, validate_session_id};
 pub use load::{
     apply_entry, apply_settings, fill_token_counts, read_entries, replay, ReadReport, Replay,
 };
 pub use lock::{LockError, SessionLock};
 pub use log::{Durability, SessionLog};
-
-pub const LOG_VERSION: u32 = 1;
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "type", rename_all = "camelCase")]
-pub enum LogEntry {
-    Header(SessionHeader),
-    /// Session settings changed (on reopen, or by setAutoCompact).
-    Settings(SessionSettings),
-    Message {
-        message: Message,
-        /// The message's token count when it was appended, so resuming a
-        /// session does not tokenize it again. Absent in older logs and
-        /// imports; a count for another encoding is ignored.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        tokens: Option<TokenCount>,
-    },
-    Compaction(Box<CompactionRecord>),
-    /// Text the user pinned: kept verbatim through every compaction.
-    Pin {
-        text: String,
-    },
-    /// A change to the file ledger.
-    File(FileEvent),
-}
-
-impl LogEntry {
-    /// A message entry without a count (it is counted when read back).
-    pub fn message(message: Message) -> LogEntry {
-        LogEntry::Message {
-            message,
-            tokens: None,
-        }
-    }
-}
-
-/// A message's tokens as `tokens::count_message` counted them.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct TokenCount {
-    /// `Encoding::name()`: a count is used only by a session counting with
-    /// the same vocabulary (a string, so an unknown one is just ignored).
-    pub encoding: String,
-    pub count: u64,
-}
-
-impl TokenCount {
-    pub fn new(encoding: Encoding, count: u64) -> TokenCount {
-        TokenCount {
-            encoding: encoding.name().to_string(),
-            count,
-        }
-    }
-
-    pub fn is_for(&self, encoding: Encoding) -> bool {
-        self.encoding == encoding.name()
-    }
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct SessionHeader {
-    pub version: u32,
-    pub session_id: String,
-    pub created_at: u64,
-    #[serde(flatten)]
-    pub settings: SessionSettings,
-    /// The agent transcript this session follows (`conversation/follow`):
-    /// the conversation is read from there, and this log holds only
-    /// compactd's own entries about it (its compactions, pins).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub follows: Option<FollowedTranscript>,
-}
-
-/// An agent's transcript, as a followed session's log names it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct FollowedTranscript {
-    /// `claude-code`, `codex` or `pi`.
-    pub agent: String,
-    pub path: PathBuf,
-}
-
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct SessionSettings {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub model: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub context_window: Option<u64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub system_prompt: Option<String>,
-    /// The tool definitions sent with every request, as the provider gets
-    /// them (counted in the meter's overhead).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub tool_definitions: Option<Vec<serde_json::Value>>,
-    /// Auto-compaction switched on or off for this session.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub auto_compact: Option<bool>,
-}
-
-#[derive(Debug, thiserror::Error)]
-pub enum StoreError {
-    #[error("invalid sessionId `{shown}`: {why}; use 1-128 letters, digits, '.', '_' or '-', starting with a letter or digit, not ending with '.', and no Windows device name (con, prn, aux, nul, com0-com9, lpt0-lpt9)")]
-    InvalidId { shown: String, why: &'static str },
-    /// Another process (or an earlier open in this one) writes this session.
-    #[error("session `{id}` is open in another compactd process ({}); open it with `readOnly: true` to read it, or close it there first", holder(*.pid))]
-    Locked { id: String, pid: Option<u32> },
-    #[error("session `{id}` already exists")]
-    Exists { id: String },
-    /// The session was opened to read only (`readOnly`): nothing writes it.
-    #[error("session `{id}` is open read-only: it cannot be appended to, compacted, pinned or reconfigured (open it without `readOnly` once no other process writes it)")]
-    ReadOnly { id: String },
-    #[error("session log {path}: {source}")]
-    Io {
-        path: String,
-        #[source]
-        source: io::Error,
-    },
-}
-
-fn holder(pid: Option<u32>) -> String {
-    match pid {
-        Some(pid) => format!("pid {pid}"),
-        None => "pid not recorded".to_string(),
-    }
-}
-
-fn io_error(path: &Path) -> impl FnOnce(io::Error) -> StoreError + '_ {
-    move |source| StoreError::Io {
-        path: path.display().to_string(),
-        source,
-    }
-}
 
 /// Where session logs live, and how they are written.
 #[derive(Debug, Clone)]
@@ -411,6 +279,8 @@ pub fn branch_entries(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::conversation::Message;
+    use crate::tokens::Encoding;
 
     fn message_line(id: &str) -> String {
         serde_json::to_string(&LogEntry::message(Message::user(id, "hi"))).unwrap()

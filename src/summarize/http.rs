@@ -19,7 +19,6 @@ use reqwest::StatusCode;
 use serde_json::Value;
 
 use super::prompt::{self, Prompt};
-use super::redact::{clip, Redactor};
 use super::sse::{SseDecoder, SseEvent};
 use super::{
     BoxFuture, Progress, ProgressSink, SummarizeError, Summarizer, SummaryOutput, SummaryRequest,
@@ -27,6 +26,7 @@ use super::{
 use crate::compaction::overflow::{classify_error, ErrorKind};
 use crate::config::SummarizerConfig;
 use crate::conversation::Usage;
+use crate::redact::{clip, Redactor};
 
 /// At most this many attempts per summary call.
 pub const MAX_ATTEMPTS: u32 = 4;
@@ -166,8 +166,8 @@ impl<W: Wire> Summarizer for HttpSummarizer<W> {
                 prompt: &prompt,
                 progress,
             };
-            let reply = call.run().await.map_err(|e| redactor.error(e))?;
-            usable(&reply, &prompt).map_err(|e| redactor.error(e))?;
+            let reply = call.run().await.map_err(|e| e.redacted(&redactor))?;
+            usable(&reply, &prompt).map_err(|e| e.redacted(&redactor))?;
             Ok(SummaryOutput {
                 // A model may quote the key back (a prompt or a tool output
                 // held it): the summary is stored and sent, so not verbatim.

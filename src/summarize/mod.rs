@@ -8,60 +8,14 @@ pub mod http;
 pub mod offline;
 pub mod openai;
 pub mod prompt;
-pub mod redact;
 pub mod sse;
-
-use std::future::Future;
-use std::pin::Pin;
+mod summarizer;
 
 pub use crate::compaction::summary::SummaryRequest;
 use crate::config::{SummarizerConfig, SummarizerProvider};
-use crate::conversation::Usage;
-
-#[derive(Debug, Clone, PartialEq)]
-pub struct SummaryOutput {
-    pub text: String,
-    /// Which summarizer produced the text (for the compaction entry).
-    pub summarizer: String,
-    pub usage: Option<Usage>,
-    pub chunks: u32,
-}
-
-/// A progress update while summarizing.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Progress {
-    pub message: String,
-    pub percentage: Option<u32>,
-}
-
-pub type ProgressSink<'a> = &'a (dyn Fn(Progress) + Send + Sync);
-
-#[derive(Debug, thiserror::Error)]
-pub enum SummarizeError {
-    /// The input did not fit the summarizer's own context window; the
-    /// caller answers by chunking smaller, not by failing.
-    #[error("the summarizer's context window overflowed: {0}")]
-    ContextOverflow(String),
-    /// The summary came back unusable (empty, truncated, echoing the
-    /// instructions); the caller may retry once, then fall back.
-    #[error("unusable summary: {0}")]
-    Unusable(String),
-    /// Anything else (network, HTTP status, protocol): the caller falls
-    /// down the fallback ladder.
-    #[error("summarizer failed: {0}")]
-    Failed(String),
-}
-
-pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
-
-pub trait Summarizer: Send + Sync {
-    fn name(&self) -> &str;
-    fn summarize<'a>(
-        &'a self,
-        request: SummaryRequest,
-        progress: ProgressSink<'a>,
-    ) -> BoxFuture<'a, Result<SummaryOutput, SummarizeError>>;
-}
+pub use summarizer::{
+    BoxFuture, Progress, ProgressSink, SummarizeError, Summarizer, SummaryOutput,
+};
 
 /// Builds the summarizer a config names.
 pub fn from_config(config: &SummarizerConfig) -> Box<dyn Summarizer> {

@@ -6,7 +6,8 @@
 use std::collections::HashMap;
 
 use super::emit::{Event, ForeignCompaction};
-use super::{Format, Imported, Skips};
+use super::format::Format;
+use super::imported::{Imported, Skips};
 use crate::compaction::CompactionRecord;
 use crate::compaction::Strategy;
 use crate::conversation::Message;

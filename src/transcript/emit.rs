@@ -11,7 +11,9 @@ use std::collections::{BTreeMap, BTreeSet, HashSet};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::{Format, Line, Skips};
+use super::format::Format;
+use super::imported::Skips;
+use super::line::Line;
 use crate::compaction::Trigger;
 use crate::conversation::Message;
 use crate::store::SessionSettings;

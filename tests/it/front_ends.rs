@@ -132,7 +132,7 @@ fn real_transcripts_compact_alike() {
 fn session_with_usage(provider: &Provider, path: &Path) {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let files = [
-        "src/session.rs",
+        "src/session/mod.rs",
         "src/compaction/job.rs",
         "src/engine/compaction.rs",
         "src/store/mod.rs",

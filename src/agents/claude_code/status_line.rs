@@ -24,8 +24,8 @@ use std::time::UNIX_EPOCH;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use super::auto_compact::point;
 use super::status::{AfterCompaction, TranscriptStatus};
-use super::{point, ClaudeCode};
 use crate::agents::limits::Basis;
 use crate::agents::{Agent, Homes, StatusLineEnv};
 use crate::config::Config;
@@ -36,7 +36,7 @@ use crate::tokens;
 const CACHE_VERSION: u32 = 2;
 
 /// The line for the JSON Claude Code sent.
-pub(super) fn render(input: &str, env: &StatusLineEnv) -> Result<String, String> {
+pub(super) fn render(input: &str, env: &StatusLineEnv, agent: Agent) -> Result<String, String> {
     let json: Value = serde_json::from_str(input).map_err(|e| format!("stdin is not JSON: {e}"))?;
     let transcript = json
         .get("transcript_path")
@@ -50,7 +50,7 @@ pub(super) fn render(input: &str, env: &StatusLineEnv) -> Result<String, String>
         .map(PathBuf::from)
         .unwrap_or_default();
     let config = (env.config)(&workspace)?;
-    let status = transcript_status(&config, &transcript, &workspace, env)?;
+    let status = transcript_status(&config, &transcript, &workspace, env, agent)?;
     Ok(line(&json, &status, env))
 }
 
@@ -71,6 +71,7 @@ fn transcript_status(
     transcript: &Path,
     workspace: &Path,
     env: &StatusLineEnv,
+    agent: Agent,
 ) -> Result<TranscriptStatus, String> {
     let meta = match std::fs::metadata(transcript) {
         Ok(meta) => meta,
@@ -107,7 +108,6 @@ fn transcript_status(
             if status.needs_meter_after_compaction() {
                 // Claude Code's own figure leaves out its system prompt and
                 // tools, which the follow meter's calibration learned.
-                let agent = Agent(&ClaudeCode);
                 status.after_compaction =
                     match (env.follow_meter)(agent, config, transcript, workspace) {
                         Ok(context_tokens) => Some(AfterCompaction {

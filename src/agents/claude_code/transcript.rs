@@ -47,7 +47,7 @@ const BOOKKEEPING: [&str; 15] = [
 ];
 
 /// Its transcript format.
-pub const FORMAT: Format = Format::named(super::NAME);
+pub const FORMAT: Format = Format::named(super::home::NAME);
 
 /// Whether a JSON line is one of its transcripts', from its shape.
 pub(crate) fn classify(value: &Value) -> bool {

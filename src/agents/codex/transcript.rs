@@ -24,7 +24,7 @@ use crate::transcript::{
 const BOOKKEEPING: [&str; 2] = ["world_state", "token_usage_record"];
 
 /// Its transcript format.
-pub const FORMAT: Format = Format::named(super::NAME);
+pub const FORMAT: Format = Format::named(super::home::NAME);
 
 /// Whether a JSON line is one of its rollouts', from its shape.
 pub(crate) fn classify(value: &Value) -> bool {

@@ -17,7 +17,7 @@ use crate::store::SessionSettings;
 use crate::transcript::{content_text, Emitter, ForeignCompaction, Format, Imported, Line};
 
 /// Its transcript format.
-pub const FORMAT: Format = Format::named(super::NAME);
+pub const FORMAT: Format = Format::named(super::home::NAME);
 
 /// Whether a JSON line is one of its sessions', from its shape.
 pub(crate) fn classify(value: &Value) -> bool {

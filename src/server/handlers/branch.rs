@@ -1,22 +1,25 @@
 use crate::engine;
 use crate::protocol::{BranchParams, BranchResult};
-use crate::server::{RpcResult, Server};
+use crate::server::context::Context;
+use crate::server::rpc::RpcResult;
 
 /// A new session whose log holds everything logged before a message,
 /// compactions included: branching before a compaction undoes it.
-pub fn handle(server: &mut Server, params: BranchParams) -> RpcResult<BranchResult> {
+pub fn handle(context: &mut Context, params: BranchParams) -> RpcResult<BranchResult> {
+    let state = &mut *context.state;
     let open = engine::create::branch(
-        &server.store,
-        server.session(&params.session_id)?,
+        &state.sessions.store,
+        state.sessions.get(&params.session_id)?,
         &params.before_message_id,
-        &server.session_env(),
+        &state.session_env(),
     )?;
+    let meter = state.meter(&open.session);
     let result = BranchResult {
         session_id: open.session.id.clone(),
         message_count: open.session.message_count(),
-        meter: server.meter_info(&open.session),
+        meter: meter.clone(),
     };
-    server.send_meter(&open.session);
-    server.insert_session(open);
+    context.effects.meter(&result.session_id, meter);
+    state.insert_session(open, &mut context.effects);
     Ok(result)
 }

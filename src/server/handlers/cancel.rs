@@ -1,26 +1,19 @@
 use crate::protocol::CancelParams;
-use crate::server::{compactor, Server};
+use crate::server::compactions::cancelled;
+use crate::server::context::Context;
 
 /// Cancelling the request that started a compaction aborts it (history
 /// untouched) and answers everyone waiting on it with -32800. A request
 /// that merely joined a running job is answered alone; the job goes on.
 /// Unknown or finished ids are ignored, as LSP asks.
-pub fn handle(server: &mut Server, params: CancelParams) {
-    let owned = server
-        .running
-        .iter()
-        .find(|(_, job)| job.owner.as_ref() == Some(&params.id))
-        .map(|(session, _)| session.clone());
-    if let Some(session_id) = owned {
+pub fn handle(context: &mut Context, params: CancelParams) {
+    let compactions = &mut context.state.compactions;
+    if let Some(session_id) = compactions.started_by(&params.id) {
         tracing::info!("cancelled request {} on session {session_id}", params.id);
-        compactor::cancel(server, &session_id);
+        compactions.cancel(&session_id, &mut context.effects);
         return;
     }
-    let joined = server.running.values_mut().any(|job| {
-        let at = job.waiters.iter().position(|w| *w.id() == params.id);
-        at.map(|at| job.waiters.remove(at)).is_some()
-    });
-    if joined {
-        server.respond(params.id, Err(compactor::cancelled()));
+    if compactions.leave(&params.id) {
+        context.effects.respond(params.id, Err(cancelled()));
     }
 }

@@ -1,20 +1,28 @@
 use crate::engine;
 use crate::protocol::{CheckResult, SessionParams};
-use crate::server::{compactor, RpcResult, Server};
+use crate::server::context::Context;
+use crate::server::rpc::RpcResult;
 
 /// Decides whether the session should compact, and starts an automatic
 /// compaction if a trigger fires and auto-compaction is allowed.
-pub fn handle(server: &mut Server, params: SessionParams) -> RpcResult<CheckResult> {
-    server.session(&params.session_id)?;
-    let triggers = compactor::maybe_auto_compact(server, &params.session_id);
-    let open = server.session(&params.session_id)?;
+pub fn handle(context: &mut Context, params: SessionParams) -> RpcResult<CheckResult> {
+    let Context {
+        state,
+        caller,
+        effects,
+        ..
+    } = context;
+    state.sessions.get(&params.session_id)?;
+    let triggers =
+        state.maybe_auto_compact(&params.session_id, &mut || caller.create_token(), effects);
+    let open = state.sessions.get(&params.session_id)?;
     let session = &open.session;
     Ok(CheckResult {
         should_compact: !triggers.is_empty(),
         triggers,
-        meter: server.meter_info(session),
-        auto_compact: engine::auto::allowed(&server.config, session, open.access()),
-        compacting: server.running.contains_key(&params.session_id),
+        meter: state.meter(session),
+        auto_compact: engine::auto::allowed(&state.config, session, open.access()),
+        compacting: state.compactions.is_running(&params.session_id),
         stopped_reason: session.breaker.stopped.clone(),
     })
 }

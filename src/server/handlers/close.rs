@@ -5,14 +5,15 @@
 //! answers `closed: false`; nothing is an error but an id being imported.
 
 use crate::protocol::{CloseResult, SessionParams};
-use crate::server::{RpcResult, Server};
+use crate::server::context::Context;
+use crate::server::rpc::RpcResult;
 
-pub fn handle(server: &mut Server, params: SessionParams) -> RpcResult<CloseResult> {
+pub fn handle(context: &mut Context, params: SessionParams) -> RpcResult<CloseResult> {
     let id = params.session_id;
-    server.unreserved(&id)?;
-    let used_elsewhere = server.clients.is_subscribed_by_another(&id);
-    server.clients.unsubscribe_current(&id);
-    let closed = !used_elsewhere && server.close_session(&id);
+    context.state.sessions.unreserved(&id)?;
+    let used_elsewhere = context.caller.shares(&id);
+    context.caller.unsubscribe(&id);
+    let closed = !used_elsewhere && context.state.close_session(&id, &mut context.effects);
     Ok(CloseResult {
         session_id: id,
         closed,

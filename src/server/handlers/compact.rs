@@ -5,16 +5,32 @@ use lsp_server::RequestId;
 
 use crate::engine;
 use crate::protocol::{CompactParams, Trigger};
-use crate::server::compactor::{self, CompactionRequest, Waiter};
-use crate::server::{Reply, Server};
+use crate::server::compactions::{CompactionRequest, Waiter};
+use crate::server::context::Context;
+use crate::server::rpc::Reply;
 
-pub fn start(server: &mut Server, id: RequestId, params: CompactParams) -> Reply {
+pub fn start(context: &mut Context, id: RequestId, params: CompactParams) -> Reply {
+    let Context {
+        state,
+        caller,
+        effects,
+        ..
+    } = context;
     // A read-only session is refused before any progress token exists; a
     // followed one's own log is taken, to record the compaction in.
-    if let Err(e) = server.ready_to_compact(&params.session_id) {
+    let ready = state
+        .sessions
+        .compactable(&params.session_id)
+        .map(|_| ())
+        .and_then(|()| {
+            state
+                .following
+                .ready_to_compact(&mut state.sessions, &params.session_id)
+        });
+    if let Err(e) = ready {
         return Reply::Now(Err(e));
     }
-    let strategy = params.strategy.unwrap_or(server.config.strategy);
+    let strategy = params.strategy.unwrap_or(state.config.strategy);
     let instructions = match engine::compaction::instructions(
         strategy,
         params.goal.as_deref(),
@@ -23,20 +39,22 @@ pub fn start(server: &mut Server, id: RequestId, params: CompactParams) -> Reply
         Ok(instructions) => instructions,
         Err(e) => return Reply::Now(Err(e.into())),
     };
-    compactor::start(
-        server,
+    let request = CompactionRequest {
+        strategy,
+        keep_recent_tokens: params
+            .keep_recent_tokens
+            .unwrap_or(state.config.keep_recent_tokens),
+        instructions,
+        trigger: Trigger::Manual,
+        progress: params.work_done_token,
+        waiter: Some(Waiter::Compact(id)),
+        auto: false,
+    };
+    state.start_compaction(
         &params.session_id,
-        CompactionRequest {
-            strategy,
-            keep_recent_tokens: params
-                .keep_recent_tokens
-                .unwrap_or(server.config.keep_recent_tokens),
-            instructions,
-            trigger: Trigger::Manual,
-            progress: params.work_done_token,
-            waiter: Some(Waiter::Compact(id)),
-            auto: false,
-        },
+        request,
+        &mut || caller.create_token(),
+        effects,
     );
     Reply::Later
 }

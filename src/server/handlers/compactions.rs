@@ -1,10 +1,12 @@
 use crate::protocol::{CompactionInfo, CompactionsResult, SessionParams};
-use crate::server::{RpcResult, Server};
+use crate::server::context::Context;
+use crate::server::rpc::RpcResult;
 
-pub fn handle(server: &mut Server, params: SessionParams) -> RpcResult<CompactionsResult> {
-    let open = server.session(&params.session_id)?;
+pub fn handle(context: &mut Context, params: SessionParams) -> RpcResult<CompactionsResult> {
+    let state = &*context.state;
+    let open = state.sessions.get(&params.session_id)?;
     // A followed session's: the agent's, then compactd's own of it.
-    let own = server.own_compactions(&params.session_id);
+    let own = state.following.own_compactions(&params.session_id);
     let compactions = open
         .session
         .compactions()

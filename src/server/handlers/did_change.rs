@@ -5,10 +5,12 @@
 
 use crate::files::{disk, FileEvent};
 use crate::protocol::{DidChangeTextDocumentParams, FileOp, Origin};
-use crate::server::{RpcResult, Server};
+use crate::server::context::Context;
+use crate::server::file_tracking::FileTracking;
+use crate::server::rpc::RpcResult;
 
-pub fn handle(server: &mut Server, params: DidChangeTextDocumentParams) -> RpcResult<()> {
-    let Some(path) = server.file_tracking.resolve_uri(&params.text_document.uri) else {
+pub fn handle(context: &mut Context, params: DidChangeTextDocumentParams) -> RpcResult<()> {
+    let Some(path) = context.state.files.resolve_uri(&params.text_document.uri) else {
         return Ok(());
     };
     // compactd asks for full sync: a change without a range is the text.
@@ -16,11 +18,14 @@ pub fn handle(server: &mut Server, params: DidChangeTextDocumentParams) -> RpcRe
         Some(change) if change.range.is_none() => Some(disk::text_hash(&change.text)),
         _ => None,
     };
-    server
-        .file_tracking
+    context
+        .state
+        .files
         .documents
         .insert(path.clone(), hash.clone());
     let mut event = FileEvent::new(path, FileOp::Modify, Origin::Lsp);
     event.content_hash = hash;
-    server.record_external(None, event, |files, event| !files.continues_edit(event))
+    FileTracking::record_external(&mut context.state.sessions, None, event, |files, event| {
+        !files.continues_edit(event)
+    })
 }

@@ -9,10 +9,10 @@
 //! ignores it: its configuration is its own.
 
 use crate::protocol::{Config, DidChangeConfigurationParams};
-use crate::server::Server;
+use crate::server::context::Context;
 
-pub fn handle(server: &mut Server, params: DidChangeConfigurationParams) {
-    if server.clients.is_shared() {
+pub fn handle(context: &mut Context, params: DidChangeConfigurationParams) {
+    if context.caller.is_shared() {
         // One client's settings would change every other client's sessions.
         tracing::info!("workspace/didChangeConfiguration ignored: a shared compactd keeps the configuration it started with");
         return;
@@ -21,28 +21,28 @@ pub fn handle(server: &mut Server, params: DidChangeConfigurationParams) {
         tracing::debug!("workspace/didChangeConfiguration without settings: nothing changes");
         return;
     };
-    let dirs = &server.config_dirs;
+    let state = &mut *context.state;
+    let dirs = &state.config_dirs;
     match Config::resolve(
         Some(&settings),
         dirs.workspace_root.as_deref(),
         dirs.user_dir.as_deref(),
     ) {
         Ok(mut config) => {
-            if config.sessions_dir() != server.config.sessions_dir() {
+            if config.sessions_dir() != state.config.sessions_dir() {
                 tracing::warn!(
                     "dataDir changes take effect at the next start; sessions stay in {}",
-                    server.store.dir().display()
+                    state.sessions.store.dir().display()
                 );
             }
-            config.data_dir = server.config.data_dir.clone();
-            server.config = config;
-            server.store.set_durability(server.config.durability);
-            server.apply_file_config();
-            server.apply_follow_mode();
+            config.data_dir = state.config.data_dir.clone();
+            state.config = config;
+            state.sessions.store.set_durability(state.config.durability);
+            state.apply_file_config();
+            state.apply_follow_mode(&mut context.effects);
             tracing::info!("configuration updated");
-            let ids: Vec<String> = server.sessions.keys().cloned().collect();
-            for id in ids {
-                server.send_meter(&server.sessions[&id].session);
+            for id in state.sessions.ids() {
+                let _ = state.send_meter(&id, &mut context.effects);
             }
         }
         Err(e) => tracing::error!("workspace/didChangeConfiguration ignored: {e}"),

@@ -4,9 +4,11 @@
 
 use crate::files::{disk, FileEvent, SessionFileLedger};
 use crate::protocol::{DidChangeWatchedFilesParams, FileOp, Origin};
-use crate::server::{RpcError, RpcResult, Server};
+use crate::server::context::Context;
+use crate::server::file_tracking::FileTracking;
+use crate::server::rpc::{RpcError, RpcResult};
 
-pub fn handle(server: &mut Server, params: DidChangeWatchedFilesParams) -> RpcResult<()> {
+pub fn handle(context: &mut Context, params: DidChangeWatchedFilesParams) -> RpcResult<()> {
     let mut result = Ok(());
     for (index, change) in params.changes.into_iter().enumerate() {
         let op = match change.kind {
@@ -20,14 +22,19 @@ pub fn handle(server: &mut Server, params: DidChangeWatchedFilesParams) -> RpcRe
                 continue;
             }
         };
-        let Some(path) = server.file_tracking.resolve_uri(&change.uri) else {
+        let Some(path) = context.state.files.resolve_uri(&change.uri) else {
             continue;
         };
         let mut event = FileEvent::new(path, op, Origin::Lsp);
         if op != FileOp::Delete {
             event.content_hash = disk::content_hash(&event.path);
         }
-        result = result.and(server.record_external(None, event, SessionFileLedger::is_news));
+        result = result.and(FileTracking::record_external(
+            &mut context.state.sessions,
+            None,
+            event,
+            SessionFileLedger::is_news,
+        ));
     }
     result
 }

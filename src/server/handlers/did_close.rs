@@ -2,11 +2,12 @@
 //! the file; its buffer no longer explains changes on disk.
 
 use crate::protocol::DidCloseTextDocumentParams;
-use crate::server::{RpcResult, Server};
+use crate::server::context::Context;
+use crate::server::rpc::RpcResult;
 
-pub fn handle(server: &mut Server, params: DidCloseTextDocumentParams) -> RpcResult<()> {
-    if let Some(path) = server.file_tracking.resolve_uri(&params.text_document.uri) {
-        server.file_tracking.documents.remove(&path);
+pub fn handle(context: &mut Context, params: DidCloseTextDocumentParams) -> RpcResult<()> {
+    if let Some(path) = context.state.files.resolve_uri(&params.text_document.uri) {
+        context.state.files.documents.remove(&path);
     }
     Ok(())
 }

@@ -2,22 +2,24 @@
 
 use crate::files::{disk, FileEvent};
 use crate::protocol::{DidSaveTextDocumentParams, FileOp, Origin};
-use crate::server::{RpcResult, Server};
+use crate::server::context::Context;
+use crate::server::file_tracking::FileTracking;
+use crate::server::rpc::RpcResult;
 
-pub fn handle(server: &mut Server, params: DidSaveTextDocumentParams) -> RpcResult<()> {
-    let Some(path) = server.file_tracking.resolve_uri(&params.text_document.uri) else {
+pub fn handle(context: &mut Context, params: DidSaveTextDocumentParams) -> RpcResult<()> {
+    let Some(path) = context.state.files.resolve_uri(&params.text_document.uri) else {
         return Ok(());
     };
     let hash = params
         .text
         .as_deref()
         .map(disk::text_hash)
-        .or_else(|| server.file_tracking.documents.get(&path).cloned().flatten())
+        .or_else(|| context.state.files.documents.get(&path).cloned().flatten())
         .or_else(|| disk::content_hash(&path));
-    if let Some(buffer) = server.file_tracking.documents.get_mut(&path) {
+    if let Some(buffer) = context.state.files.documents.get_mut(&path) {
         *buffer = hash.clone();
     }
     let mut event = FileEvent::new(path, FileOp::Modify, Origin::Lsp);
     event.content_hash = hash;
-    server.record_external(None, event, |_, _| true)
+    FileTracking::record_external(&mut context.state.sessions, None, event, |_, _| true)
 }

@@ -4,10 +4,12 @@
 
 use crate::files::{disk, FileEvent};
 use crate::protocol::{FileNotificationParams, FileOp, Origin};
-use crate::server::{RpcError, RpcResult, Server};
+use crate::server::context::Context;
+use crate::server::file_tracking::FileTracking;
+use crate::server::rpc::{RpcError, RpcResult};
 
-pub fn handle(server: &mut Server, params: FileNotificationParams, op: FileOp) -> RpcResult<()> {
-    let path = server.file_tracking.resolve(&params.path).ok_or_else(|| {
+pub fn handle(context: &mut Context, params: FileNotificationParams, op: FileOp) -> RpcResult<()> {
+    let path = context.state.files.resolve(&params.path).ok_or_else(|| {
         RpcError::invalid_params(format!(
             "path: `{}` is neither absolute nor a file URI, and there is no workspace root",
             params.path
@@ -18,5 +20,10 @@ pub fn handle(server: &mut Server, params: FileNotificationParams, op: FileOp) -
     if op != FileOp::Delete {
         event.content_hash = disk::content_hash(&event.path);
     }
-    server.record_external(params.session_id.as_deref(), event, |_, _| true)
+    FileTracking::record_external(
+        &mut context.state.sessions,
+        params.session_id.as_deref(),
+        event,
+        |_, _| true,
+    )
 }

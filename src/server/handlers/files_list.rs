@@ -1,10 +1,12 @@
 //! `files/list`: a session's file ledger.
 
 use crate::protocol::{FileInfo, FileStatus, FilesListResult, SessionParams};
-use crate::server::{RpcResult, Server};
+use crate::server::context::Context;
+use crate::server::rpc::RpcResult;
 
-pub fn handle(server: &mut Server, params: SessionParams) -> RpcResult<FilesListResult> {
-    let file_ledger = &server.session(&params.session_id)?.session.file_ledger;
+pub fn handle(context: &mut Context, params: SessionParams) -> RpcResult<FilesListResult> {
+    let state = &*context.state;
+    let file_ledger = &state.sessions.get(&params.session_id)?.session.file_ledger;
     let workspace = &file_ledger.workspace;
     let infos = file_ledger
         .ledger
@@ -23,7 +25,7 @@ pub fn handle(server: &mut Server, params: SessionParams) -> RpcResult<FilesList
             content_hash: r.read_hash.clone(),
             last_range: r.last_range,
             generation: r.generation,
-            watched: server.file_tracking.is_watched(&r.path),
+            watched: state.files.is_watched(&r.path),
         })
         .collect::<Vec<_>>();
     let shown = |read: bool| {

@@ -4,11 +4,14 @@
 
 use crate::files::disk;
 use crate::protocol::{SessionParams, UnchangedSinceReadResult};
-use crate::server::{RpcResult, Server};
+use crate::server::context::Context;
+use crate::server::rpc::RpcResult;
 
-pub fn handle(server: &mut Server, params: SessionParams) -> RpcResult<UnchangedSinceReadResult> {
-    let ledger = &server
-        .session(&params.session_id)?
+pub fn handle(context: &mut Context, params: SessionParams) -> RpcResult<UnchangedSinceReadResult> {
+    let ledger = &context
+        .state
+        .sessions
+        .get(&params.session_id)?
         .session
         .file_ledger
         .ledger;

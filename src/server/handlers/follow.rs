@@ -3,10 +3,14 @@
 //! follows it as it grows; following it again answers the same session.
 
 use crate::protocol::{FollowParams, FollowResult};
-use crate::server::{RpcResult, Server};
+use crate::server::context::Context;
+use crate::server::rpc::RpcResult;
 
-pub fn handle(server: &mut Server, params: FollowParams) -> RpcResult<FollowResult> {
-    let workspace = server.agent_workspace(params.workspace.as_deref());
-    let (agent, path) = server.follow_target(params.path.as_deref(), params.agent, &workspace)?;
-    server.follow_transcript(agent, &path, &workspace, true)
+pub fn handle(context: &mut Context, params: FollowParams) -> RpcResult<FollowResult> {
+    let state = &mut *context.state;
+    let workspace = state.agent_workspace(params.workspace.as_deref());
+    let (agent, path) = state
+        .following
+        .target(params.path.as_deref(), params.agent, &workspace)?;
+    state.follow(agent, &path, &workspace, true, &mut context.effects)
 }

@@ -1,11 +1,13 @@
 use crate::protocol::{HistoryResult, SessionParams};
-use crate::server::{RpcResult, Server};
+use crate::server::context::Context;
+use crate::server::rpc::RpcResult;
 
-pub fn handle(server: &mut Server, params: SessionParams) -> RpcResult<HistoryResult> {
-    let session = &server.session(&params.session_id)?.session;
+pub fn handle(context: &mut Context, params: SessionParams) -> RpcResult<HistoryResult> {
+    let state = &*context.state;
+    let session = &state.sessions.get(&params.session_id)?.session;
     Ok(HistoryResult {
         session_id: params.session_id.clone(),
         messages: session.history(),
-        meter: server.meter_info(session),
+        meter: state.meter(session),
     })
 }

@@ -5,8 +5,10 @@
 use lsp_server::RequestId;
 
 use crate::protocol::ImportParams;
-use crate::server::{importer, Reply, Server};
+use crate::server::context::Context;
+use crate::server::importer;
+use crate::server::rpc::Reply;
 
-pub fn start(server: &mut Server, id: RequestId, params: ImportParams) -> Reply {
-    importer::start(server, id, params)
+pub fn start(context: &mut Context, id: RequestId, params: ImportParams) -> Reply {
+    importer::start(context.state, context.results, id, params)
 }

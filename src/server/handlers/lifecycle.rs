@@ -3,26 +3,27 @@ use std::path::PathBuf;
 use crate::agents::Agent;
 use crate::files::path_from_uri;
 use crate::protocol::{methods, AgentInfo, CompactdCapabilities, Config, InitializeParams};
-use crate::server::{ConfigDirs, RpcError, RpcResult, Server};
+use crate::server::clients::Phase;
+use crate::server::context::Context;
+use crate::server::options::ConfigDirs;
+use crate::server::rpc::{RpcError, RpcResult};
 
-pub fn initialize(server: &mut Server, params: InitializeParams) -> RpcResult<serde_json::Value> {
-    if server.clients.is_shared() {
+pub fn initialize(context: &mut Context, params: InitializeParams) -> RpcResult<serde_json::Value> {
+    if context.caller.is_shared() {
         // The shared sidecar's configuration is its own, fixed at start.
         if params.initialization_options.is_some() {
             tracing::info!("initializationOptions ignored: a shared compactd keeps the configuration it started with");
         }
     } else {
-        configure(server, &params)?;
+        configure(context, &params)?;
     }
     let creates_tokens = params
         .capabilities
         .pointer("/window/workDoneProgress")
         .and_then(|v| v.as_bool())
         .unwrap_or(false);
-    if let Some(client) = server.clients.current_mut() {
-        client.progress.client_creates = creates_tokens;
-    }
-    server.set_running();
+    context.caller.set_creates_tokens(creates_tokens);
+    context.caller.set_phase(Phase::Running);
     let capabilities = CompactdCapabilities {
         version: env!("CARGO_PKG_VERSION").to_string(),
         methods: methods::advertised_requests(),
@@ -47,7 +48,7 @@ pub fn initialize(server: &mut Server, params: InitializeParams) -> RpcResult<se
 
 /// On stdio the client configures the server: its workspace and
 /// `initializationOptions` over the config files.
-fn configure(server: &mut Server, params: &InitializeParams) -> RpcResult<()> {
+fn configure(context: &mut Context, params: &InitializeParams) -> RpcResult<()> {
     let folders: Vec<PathBuf> = params
         .workspace_folders
         .iter()
@@ -64,7 +65,7 @@ fn configure(server: &mut Server, params: &InitializeParams) -> RpcResult<()> {
     } else {
         folders
     };
-    let user_dir = server.options().user_dir();
+    let user_dir = context.state.options.user_dir();
     let config = Config::resolve(
         params.initialization_options.as_ref(),
         root.as_deref(),
@@ -75,11 +76,11 @@ fn configure(server: &mut Server, params: &InitializeParams) -> RpcResult<()> {
         workspace_root: root,
         user_dir,
     };
-    server.configure(config, roots, dirs);
+    context.state.configure(config, roots, dirs);
     Ok(())
 }
 
-pub fn shutdown(server: &mut Server, _params: serde_json::Value) -> RpcResult<serde_json::Value> {
-    server.set_shutting_down();
+pub fn shutdown(context: &mut Context, _params: serde_json::Value) -> RpcResult<serde_json::Value> {
+    context.caller.set_phase(Phase::ShuttingDown);
     Ok(serde_json::Value::Null)
 }

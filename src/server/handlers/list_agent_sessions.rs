@@ -2,16 +2,18 @@
 //! Codex and pi sessions, for a client to pick one to follow.
 
 use crate::protocol::{ListAgentSessionsParams, ListAgentSessionsResult};
-use crate::server::{RpcResult, Server};
+use crate::server::context::Context;
+use crate::server::rpc::RpcResult;
 
 /// Sessions listed when the client does not say.
 const DEFAULT_LIMIT: usize = 20;
 
 pub fn handle(
-    server: &mut Server,
+    context: &mut Context,
     params: ListAgentSessionsParams,
 ) -> RpcResult<ListAgentSessionsResult> {
-    let workspace = server.agent_workspace(params.workspace.as_deref());
+    let state = &*context.state;
+    let workspace = state.agent_workspace(params.workspace.as_deref());
     let limit = params.limit.unwrap_or(DEFAULT_LIMIT);
-    Ok(server.list_agent_sessions(&workspace, limit))
+    Ok(state.following.list(&workspace, limit))
 }

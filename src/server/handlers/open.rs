@@ -1,6 +1,7 @@
 use crate::engine::{self, create::Opened, Access};
 use crate::protocol::{OpenParams, OpenResult};
-use crate::server::{RpcResult, Server};
+use crate::server::context::Context;
+use crate::server::rpc::RpcResult;
 use crate::store::SessionSettings;
 
 /// Opens a session: the one already open, else resumed from its log, else
@@ -8,44 +9,44 @@ use crate::store::SessionSettings;
 /// Settings given on reopen replace the stored ones. A read-only session
 /// is a snapshot: opening it again reads the log anew (or takes the lock,
 /// when asked to write), and it stays as it was if that fails.
-pub fn handle(server: &mut Server, params: OpenParams) -> RpcResult<OpenResult> {
+pub fn handle(context: &mut Context, params: OpenParams) -> RpcResult<OpenResult> {
+    let state = &mut *context.state;
     let id = engine::create::session_id(params.session_id)?;
-    server.unreserved(&id)?;
+    state.sessions.unreserved(&id)?;
     let requested = SessionSettings {
-        model: params.model.or_else(|| server.config.model.clone()),
+        model: params.model.or_else(|| state.config.model.clone()),
         context_window: params.context_window,
         system_prompt: params.system_prompt,
         tool_definitions: params.tool_definitions,
         auto_compact: None,
     };
-    let from_store = server
+    let from_store = state
         .sessions
-        .get(&id)
+        .find(&id)
         .is_none_or(|open| open.access() == Access::ReadOnly);
     let (resumed, warnings) = if from_store {
-        let env = server.session_env();
+        let env = state.session_env();
         let Opened {
             open,
             resumed,
             warnings,
         } = if params.read_only {
-            engine::create::open_read_only(&server.store, &id, &env)?
+            engine::create::open_read_only(&state.sessions.store, &id, &env)?
         } else {
-            engine::create::open(&server.store, &id, requested.clone(), &env)?
+            engine::create::open(&state.sessions.store, &id, requested.clone(), &env)?
         };
-        server.insert_session(open);
+        state.insert_session(open, &mut context.effects);
         (resumed, warnings)
     } else {
         (true, Vec::new())
     };
-    engine::append::change_settings(server.session_mut(&id)?, requested)?;
-    // The opener follows the session (a second client of a session already
-    // open here shares it).
-    server.clients.subscribe_current(&id);
-    let open = &server.sessions[&id];
+    engine::append::change_settings(state.sessions.get_mut(&id)?, requested)?;
+    // The opener subscribes to the session (a second client of a session
+    // already open here shares it).
+    context.caller.subscribe(&id);
+    let meter = state.send_meter(&id, &mut context.effects)?;
+    let open = state.sessions.get(&id)?;
     let session = &open.session;
-    let meter = server.meter_info(session);
-    server.send_meter(session);
     Ok(OpenResult {
         session_id: id,
         resumed,

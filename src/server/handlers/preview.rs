@@ -1,17 +1,19 @@
 use crate::compaction::JobTarget;
 use crate::engine::{self, compaction::NotPlanned};
 use crate::protocol::{PreviewParams, PreviewResult};
-use crate::server::{RpcResult, Server};
+use crate::server::context::Context;
+use crate::server::rpc::RpcResult;
 
 /// A dry run: plans the compaction without calling a summarizer.
-pub fn handle(server: &mut Server, params: PreviewParams) -> RpcResult<PreviewResult> {
-    let strategy = params.strategy.unwrap_or(server.config.strategy);
+pub fn handle(context: &mut Context, params: PreviewParams) -> RpcResult<PreviewResult> {
+    let state = &*context.state;
+    let strategy = params.strategy.unwrap_or(state.config.strategy);
     let keep = params
         .keep_recent_tokens
-        .unwrap_or(server.config.keep_recent_tokens);
-    let session = &server.session(&params.session_id)?.session;
-    let overhead_tokens = server.meter_info(session).overhead_tokens;
-    let preview = match engine::compaction::preview(&server.config, session, strategy, keep) {
+        .unwrap_or(state.config.keep_recent_tokens);
+    let session = &state.sessions.get(&params.session_id)?.session;
+    let overhead_tokens = state.meter(session).overhead_tokens;
+    let preview = match engine::compaction::preview(&state.config, session, strategy, keep) {
         Ok(preview) => preview,
         Err(NotPlanned {
             reason,

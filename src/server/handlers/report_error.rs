@@ -7,14 +7,20 @@ use lsp_server::RequestId;
 use crate::compaction::overflow::{classify_error, ErrorKind};
 use crate::engine;
 use crate::protocol::{ReportErrorParams, ReportErrorResult, Strategy, Trigger};
-use crate::server::compactor::{self, CompactionRequest, Waiter};
-use crate::server::{Reply, Server};
+use crate::server::compactions::{CompactionRequest, Waiter};
+use crate::server::context::Context;
+use crate::server::rpc::Reply;
 
-pub fn start(server: &mut Server, id: RequestId, params: ReportErrorParams) -> Reply {
-    let session = match server.session(&params.session_id) {
-        Ok(open) => &open.session,
-        Err(e) => return Reply::Now(Err(e)),
-    };
+pub fn start(context: &mut Context, id: RequestId, params: ReportErrorParams) -> Reply {
+    let Context {
+        state,
+        caller,
+        effects,
+        ..
+    } = context;
+    if let Err(e) = state.sessions.get(&params.session_id) {
+        return Reply::Now(Err(e));
+    }
     let kind = classify_error(params.status, &params.message);
     let kind_name = match kind {
         ErrorKind::Overflow => "overflow",
@@ -36,25 +42,28 @@ pub fn start(server: &mut Server, id: RequestId, params: ReportErrorParams) -> R
     }
     // Recovering compacts: refused for a session open read-only, or one
     // following an agent (whose overflows only the agent recovers from).
-    if let Err(e) = server.writable_session(&params.session_id) {
-        return Reply::Now(Err(e));
-    }
-    let keep = engine::compaction::overflow_keep(&server.config, session);
-    compactor::start(
-        server,
+    let session = match state.sessions.writable(&params.session_id) {
+        Ok(open) => &open.session,
+        Err(e) => return Reply::Now(Err(e)),
+    };
+    let keep = engine::compaction::overflow_keep(&state.config, session);
+    let request = CompactionRequest {
+        strategy: Strategy::Checkpoint,
+        keep_recent_tokens: keep,
+        instructions: None,
+        trigger: Trigger::Overflow,
+        progress: params.work_done_token,
+        waiter: Some(Waiter::ReportError {
+            id,
+            kind: kind_name.into(),
+        }),
+        auto: false,
+    };
+    state.start_compaction(
         &params.session_id,
-        CompactionRequest {
-            strategy: Strategy::Checkpoint,
-            keep_recent_tokens: keep,
-            instructions: None,
-            trigger: Trigger::Overflow,
-            progress: params.work_done_token,
-            waiter: Some(Waiter::ReportError {
-                id,
-                kind: kind_name.into(),
-            }),
-            auto: false,
-        },
+        request,
+        &mut || caller.create_token(),
+        effects,
     );
     Reply::Later
 }

@@ -1,17 +1,19 @@
 use crate::engine;
 use crate::protocol::{SetAutoCompactParams, SetAutoCompactResult};
-use crate::server::{RpcResult, Server};
+use crate::server::context::Context;
+use crate::server::rpc::RpcResult;
 
 /// Switches auto-compaction for one session (persisted). Switching it on
 /// also resets the circuit breaker.
 pub fn handle(
-    server: &mut Server,
+    context: &mut Context,
     params: SetAutoCompactParams,
 ) -> RpcResult<SetAutoCompactResult> {
-    engine::append::set_auto_compact(server.session_mut(&params.session_id)?, params.enabled)?;
-    let open = &server.sessions[&params.session_id];
+    let state = &mut *context.state;
+    let open = state.sessions.get_mut(&params.session_id)?;
+    engine::append::set_auto_compact(open, params.enabled)?;
     Ok(SetAutoCompactResult {
-        enabled: engine::auto::allowed(&server.config, &open.session, open.access()),
+        enabled: engine::auto::allowed(&state.config, &open.session, open.access()),
         session_id: params.session_id,
     })
 }

@@ -4,15 +4,17 @@
 
 use crate::engine;
 use crate::protocol::{SessionParams, SubscribeResult};
-use crate::server::{RpcResult, Server};
+use crate::server::context::Context;
+use crate::server::rpc::RpcResult;
 
-pub fn handle(server: &mut Server, params: SessionParams) -> RpcResult<SubscribeResult> {
+pub fn handle(context: &mut Context, params: SessionParams) -> RpcResult<SubscribeResult> {
     let id = engine::create::session_id(Some(params.session_id))?;
-    server.clients.subscribe_current(&id);
-    let meter = server
+    context.caller.subscribe(&id);
+    let state = &*context.state;
+    let meter = state
         .sessions
-        .get(&id)
-        .map(|open| server.meter_info(&open.session));
+        .find(&id)
+        .map(|open| state.meter(&open.session));
     Ok(SubscribeResult {
         open: meter.is_some(),
         session_id: id,

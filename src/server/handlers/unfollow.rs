@@ -2,11 +2,12 @@
 //! session (compactd's own log of it stays).
 
 use crate::protocol::{SessionParams, UnfollowResult};
-use crate::server::{RpcResult, Server};
+use crate::server::context::Context;
+use crate::server::rpc::RpcResult;
 
-pub fn handle(server: &mut Server, params: SessionParams) -> RpcResult<UnfollowResult> {
+pub fn handle(context: &mut Context, params: SessionParams) -> RpcResult<UnfollowResult> {
     Ok(UnfollowResult {
-        unfollowed: server.unfollow(&params.session_id),
+        unfollowed: context.state.unfollow(&params.session_id),
         session_id: params.session_id,
     })
 }

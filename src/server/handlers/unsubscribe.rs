@@ -1,10 +1,11 @@
 //! `conversation/unsubscribe`: the connection stops following a session.
 
 use crate::protocol::{SessionParams, UnsubscribeResult};
-use crate::server::{RpcResult, Server};
+use crate::server::context::Context;
+use crate::server::rpc::RpcResult;
 
-pub fn handle(server: &mut Server, params: SessionParams) -> RpcResult<UnsubscribeResult> {
-    let was_subscribed = server.clients.unsubscribe_current(&params.session_id);
+pub fn handle(context: &mut Context, params: SessionParams) -> RpcResult<UnsubscribeResult> {
+    let was_subscribed = context.caller.unsubscribe(&params.session_id);
     Ok(UnsubscribeResult {
         session_id: params.session_id,
         was_subscribed,

@@ -12,6 +12,7 @@
 //! calibration, the meter) is in `meter`.
 
 mod meter;
+mod totals;
 
 mod amend;
 
@@ -27,7 +28,7 @@ use crate::compaction::{self, Strategy};
 use crate::conversation::{CallStep, CallTracker, Message, MessageBody, OffHistory};
 use crate::files::{FileEvent, SessionFileLedger};
 use crate::tokens::{self, Calibration, Encoding};
-use meter::{synthetic_tokens, ViewTotals};
+use totals::{synthetic_tokens, ViewTotals};
 
 #[derive(Debug, Clone)]
 struct Counted {

@@ -9,8 +9,6 @@
 //! someone else cut may hold only its start); and, at the end of a text
 //! that was cut before it got here, any prefix of it.
 
-use super::SummarizeError;
-
 /// What a redacted key becomes.
 pub const REDACTED: &str = "[redacted]";
 /// The shortest run of a key's characters treated as a piece of it. Eight
@@ -69,14 +67,6 @@ impl<'a> Redactor<'a> {
     /// Whether `text` holds the key or a piece of it.
     pub fn finds(&self, text: &str) -> bool {
         self.key.is_some() && self.text(text) != text
-    }
-
-    pub fn error(&self, error: SummarizeError) -> SummarizeError {
-        match error {
-            SummarizeError::ContextOverflow(m) => SummarizeError::ContextOverflow(self.text(&m)),
-            SummarizeError::Unusable(m) => SummarizeError::Unusable(self.text(&m)),
-            SummarizeError::Failed(m) => SummarizeError::Failed(self.text(&m)),
-        }
     }
 }
 

@@ -1,0 +1,549 @@
+//! The followed agent transcripts: their mirrors (`engine::follow`),
+//! `follow: "auto"` (which session to follow is the engine's choice,
+//! `engine::follow::auto_pick`), and when to look at the transcripts
+//! again: when the file watcher reports a change in their folders, and
+//! every second for what it cannot see (no native watching,
+//! `fileWatcher: "off"`, a Codex day folder that did not exist yet). A
+//! followed session is read-only: it gets no editor or disk file events,
+//! and compactd never compacts it on its own.
+
+use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use super::effects::Effects;
+use super::jobs::{JobResult, JobSender};
+use super::rpc::{no_session, RpcError, RpcResult};
+use super::sessions::Sessions;
+use crate::agents::{discover, Agent, Homes};
+use crate::compaction::CompactionRecord;
+use crate::config::Config;
+use crate::engine::compaction::{Settled, Written};
+use crate::engine::follow::{self, FollowEnv, Mirror, Polled};
+use crate::engine::{self, SessionEnv};
+use crate::files::watch::DiskChange;
+use crate::files::FileTools;
+use crate::protocol::{
+    methods, AgentSessionInfo, CompactResult, DidCompactNotification, DidFollowNotification,
+    FollowMode, FollowResult, ListAgentSessionsResult, MeterInfo,
+};
+use crate::session::Session;
+
+/// How often followed transcripts are looked at without a watcher report.
+const POLL_INTERVAL: Duration = Duration::from_secs(1);
+/// Sessions auto-follow considers, most recent first.
+const AUTO_CANDIDATES: usize = 50;
+
+/// What following takes from the rest of the state.
+pub(crate) struct FollowContext<'a> {
+    pub config: &'a Config,
+    pub tools: &'a FileTools,
+    pub session_env: &'a SessionEnv,
+}
+
+pub(crate) struct Following {
+    homes: Homes,
+    cwds: discover::Cwds,
+    mirrors: HashMap<String, Followed>,
+    auto: Option<AutoFollow>,
+    polling: bool,
+    results: JobSender,
+    /// Transcripts followed or left since the watcher last looked.
+    changed: bool,
+}
+
+struct Followed {
+    mirror: Mirror,
+    /// A client asked for it (`conversation/follow`): auto-follow leaves it
+    /// open when it moves on.
+    explicit: bool,
+    /// The meter last sent, so an unchanged one is not sent again.
+    last_meter: Option<MeterInfo>,
+}
+
+/// `follow: "auto"`: the workspace, the transcripts already seen (a new
+/// one is a session that started), and the session following the newest.
+struct AutoFollow {
+    workspace: PathBuf,
+    seen: HashSet<PathBuf>,
+    current: Option<String>,
+}
+
+impl Following {
+    pub fn new(results: JobSender) -> Following {
+        Following {
+            homes: Homes::from_env(),
+            cwds: discover::Cwds::default(),
+            mirrors: HashMap::new(),
+            auto: None,
+            polling: false,
+            results,
+            changed: false,
+        }
+    }
+
+    fn env<'a>(&'a self, context: &'a FollowContext) -> FollowEnv<'a> {
+        FollowEnv {
+            config: context.config,
+            tools: context.tools,
+            homes: &self.homes,
+            session_env: context.session_env,
+        }
+    }
+
+    /// The transcript a `conversation/follow` names: `path`, or `agent`'s
+    /// newest session of the workspace.
+    pub fn target(
+        &self,
+        path: Option<&str>,
+        agent: Option<Agent>,
+        workspace: &Path,
+    ) -> RpcResult<(Agent, PathBuf)> {
+        let homes = &self.homes;
+        match (path, agent) {
+            (Some(path), _) => {
+                let path = std::path::absolute(path).unwrap_or_else(|_| PathBuf::from(path));
+                std::fs::metadata(&path).map_err(|e| {
+                    RpcError::invalid_params(format!("path: {}: {e}", path.display()))
+                })?;
+                let agent = agent
+                    .or_else(|| discover::agent_of(homes, &path))
+                    .ok_or_else(|| {
+                        RpcError::invalid_params(format!(
+                            "path: {}: not a {} transcript",
+                            path.display(),
+                            Agent::display_names()
+                        ))
+                    })?;
+                Ok((agent, path))
+            }
+            (None, Some(agent)) => discover::sessions(homes, &self.cwds, agent, workspace, 1)
+                .into_iter()
+                .next()
+                .map(|s| (agent, s.path))
+                .ok_or_else(|| {
+                    RpcError::invalid_params(format!(
+                        "agent: no {} session for {} (looked in {})",
+                        agent.display_name(),
+                        workspace.display(),
+                        discover::searched_dir(homes, agent, workspace).display()
+                    ))
+                }),
+            (None, None) => Err(RpcError::invalid_params(
+                "give `path` (a transcript) or `agent` (its newest session of the workspace)",
+            )),
+        }
+    }
+
+    /// Follows a transcript, or returns the session already following it
+    /// (then `explicit` marks it as asked for).
+    #[allow(clippy::too_many_arguments)]
+    pub fn follow(
+        &mut self,
+        sessions: &mut Sessions,
+        context: &FollowContext,
+        agent: Agent,
+        path: &Path,
+        workspace: &Path,
+        explicit: bool,
+        effects: &mut Effects,
+    ) -> RpcResult<FollowResult> {
+        let id = follow::session_id(agent, path);
+        if explicit {
+            // The connection that asked watches it (on the shared sidecar).
+            effects.subscribe(&id);
+        }
+        if let Some(followed) = self.mirrors.get_mut(&id) {
+            followed.explicit |= explicit;
+            // The answer is as of now, not as of the last poll.
+            match self.poll_one(sessions, context, &id) {
+                Ok(polled) => self.report_polled(sessions, context.config, &id, polled, effects),
+                Err(e) => tracing::debug!("{id}: {}", e.message),
+            }
+            return self.result(sessions, context.config, &id);
+        }
+        let (open, mirror) =
+            follow::follow(&sessions.store, agent, path, workspace, &self.env(context))?;
+        tracing::info!(
+            "following {} ({agent}) as {id}; lines not used: {:?}",
+            path.display(),
+            mirror.skipped_reasons()
+        );
+        // A followed session is never evicted: nothing is busy for it.
+        sessions.insert(open, &|_| false);
+        self.mirrors.insert(
+            id.clone(),
+            Followed {
+                mirror,
+                explicit,
+                last_meter: None,
+            },
+        );
+        self.changed = true;
+        self.start_polling();
+        self.send_meter(sessions, context.config, &id, effects);
+        self.result(sessions, context.config, &id)
+    }
+
+    /// The answer to a follow: the meter is the one last sent (sending it
+    /// worked it out).
+    fn result(&self, sessions: &Sessions, config: &Config, id: &str) -> RpcResult<FollowResult> {
+        let followed = self.mirrors.get(id).ok_or_else(|| no_session(id))?;
+        let mirror = &followed.mirror;
+        let meter = match &followed.last_meter {
+            Some(meter) => meter.clone(),
+            None => meter_of(config, &sessions.get(id)?.session, mirror),
+        };
+        Ok(FollowResult {
+            session_id: id.to_string(),
+            agent: mirror.agent,
+            agent_name: mirror.agent.display_name().to_string(),
+            path: mirror.path.display().to_string(),
+            workspace: mirror.workspace.display().to_string(),
+            auto_compact: mirror.auto_compact.clone(),
+            meter,
+        })
+    }
+
+    /// Stops following and closes the session; `false` when `id` was not
+    /// followed. A compaction of it running must be stopped by the caller.
+    pub fn unfollow(&mut self, sessions: &mut Sessions, id: &str) -> bool {
+        if self.mirrors.remove(id).is_none() {
+            return false;
+        }
+        sessions.close(id);
+        if let Some(auto) = &mut self.auto {
+            if auto.current.as_deref() == Some(id) {
+                auto.current = None;
+            }
+        }
+        self.changed = true;
+        true
+    }
+
+    pub fn is_followed(&self, id: &str) -> bool {
+        self.mirrors.contains_key(id)
+    }
+
+    /// Readies a followed session for a client's compaction: its own log
+    /// is taken (its lock) when another process held it, since the
+    /// compaction is recorded there. Other sessions need nothing.
+    pub fn ready_to_compact(&mut self, sessions: &mut Sessions, id: &str) -> RpcResult<()> {
+        let (Some(followed), Some((store, open))) =
+            (self.mirrors.get_mut(id), sessions.with_store(id))
+        else {
+            return Ok(());
+        };
+        Ok(follow::take_log(store, open, &mut followed.mirror)?)
+    }
+
+    /// The agents' recent sessions of a workspace.
+    pub fn list(&self, workspace: &Path, limit: usize) -> ListAgentSessionsResult {
+        let sessions = discover::all_sessions(&self.homes, &self.cwds, workspace, limit)
+            .into_iter()
+            .map(|s| AgentSessionInfo {
+                title: discover::title(s.agent, &s.path),
+                session_id: Some(follow::session_id(s.agent, &s.path))
+                    .filter(|id| self.is_followed(id)),
+                agent: s.agent,
+                agent_name: s.agent.display_name().to_string(),
+                path: s.path.display().to_string(),
+                modified: s.modified_ms,
+                size: s.size,
+            })
+            .collect();
+        ListAgentSessionsResult {
+            workspace: workspace.display().to_string(),
+            sessions,
+        }
+    }
+
+    /// compactd's own compactions of a followed session.
+    pub fn own_compactions(&self, id: &str) -> &[CompactionRecord] {
+        self.mirrors
+            .get(id)
+            .map_or(&[], |f| f.mirror.own.as_slice())
+    }
+
+    /// Settles a finished compaction of a session: into the session and
+    /// its log, or for a followed session into compactd's own log of it
+    /// (the mirror stays the agent's).
+    pub fn settle(
+        &mut self,
+        sessions: &mut Sessions,
+        id: &str,
+        written: Written,
+    ) -> RpcResult<Settled> {
+        let open = sessions.find_mut(id).ok_or_else(|| no_session(id))?;
+        let settled = match self.mirrors.get_mut(id) {
+            Some(followed) => {
+                let mut own = follow::OwnLog::new(open, &mut followed.mirror);
+                engine::compaction::settle(written, &mut own)?
+            }
+            None => engine::compaction::settle(written, open)?,
+        };
+        Ok(settled)
+    }
+
+    /// Why a compaction of a followed session changed nothing the agent
+    /// sees (`None`: not followed).
+    pub fn recorded_reason(&self, id: &str) -> Option<String> {
+        let followed = self.mirrors.get(id)?;
+        Some(follow::recorded_reason(&followed.mirror))
+    }
+
+    /// A session's meter: a followed one's is the agent's (its usage, its
+    /// window, where it compacts), any other the engine's.
+    pub fn meter(&self, config: &Config, session: &Session) -> MeterInfo {
+        match self.mirrors.get(&session.id) {
+            Some(followed) => meter_of(config, session, &followed.mirror),
+            None => engine::window::meter(config, session).into(),
+        }
+    }
+
+    /// Works out a followed session's meter once, and sends it unless it
+    /// is the one sent last.
+    fn send_meter(
+        &mut self,
+        sessions: &Sessions,
+        config: &Config,
+        id: &str,
+        effects: &mut Effects,
+    ) {
+        let (Some(open), Some(followed)) = (sessions.find(id), self.mirrors.get_mut(id)) else {
+            return;
+        };
+        let meter = meter_of(config, &open.session, &followed.mirror);
+        if followed.last_meter.as_ref() != Some(&meter) {
+            followed.last_meter = Some(meter.clone());
+            effects.meter(id, meter);
+        }
+    }
+
+    /// Looks at every followed transcript for what its agent wrote, and
+    /// says what to tell the clients: the meter, and the agent's
+    /// compactions.
+    pub fn poll_all(
+        &mut self,
+        sessions: &mut Sessions,
+        context: &FollowContext,
+        effects: &mut Effects,
+    ) {
+        let mut ids: Vec<String> = self.mirrors.keys().cloned().collect();
+        ids.sort();
+        for id in ids {
+            match self.poll_one(sessions, context, &id) {
+                Ok(polled) => self.report_polled(sessions, context.config, &id, polled, effects),
+                Err(e) => tracing::debug!("{id}: {}", e.message),
+            }
+        }
+    }
+
+    fn poll_one(
+        &mut self,
+        sessions: &mut Sessions,
+        context: &FollowContext,
+        id: &str,
+    ) -> RpcResult<Polled> {
+        let env = FollowEnv {
+            config: context.config,
+            tools: context.tools,
+            homes: &self.homes,
+            session_env: context.session_env,
+        };
+        let (Some(followed), Some(open)) = (self.mirrors.get_mut(id), sessions.find_mut(id)) else {
+            return Err(no_session(id));
+        };
+        Ok(followed.mirror.poll(open, &env)?)
+    }
+
+    fn report_polled(
+        &mut self,
+        sessions: &Sessions,
+        config: &Config,
+        id: &str,
+        polled: Polled,
+        effects: &mut Effects,
+    ) {
+        if let Some(why) = &polled.reread {
+            tracing::info!("{id}: the transcript was {why}; read it again");
+        }
+        for record in &polled.compactions {
+            effects.notify(
+                id,
+                methods::DID_COMPACT,
+                DidCompactNotification {
+                    session_id: id.to_string(),
+                    trigger: record.trigger,
+                    result: CompactResult::from_record(record),
+                },
+            );
+        }
+        if polled.changed {
+            self.send_meter(sessions, config, id, effects);
+        }
+    }
+
+    /// `follow` changed (or the client finished initializing): start or
+    /// stop auto-follow in `workspace`. Returns the sessions it stopped
+    /// following (their compactions must stop).
+    pub fn apply_mode(
+        &mut self,
+        sessions: &mut Sessions,
+        context: &FollowContext,
+        workspace: PathBuf,
+        effects: &mut Effects,
+    ) -> Vec<String> {
+        match (context.config.follow, self.auto.is_some()) {
+            (FollowMode::Auto, false) => {
+                self.auto = Some(AutoFollow {
+                    workspace,
+                    seen: HashSet::new(),
+                    current: None,
+                });
+                self.changed = true;
+                self.start_polling();
+                self.auto_follow(sessions, context, effects)
+            }
+            (FollowMode::Off, true) => {
+                let current = self.auto.take().and_then(|a| a.current);
+                self.changed = true;
+                match current.filter(|id| !self.mirrors[id].explicit) {
+                    Some(id) if self.unfollow(sessions, &id) => vec![id],
+                    _ => Vec::new(),
+                }
+            }
+            _ => Vec::new(),
+        }
+    }
+
+    /// Auto-follow: follows the session the engine picks (the newest at
+    /// first, then each new one), and leaves the one it followed before
+    /// unless a client asked for it. Returns the sessions it stopped
+    /// following.
+    fn auto_follow(
+        &mut self,
+        sessions: &mut Sessions,
+        context: &FollowContext,
+        effects: &mut Effects,
+    ) -> Vec<String> {
+        let Some(auto) = &mut self.auto else {
+            return Vec::new();
+        };
+        let workspace = auto.workspace.clone();
+        let found = discover::all_sessions(&self.homes, &self.cwds, &workspace, AUTO_CANDIDATES);
+        let first_look = auto.seen.is_empty() && auto.current.is_none();
+        let pick = follow::auto_pick(&found, &auto.seen, first_look).cloned();
+        auto.seen.extend(found.into_iter().map(|s| s.path));
+        let Some(pick) = pick else {
+            return Vec::new();
+        };
+        let result = self.follow(
+            sessions, context, pick.agent, &pick.path, &workspace, false, effects,
+        );
+        let follow = match result {
+            Ok(follow) => follow,
+            Err(e) => {
+                tracing::warn!("auto-follow of {}: {}", pick.path.display(), e.message);
+                return Vec::new();
+            }
+        };
+        let auto = self.auto.as_mut().expect("still on");
+        let previous = auto
+            .current
+            .replace(follow.session_id.clone())
+            .filter(|p| *p != follow.session_id);
+        let mut left = Vec::new();
+        if let Some(previous) = &previous {
+            let asked_for = self.mirrors.get(previous).is_none_or(|f| f.explicit);
+            if !asked_for && self.unfollow(sessions, previous) {
+                left.push(previous.clone());
+            }
+        }
+        // No connection asked for it: every one hears of it (and may
+        // subscribe to the session).
+        effects.broadcast(
+            methods::DID_FOLLOW,
+            DidFollowNotification {
+                follow,
+                previous_session_id: previous,
+            },
+        );
+        left
+    }
+
+    fn start_polling(&mut self) {
+        if std::mem::replace(&mut self.polling, true) {
+            return;
+        }
+        let results = self.results.clone();
+        tokio::spawn(async move {
+            let mut interval = tokio::time::interval(POLL_INTERVAL);
+            interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+            loop {
+                interval.tick().await;
+                // The state owner is gone: so is the need to poll.
+                if results.send(JobResult::FollowPoll).is_err() {
+                    break;
+                }
+            }
+        });
+    }
+
+    /// The poll's tick, or a watcher report about the agents' folders:
+    /// every followed transcript, then auto-follow. Returns the sessions
+    /// auto-follow stopped following.
+    pub fn look(
+        &mut self,
+        sessions: &mut Sessions,
+        context: &FollowContext,
+        effects: &mut Effects,
+    ) -> Vec<String> {
+        self.poll_all(sessions, context, effects);
+        self.auto_follow(sessions, context, effects)
+    }
+
+    /// Whether the watcher's changes concern followed transcripts or the
+    /// folders where new sessions appear.
+    pub fn concerns(&self, changes: &[DiskChange]) -> bool {
+        let dirs: HashSet<PathBuf> = self.watch_dirs().into_iter().collect();
+        let concerns = |path: &Path| path.parent().is_some_and(|p| dirs.contains(p));
+        !dirs.is_empty()
+            && changes.iter().any(|change| match change {
+                DiskChange::Changed(p) | DiskChange::Removed(p) => concerns(p),
+                DiskChange::Renamed { from, to } => concerns(from) || concerns(to),
+                DiskChange::Rescan => true,
+            })
+    }
+
+    /// The folders to watch for following: each followed transcript's, and
+    /// where the workspace's new sessions appear under auto-follow.
+    pub fn watch_dirs(&self) -> Vec<PathBuf> {
+        let followed = self
+            .mirrors
+            .values()
+            .filter_map(|f| f.mirror.path.parent().map(Path::to_path_buf));
+        let auto = self
+            .auto
+            .iter()
+            .flat_map(|a| discover::session_dirs(&self.homes, &a.workspace));
+        let mut dirs: Vec<PathBuf> = followed.chain(auto).collect();
+        dirs.sort();
+        dirs.dedup();
+        dirs
+    }
+
+    /// Whether transcripts were followed or left since the last call.
+    pub fn take_changed(&mut self) -> bool {
+        std::mem::take(&mut self.changed)
+    }
+}
+
+/// A followed session's meter (`engine::follow::meter`), with where the
+/// agent compacts by itself.
+fn meter_of(config: &Config, session: &Session, mirror: &Mirror) -> MeterInfo {
+    MeterInfo {
+        agent_auto_compact: Some(mirror.auto_compact.clone()),
+        ..follow::meter(config, session, mirror).into()
+    }
+}

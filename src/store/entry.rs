@@ -1,0 +1,111 @@
+//! What a session log holds, line by line: the header, messages with their
+//! token counts, settings changes, compactions, pins and file events.
+
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+use crate::compaction::CompactionRecord;
+use crate::conversation::Message;
+use crate::files::FileEvent;
+use crate::tokens::Encoding;
+
+pub const LOG_VERSION: u32 = 1;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "camelCase")]
+pub enum LogEntry {
+    Header(SessionHeader),
+    /// Session settings changed (on reopen, or by setAutoCompact).
+    Settings(SessionSettings),
+    Message {
+        message: Message,
+        /// The message's token count when it was appended, so resuming a
+        /// session does not tokenize it again. Absent in older logs and
+        /// imports; a count for another encoding is ignored.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        tokens: Option<TokenCount>,
+    },
+    Compaction(Box<CompactionRecord>),
+    /// Text the user pinned: kept verbatim through every compaction.
+    Pin {
+        text: String,
+    },
+    /// A change to the file ledger.
+    File(FileEvent),
+}
+
+impl LogEntry {
+    /// A message entry without a count (it is counted when read back).
+    pub fn message(message: Message) -> LogEntry {
+        LogEntry::Message {
+            message,
+            tokens: None,
+        }
+    }
+}
+
+/// A message's tokens as `tokens::count_message` counted them.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TokenCount {
+    /// `Encoding::name()`: a count is used only by a session counting with
+    /// the same vocabulary (a string, so an unknown one is just ignored).
+    pub encoding: String,
+    pub count: u64,
+}
+
+impl TokenCount {
+    pub fn new(encoding: Encoding, count: u64) -> TokenCount {
+        TokenCount {
+            encoding: encoding.name().to_string(),
+            count,
+        }
+    }
+
+    pub fn is_for(&self, encoding: Encoding) -> bool {
+        self.encoding == encoding.name()
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionHeader {
+    pub version: u32,
+    pub session_id: String,
+    pub created_at: u64,
+    #[serde(flatten)]
+    pub settings: SessionSettings,
+    /// The agent transcript this session follows (`conversation/follow`):
+    /// the conversation is read from there, and this log holds only
+    /// compactd's own entries about it (its compactions, pins).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub follows: Option<FollowedTranscript>,
+}
+
+/// An agent's transcript, as a followed session's log names it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FollowedTranscript {
+    /// `claude-code`, `codex` or `pi`.
+    pub agent: String,
+    pub path: PathBuf,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionSettings {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context_window: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub system_prompt: Option<String>,
+    /// The tool definitions sent with every request, as the provider gets
+    /// them (counted in the meter's overhead).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_definitions: Option<Vec<serde_json::Value>>,
+    /// Auto-compaction switched on or off for this session.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub auto_compact: Option<bool>,
+}

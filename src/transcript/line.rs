@@ -1,0 +1,49 @@
+//! A JSONL transcript's lines, each parsed or said why not.
+
+use serde_json::Value;
+
+/// One line of a JSONL text: its 1-based number and its JSON, or why it
+/// could not be read.
+pub(crate) fn parse_line(number: usize, bytes: &[u8]) -> Line {
+    Line {
+        number,
+        value: match std::str::from_utf8(bytes) {
+            Err(_) => Err("not UTF-8 text".to_string()),
+            Ok(text) => {
+                serde_json::from_str::<Value>(text).map_err(|e| format!("invalid JSON ({e})"))
+            }
+        },
+    }
+}
+
+/// One line of a JSONL file: its 1-based number and its JSON, or why it
+/// could not be read.
+pub struct Line {
+    pub number: usize,
+    pub value: Result<Value, String>,
+}
+
+/// The non-blank lines of a JSONL text, each parsed (a last line without
+/// its newline that does not parse is said to be torn).
+pub(crate) fn split_lines(bytes: &[u8]) -> Vec<Line> {
+    let torn_tail = !bytes.ends_with(b"\n");
+    let raw: Vec<&[u8]> = bytes.split(|b| *b == b'\n').collect();
+    let last = raw.len().saturating_sub(1);
+    raw.iter()
+        .enumerate()
+        .filter(|(_, line)| !line.iter().all(u8::is_ascii_whitespace))
+        .map(|(index, line)| Line {
+            number: index + 1,
+            value: match std::str::from_utf8(line) {
+                Err(_) => Err("not UTF-8 text".to_string()),
+                Ok(text) => serde_json::from_str::<Value>(text).map_err(|e| {
+                    if index == last && torn_tail {
+                        format!("torn last line ({e})")
+                    } else {
+                        format!("invalid JSON ({e})")
+                    }
+                }),
+            },
+        })
+        .collect()
+}
