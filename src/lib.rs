@@ -16,6 +16,7 @@ pub mod engine;
 pub mod files;
 pub mod import;
 pub mod protocol;
+pub mod provider_error;
 pub mod redact;
 pub mod regular_file;
 pub mod server;

@@ -16,7 +16,7 @@ use crate::config::Config;
 use crate::conversation::{Message, Usage};
 use crate::engine::auto::AutoCompaction;
 use crate::engine::compaction::{self as compaction, NotPlanned, Outcome};
-use crate::engine::{self, window, Access};
+use crate::engine::{self, meter, Access};
 use crate::protocol::{Format, Strategy, Trigger};
 use crate::session::Session;
 use crate::store::LogEntry;
@@ -83,7 +83,7 @@ pub async fn run(args: &ReplayArgs, no_user_config: bool) -> Result<(), CliError
         file: args.file.display().to_string(),
         format: imported.format,
         window,
-        auto_compact_at: window::auto_compact_at(&config, window),
+        auto_compact_at: meter::auto_compact_at(&config, window),
         messages: total,
         source_compactions: 0,
         compactions: Vec::new(),
@@ -126,7 +126,7 @@ pub async fn run(args: &ReplayArgs, no_user_config: bool) -> Result<(), CliError
         }
     }
     bar.finish_and_clear();
-    report.final_tokens = window::meter(&config, &session).context_tokens;
+    report.final_tokens = meter::meter(&config, &session).context_tokens;
     if args.common.json {
         super::out::print_json(&report)?;
     } else {

@@ -14,7 +14,7 @@ use super::replay::trigger_names;
 use crate::compaction::trigger::TriggerKind;
 use crate::config::Config;
 use crate::conversation::{tool_pairing, Message, Role};
-use crate::engine::{self, window, Access};
+use crate::engine::{self, meter, Access};
 use crate::files::{disk, SessionFileLedger};
 use crate::import::Imported;
 use crate::protocol::Format;
@@ -209,9 +209,9 @@ pub fn file_stats(imported: &Imported, config: &Config, window: Option<u64>) -> 
     let model = imported.settings.model.clone();
     // The window the server would give the session, unless `--window`.
     let mut session = walking_session("stats", imported, window, &session_env(config));
-    let window = window::context_window(config, &session);
+    let window = meter::context_window(config, &session);
     session.context_window = Some(window);
-    let at = window::auto_compact_at(config, window);
+    let at = meter::auto_compact_at(config, window);
     let mut stats = FileStats {
         file: String::new(),
         format: imported.format,
@@ -270,7 +270,7 @@ fn measure(imported: &Imported, config: &Config, mut session: Session, stats: &m
             compacted = false;
         }
         session.push(vec![message.clone()]);
-        let meter = window::meter(config, &session);
+        let meter = meter::meter(config, &session);
         let auto = &mut stats.auto_compaction;
         auto.peak_meter = auto.peak_meter.max(meter.context_tokens);
         if auto.fires_after_message.is_none() {
@@ -302,7 +302,7 @@ fn score(
     let peak = stats.peak_reported_context.get_or_insert(0);
     *peak = (*peak).max(prompt);
     let accuracy = &mut stats.accuracy;
-    let meter = window::meter(config, session);
+    let meter = meter::meter(config, session);
     if meter.source == MeterSource::Usage {
         accuracy.meter.add(meter.context_tokens, prompt, position);
     }

@@ -8,12 +8,11 @@
 pub mod chunk;
 pub mod file_sections;
 pub mod job;
-pub mod overflow;
+
 pub mod plan;
 pub mod record;
 pub mod retention;
 pub mod summary;
-pub mod text;
 pub mod trigger;
 
 pub use file_sections::{FileMarks, FileSections};

@@ -2,7 +2,7 @@
 //! the summary plus the kept messages still carry what an agent must not
 //! forget, and preserve verbatim whatever is missing.
 
-use super::text;
+use crate::conversation::{request, rules};
 use crate::conversation::{Message, MessageBody};
 
 /// Something the compacted history must still contain.
@@ -12,7 +12,7 @@ pub enum Required {
     Path(String),
     /// The latest user request.
     LatestRequest(String),
-    /// A user sentence stating a rule (see `text::states_rule`).
+    /// A user sentence stating a rule (see `rules::states_rule`).
     Rule(String),
     /// Text kept word for word: the first user message (the task) and pins.
     Verbatim(String),
@@ -60,7 +60,7 @@ impl RetentionOutcome {
 }
 
 /// The sentences of user messages that state a rule (see
-/// `text::states_rule`), each once, in order.
+/// `rules::states_rule`), each once, in order.
 pub fn rule_lines<'a>(messages: impl IntoIterator<Item = &'a Message>) -> Vec<String> {
     let mut rules = Vec::new();
     let mut seen = std::collections::HashSet::new();
@@ -68,7 +68,7 @@ pub fn rule_lines<'a>(messages: impl IntoIterator<Item = &'a Message>) -> Vec<St
         let MessageBody::User { content } = &message.body else {
             continue;
         };
-        for rule in text::rules_in(content) {
+        for rule in rules::rules_in(content) {
             if seen.insert(rule.clone()) {
                 rules.push(rule);
             }
@@ -78,7 +78,7 @@ pub fn rule_lines<'a>(messages: impl IntoIterator<Item = &'a Message>) -> Vec<St
 }
 
 /// The task: the first user message that makes a request, as
-/// `text::request_text` reads it (a bare `/model` or a command's output is
+/// `request::request_text` reads it (a bare `/model` or a command's output is
 /// not the task).
 pub fn first_request<'a>(messages: impl IntoIterator<Item = &'a Message>) -> Option<String> {
     messages.into_iter().find_map(request_of)
@@ -96,7 +96,7 @@ where
 
 fn request_of(message: &Message) -> Option<String> {
     match &message.body {
-        MessageBody::User { content } => text::request_text(content),
+        MessageBody::User { content } => request::request_text(content),
         _ => None,
     }
 }

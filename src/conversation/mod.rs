@@ -2,6 +2,8 @@
 //! log stores them. Pure data plus the rules that keep a history valid for a
 //! model (every tool result follows its call, no dangling calls).
 
+pub mod request;
+pub mod rules;
 mod validate;
 
 pub use validate::{validate_history, HistoryViolation};

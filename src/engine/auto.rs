@@ -6,7 +6,7 @@
 //! what its outcome does to the breaker.
 
 use super::compaction::plan_options;
-use super::window::{auto_compact_at, context_window, trigger_settings};
+use super::meter::{auto_compact_at, context_window, trigger_settings};
 use super::Access;
 use crate::compaction::trigger::{self, AttemptVerdict, TriggerKind};
 use crate::compaction::Strategy;

@@ -14,7 +14,7 @@
 
 use std::sync::atomic::{AtomicU32, Ordering};
 
-use super::window;
+use super::meter;
 use super::{EngineError, EngineResult, OpenSession};
 use crate::compaction::retention::Required;
 use crate::compaction::summary::{JobSummaries, SummaryInput};
@@ -88,7 +88,7 @@ pub fn plan(
     keep_recent_tokens: u64,
     instructions: Option<String>,
 ) -> Result<PlannedJob, NotPlanned> {
-    let tokens_before = window::meter(config, session).context_tokens;
+    let tokens_before = meter::meter(config, session).context_tokens;
     let options = plan_options(config, strategy, keep_recent_tokens, instructions);
     session
         .plan(&options, tokens_before)
@@ -104,7 +104,7 @@ pub fn plan(
 /// when no tail leaves room, the least that can be planned.
 pub fn overflow_keep(config: &Config, session: &Session) -> u64 {
     let full = config.keep_recent_tokens;
-    let limit = window::auto_compact_at(config, window::context_window(config, session));
+    let limit = meter::auto_compact_at(config, meter::context_window(config, session));
     let planned: Vec<(u64, u64)> = [full, full / 2, 0]
         .into_iter()
         .filter_map(|keep| {

@@ -16,7 +16,7 @@
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
-use super::{append, now_ms, window, EngineError, EngineResult, OpenSession, SessionEnv};
+use super::{append, now_ms, EngineError, EngineResult, OpenSession, SessionEnv};
 use crate::agents::{Agent, AgentSession, AutoCompactPoint, Basis, Homes, LimitsInput};
 use crate::compaction::CompactionRecord;
 use crate::config::Config;
@@ -456,7 +456,7 @@ pub fn auto_pick<'a>(
 /// A followed session's meter: the agent's usage in the agent's window,
 /// and the point where the agent compacts (the window when it will not).
 pub fn meter(config: &Config, session: &Session, mirror: &Mirror) -> Meter {
-    let mut meter = window::meter(config, session);
+    let mut meter = super::meter::meter(config, session);
     meter.auto_compact_at = match mirror.auto_compact.basis {
         Basis::Off => meter.context_window,
         _ => mirror.auto_compact.at.unwrap_or(meter.context_window),

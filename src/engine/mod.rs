@@ -14,7 +14,7 @@ pub mod compaction;
 pub mod create;
 pub mod disk;
 pub mod follow;
-pub mod window;
+pub mod meter;
 
 use crate::config::Config;
 use crate::files::Workspace;

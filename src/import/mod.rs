@@ -10,86 +10,24 @@
 //! conversation replays, meters and compacts exactly like one a client
 //! appended.
 
+mod compactd_log;
+mod detect;
 mod file;
+mod formats;
 pub mod openai;
 
 use std::path::Path;
 
-use schemars::JsonSchema;
-use serde::Deserialize;
 use serde_json::Value;
 
 pub use crate::transcript::{Format, Imported, Skips};
+pub use formats::{description, formats, parse_name};
 
 use crate::agents::Agent;
-use crate::store::{self, LogEntry, SessionSettings};
 use crate::transcript::{split_lines, Line};
-
-/// Every format compactd reads: its own log, each agent's transcript (in
-/// the registry's order), an OpenAI chat message array.
-pub fn formats() -> Vec<Format> {
-    std::iter::once(Format::COMPACTD)
-        .chain(Agent::all().iter().map(|a| a.format()))
-        .chain(std::iter::once(Format::OPENAI))
-        .collect()
-}
-
-/// The format named `name` on the wire.
-pub fn parse_name(name: &str) -> Option<Format> {
-    formats().into_iter().find(|f| f.name() == name)
-}
-
-/// What a format is, for people (`Claude Code JSONL`).
-pub fn description(format: Format) -> &'static str {
-    match format {
-        Format::COMPACTD => "compactd session JSONL",
-        Format::OPENAI => "OpenAI chat message array (incl. SWE-agent .traj)",
-        other => Agent::from_format(other).map_or("an unknown format", |a| a.format_description()),
-    }
-}
-
-fn tried() -> String {
-    formats()
-        .into_iter()
-        .map(description)
-        .collect::<Vec<_>>()
-        .join(", ")
-}
-
-impl<'de> Deserialize<'de> for Format {
-    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Format, D::Error> {
-        let name = String::deserialize(deserializer)?;
-        parse_name(&name).ok_or_else(|| {
-            let known: Vec<&str> = formats().into_iter().map(Format::name).collect();
-            serde::de::Error::custom(format!(
-                "unknown format `{name}`, expected one of {}",
-                known.join(", ")
-            ))
-        })
-    }
-}
-
-impl JsonSchema for Format {
-    fn schema_name() -> std::borrow::Cow<'static, str> {
-        "Format".into()
-    }
-
-    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
-        let names: Vec<Value> = formats()
-            .into_iter()
-            .map(|f| Value::from(f.name()))
-            .collect();
-        let described: Vec<String> = formats()
-            .into_iter()
-            .map(|f| format!("`{}`: {}", f.name(), description(f)))
-            .collect();
-        schemars::json_schema!({
-            "description": format!("A conversation format compactd reads: {}.", described.join("; ")),
-            "type": "string",
-            "enum": names,
-        })
-    }
-}
+use compactd_log::compactd_log;
+use detect::{agent_of, classify, detect_lines, looks_binary};
+use formats::tried;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ImportError {
@@ -215,123 +153,6 @@ fn parse_document(document: Value, format: Option<Format>) -> Result<Imported, S
             }
         }
     }
-}
-
-/// NUL bytes, or mostly invalid UTF-8, in the first 8 KB.
-fn looks_binary(bytes: &[u8]) -> bool {
-    let head = &bytes[..bytes.len().min(8192)];
-    if head.contains(&0) {
-        return true;
-    }
-    let lossy = String::from_utf8_lossy(head);
-    let bad = lossy
-        .chars()
-        .filter(|c| *c == char::REPLACEMENT_CHARACTER)
-        .count();
-    bad * 10 > lossy.chars().count().max(1)
-}
-
-/// The agent whose transcript format this is; only the registry makes
-/// formats, so every one but compactd's and OpenAI's is an agent's.
-fn agent_of(format: Format) -> Result<Agent, String> {
-    Agent::from_format(format).ok_or_else(|| format!("no reader for the format `{format}`"))
-}
-
-/// Which format a JSON line belongs to, from its shape: compactd's own
-/// entries first, then the agent whose transcripts have it.
-fn classify(value: &Value) -> Option<Format> {
-    if is_compactd_entry(value) {
-        return Some(Format::COMPACTD);
-    }
-    Agent::all()
-        .iter()
-        .find(|agent| agent.classify(value))
-        .map(|agent| agent.format())
-}
-
-fn is_compactd_entry(value: &Value) -> bool {
-    let Some(object) = value.as_object() else {
-        return false;
-    };
-    let has = |key: &str| object.contains_key(key);
-    match object.get("type").and_then(Value::as_str).unwrap_or("") {
-        "header" => has("sessionId") && has("version"),
-        "settings" => true,
-        "compaction" => has("lastSummarizedMessageId"),
-        "message" if !has("timestamp") && !has("parentId") => matches!(
-            value.pointer("/message/role").and_then(Value::as_str),
-            Some("system" | "user" | "assistant" | "tool")
-        ),
-        _ => false,
-    }
-}
-
-/// The format most classified lines agree on.
-fn detect_lines(lines: &[Line]) -> Result<Format, String> {
-    let mut votes: Vec<(Format, usize)> = formats().into_iter().map(|f| (f, 0)).collect();
-    for value in lines.iter().take(200).filter_map(|l| l.value.as_ref().ok()) {
-        if let Some(format) = classify(value) {
-            if let Some(vote) = votes.iter_mut().find(|(f, _)| *f == format) {
-                vote.1 += 1;
-            }
-        }
-    }
-    // The first format with the most votes, as the list orders them.
-    let best = votes
-        .iter()
-        .rev()
-        .max_by_key(|(_, n)| *n)
-        .filter(|(_, n)| *n > 0);
-    if let Some((format, _)) = best {
-        return Ok(*format);
-    }
-    let first = match lines.first().map(|l| &l.value) {
-        Some(Ok(Value::Object(map))) => match map.get("type").and_then(Value::as_str) {
-            Some(kind) => format!("its first line has type `{kind}`"),
-            None => "its first line is JSON without a `type`".to_string(),
-        },
-        Some(Ok(_)) => "its first line is not a JSON object".to_string(),
-        Some(Err(e)) => format!("its first line is not JSON: {e}"),
-        None => "it has no lines".to_string(),
-    };
-    Err(format!(
-        "not a known conversation format (tried: {}); {first}",
-        tried()
-    ))
-}
-
-/// Our own session log, read back as it is.
-fn compactd_log(bytes: &[u8]) -> Imported {
-    let loaded = store::parse_log(bytes);
-    let mut skipped = Skips::default();
-    for warning in &loaded.warnings {
-        let (line, detail) = warning
-            .strip_prefix("line ")
-            .and_then(|rest| rest.split_once(": "))
-            .map(|(n, d)| (n.parse().unwrap_or(0), d.to_string()))
-            .unwrap_or((0, warning.clone()));
-        skipped.add(line, "unreadable lines", Some(detail));
-    }
-    let mut settings = SessionSettings::default();
-    let mut entries = Vec::new();
-    for entry in loaded.entries {
-        match entry {
-            LogEntry::Header(header) if entries.is_empty() => settings = header.settings,
-            LogEntry::Header(header) => entries.push(LogEntry::Settings(header.settings)),
-            other => entries.push(other),
-        }
-    }
-    let message_lines = vec![0; entries.len()];
-    let mut imported = Imported {
-        format: Format::COMPACTD,
-        settings,
-        entries,
-        message_lines,
-        skipped,
-        subagents: Vec::new(),
-    };
-    imported.message_lines.truncate(imported.message_count());
-    imported
 }
 
 #[cfg(test)]

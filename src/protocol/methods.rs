@@ -154,15 +154,15 @@ methods! {
     REPORT_ERROR = "conversation/reportError", Request(ReportErrorParams => ReportErrorResult);
     /// A transcript in another tool's format becomes a new session.
     IMPORT = "conversation/import", Request(ImportParams => ImportResult);
-    /// Mirrors an agent's transcript (Claude Code, Codex, pi) as a read-only session that follows it as it grows.
+    /// Mirrors an agent's transcript as a read-only session that follows it as it grows.
     FOLLOW = "conversation/follow", Request(FollowParams => FollowResult);
     /// Stops following a transcript.
     UNFOLLOW = "conversation/unfollow", Request(SessionParams => UnfollowResult);
     /// The agents' recent sessions for a workspace.
     LIST_AGENT_SESSIONS = "conversation/listAgentSessions", Request(ListAgentSessionsParams => ListAgentSessionsResult);
-    /// Follows a session: its notifications reach this connection too (the shared sidecar; on stdio the one client gets them all).
+    /// Subscribes to a session: its notifications reach this connection too (the shared sidecar; on stdio the one client gets them all).
     SUBSCRIBE = "conversation/subscribe", Request(SessionParams => SubscribeResult);
-    /// Stops following a session.
+    /// Unsubscribes from a session.
     UNSUBSCRIBE = "conversation/unsubscribe", Request(SessionParams => UnsubscribeResult);
     /// A WebSocket connection's first message when it sent no `Authorization` header: the token.
     AUTHENTICATE = "connection/authenticate", Notification(AuthenticateParams);

@@ -1,5 +1,5 @@
-//! Wire types of the shared sidecar: following sessions another client
-//! drives, and authenticating a connection.
+//! Wire types of the shared sidecar: subscribing to sessions another
+//! client drives, and authenticating a connection.
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -11,7 +11,7 @@ use super::MeterInfo;
 pub struct SubscribeResult {
     pub session_id: String,
     /// The session is open in this server now (its notifications flow);
-    /// a session opened later is followed from then on.
+    /// a session opened later sends them from then on.
     pub open: bool,
     /// Its meter, when it is open.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -22,7 +22,7 @@ pub struct SubscribeResult {
 #[serde(rename_all = "camelCase")]
 pub struct UnsubscribeResult {
     pub session_id: String,
-    /// The connection followed the session until now.
+    /// The connection was subscribed to the session until now.
     pub was_subscribed: bool,
 }
 

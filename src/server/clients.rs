@@ -177,7 +177,7 @@ impl Clients {
         }
     }
 
-    /// Sends a notification about a session to whoever follows it.
+    /// Sends a notification about a session to its subscribers.
     pub fn notify_session(&self, session_id: &str, method: &str, params: impl serde::Serialize) {
         let notification = Notification::new(method.to_string(), params);
         for (id, client) in &self.clients {

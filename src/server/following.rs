@@ -297,7 +297,7 @@ impl Following {
     pub fn meter(&self, config: &Config, session: &Session) -> MeterInfo {
         match self.mirrors.get(&session.id) {
             Some(followed) => meter_of(config, session, &followed.mirror),
-            None => engine::window::meter(config, session).into(),
+            None => engine::meter::meter(config, session).into(),
         }
     }
 

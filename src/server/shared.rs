@@ -17,7 +17,7 @@
 //!   SIGTERM, and then removes its discovery file.
 //! - **Sessions are shared**: `conversation/open` of a session another
 //!   connection has open gives the same session (no lock error: the lock
-//!   is per process), and the opener follows it.
+//!   is per process), and the opener subscribes to it.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;

@@ -23,9 +23,9 @@ use super::sse::{SseDecoder, SseEvent};
 use super::{
     BoxFuture, Progress, ProgressSink, SummarizeError, Summarizer, SummaryOutput, SummaryRequest,
 };
-use crate::compaction::overflow::{classify_error, ErrorKind};
 use crate::config::SummarizerConfig;
 use crate::conversation::Usage;
+use crate::provider_error::{classify_error, ErrorKind};
 use crate::redact::{clip, Redactor};
 
 /// At most this many attempts per summary call.

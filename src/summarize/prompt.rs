@@ -4,7 +4,7 @@
 
 use super::SummaryRequest;
 use crate::compaction::clip_middle;
-use crate::compaction::text::strip_ansi;
+use crate::conversation::request::strip_ansi;
 use crate::conversation::MessageBody;
 
 pub const SYSTEM: &str = include_str!("prompts/system.md");

@@ -479,7 +479,7 @@ fn the_resolver_reads_use_trees_and_paths() {
             "{path} from {from}"
         );
     };
-    check("engine::auto", "super::window::meter", "engine::window");
+    check("engine::auto", "super::meter::meter", "engine::meter");
     check("engine::auto", "super::EngineError", "engine");
     check(
         "server::handlers::open",
@@ -784,10 +784,14 @@ fn every_front_end_compacts_through_the_engine_pipeline() {
             assert!(!text.contains(own), "{file} calls {own} itself");
         }
     }
-    let server: String = ["server/compactions.rs", "server/state.rs", "server/following.rs"]
-        .iter()
-        .map(|file| code(&src().join(file)))
-        .collect();
+    let server: String = [
+        "server/compactions.rs",
+        "server/state.rs",
+        "server/following.rs",
+    ]
+    .iter()
+    .map(|file| code(&src().join(file)))
+    .collect();
     assert!(server.contains("engine::compaction::write("));
     assert!(server.contains("engine::compaction::settle("));
     for own in ["apply_compaction", ".record(", "::conclude(", ".prepare()"] {
@@ -824,8 +828,14 @@ fn only_the_dispatcher_holds_itself_and_owners_reach_no_client() {
                 | "server::importer"
         );
         for used in &graph[module] {
-            assert!(used != "server::dispatcher" || module == "server::shared", "{module} uses the dispatcher");
-            assert!(!(owner && used == "server::clients"), "{module} reaches the clients");
+            assert!(
+                used != "server::dispatcher" || module == "server::shared",
+                "{module} uses the dispatcher"
+            );
+            assert!(
+                !(owner && used == "server::clients"),
+                "{module} reaches the clients"
+            );
         }
     }
     assert!(checked > 40, "{checked} server modules");
@@ -889,4 +899,54 @@ fn names_it(line: &str, name: &str) -> bool {
         let glued_after = name.ends_with(word) && after.is_some_and(word);
         !glued_before && !glued_after
     })
+}
+
+/// `docs/ARCHITECTURE.md`'s code map names every file of `src/`: by its
+/// path, or in the row of a folder it is in (by its file name, `mod.rs` by
+/// the folder itself, every file by `*.rs`).
+#[test]
+fn the_code_map_names_every_module() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let doc = std::fs::read_to_string(root.join("docs/ARCHITECTURE.md")).unwrap();
+    // Each code-map row's first cell (one path, or a folder).
+    let rows: Vec<(String, &str)> = doc
+        .lines()
+        .filter(|line| line.starts_with("| `src/"))
+        .map(|line| {
+            let cell = line[3..].split('`').next().unwrap_or("").to_string();
+            (cell, line)
+        })
+        .collect();
+    assert!(rows.len() > 30, "{} rows", rows.len());
+    let named = |file: &str| {
+        let name = file.rsplit('/').next().unwrap();
+        let folder = &file[..file.len() - name.len()];
+        doc.contains(&format!("`{file}`"))
+            || rows.iter().any(|(cell, line)| {
+                // The folder the row is about (`src/a/` of `src/a/b.rs`).
+                let cell_folder = &cell[..cell.rfind('/').map_or(0, |i| i + 1)];
+                folder.starts_with(cell_folder)
+                    && (cell.ends_with("*.rs")
+                        || line.contains(&format!("`{name}`"))
+                        || (name == "mod.rs" && folder == cell))
+            })
+            || (name == "mod.rs" && doc.contains(&format!("`{folder}`")))
+    };
+    let mut missing = Vec::new();
+    for file in modules().values() {
+        let relative = file
+            .strip_prefix(root)
+            .unwrap()
+            .to_string_lossy()
+            .replace('\\', "/");
+        if !named(&relative) {
+            missing.push(relative);
+        }
+    }
+    missing.sort();
+    assert!(
+        missing.is_empty(),
+        "not in docs/ARCHITECTURE.md's code map: {missing:?}"
+    );
+    assert!(!named("src/nowhere/invented.rs"));
 }

@@ -5,7 +5,7 @@
 //! (`isMeta`), system reminders and hook output. None of those is a request
 //! to the model, so they must not read as one. Pure.
 
-use crate::compaction::text::{without_blocks, CAVEAT_TEXT, HARNESS_BLOCKS};
+use crate::conversation::request::{without_blocks, CAVEAT_TEXT, HARNESS_BLOCKS};
 
 /// A `user` line's text, classified.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -1,5 +1,5 @@
-//! `conversation/close`: the connection is done with a session. It stops
-//! following it; once no other connection uses it (always, on stdio) the
+//! `conversation/close`: the connection is done with a session. It is
+//! unsubscribed; once no other connection uses it (always, on stdio) the
 //! session is closed: its running compaction cancelled, a followed one
 //! unfollowed, its log and lock released. Closing what is not open
 //! answers `closed: false`; nothing is an error but an id being imported.

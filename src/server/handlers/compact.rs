@@ -1,5 +1,5 @@
 //! `conversation/compact`: starts (or joins) the session's compaction; the
-//! compactor answers when the summary is applied.
+//! answer comes when the summary is settled (`State::finish_compaction`).
 
 use lsp_server::RequestId;
 

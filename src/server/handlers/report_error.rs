@@ -4,9 +4,9 @@
 
 use lsp_server::RequestId;
 
-use crate::compaction::overflow::{classify_error, ErrorKind};
 use crate::engine;
 use crate::protocol::{ReportErrorParams, ReportErrorResult, Strategy, Trigger};
+use crate::provider_error::{classify_error, ErrorKind};
 use crate::server::compactions::{CompactionRequest, Waiter};
 use crate::server::context::Context;
 use crate::server::rpc::Reply;

@@ -1,6 +1,6 @@
-//! `conversation/subscribe`: the connection follows a session another
-//! client may drive (its meter, compactions, progress-free notifications,
-//! file changes). The session need not be open yet.
+//! `conversation/subscribe`: the connection gets the notifications of a
+//! session another client may drive (its meter, compactions, file
+//! changes; not progress). The session need not be open yet.
 
 use crate::engine;
 use crate::protocol::{SessionParams, SubscribeResult};

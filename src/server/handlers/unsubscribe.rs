@@ -1,4 +1,5 @@
-//! `conversation/unsubscribe`: the connection stops following a session.
+//! `conversation/unsubscribe`: the connection stops getting a session's
+//! notifications.
 
 use crate::protocol::{SessionParams, UnsubscribeResult};
 use crate::server::context::Context;

@@ -8,7 +8,8 @@ use std::sync::Arc;
 
 use super::digest::{CommandNote, Digest, FileNote, Latest, OpenError, Outcome, CHANGE_FAILED};
 use super::wording::{clip, error_line, typed_part};
-use crate::compaction::text::{collapse, request_text, rules_in, sentences, strip_ansi};
+use crate::conversation::request::{collapse, request_text, strip_ansi};
+use crate::conversation::rules::{rules_in, sentences};
 use crate::conversation::{Message, MessageBody, ToolCall};
 use crate::files::{FileOp, FileTools};
 

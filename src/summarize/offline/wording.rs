@@ -3,7 +3,7 @@
 //! wrong. Used by `extract.rs` as it reads messages and by `digest.rs` as
 //! it merges and shrinks.
 
-use crate::compaction::text::{collapse, strip_ansi, typed_text};
+use crate::conversation::request::{collapse, strip_ansi, typed_text};
 
 /// Characters of a later request, of an error line.
 const REQUEST_CHARS: usize = 160;
@@ -23,7 +23,7 @@ pub fn request_line(request: &str) -> String {
     clip(&typed_part(request), REQUEST_CHARS)
 }
 
-/// The part of a request the person typed (see `text::typed_text`); for
+/// The part of a request the person typed (see `request::typed_text`); for
 /// a request that is all pasted output, the line of it that says what
 /// went wrong.
 pub fn typed_part(request: &str) -> String {

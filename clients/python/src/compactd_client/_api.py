@@ -96,7 +96,7 @@ class AsyncMethods:
         return await self._request(m.IMPORT, _params(content=content, contextWindow=context_window, format=format, model=model, path=path, sessionId=session_id))
 
     async def follow(self, *, agent: Optional[t.Agent] = None, path: Optional[str] = None, workspace: Optional[str] = None) -> t.FollowResult:
-        """`conversation/follow`: Mirrors an agent's transcript (Claude Code, Codex, pi) as a read-only session that follows it as it grows."""
+        """`conversation/follow`: Mirrors an agent's transcript as a read-only session that follows it as it grows."""
         return await self._request(m.FOLLOW, _params(agent=agent, path=path, workspace=workspace))
 
     async def unfollow(self, session_id: str) -> t.UnfollowResult:
@@ -108,11 +108,11 @@ class AsyncMethods:
         return await self._request(m.LIST_AGENT_SESSIONS, _params(limit=limit, workspace=workspace))
 
     async def subscribe(self, session_id: str) -> t.SubscribeResult:
-        """`conversation/subscribe`: Follows a session: its notifications reach this connection too (the shared sidecar; on stdio the one client gets them all)."""
+        """`conversation/subscribe`: Subscribes to a session: its notifications reach this connection too (the shared sidecar; on stdio the one client gets them all)."""
         return await self._request(m.SUBSCRIBE, _params(sessionId=session_id))
 
     async def unsubscribe(self, session_id: str) -> t.UnsubscribeResult:
-        """`conversation/unsubscribe`: Stops following a session."""
+        """`conversation/unsubscribe`: Unsubscribes from a session."""
         return await self._request(m.UNSUBSCRIBE, _params(sessionId=session_id))
 
     async def authenticate(self, token: str) -> None:
@@ -259,7 +259,7 @@ class SyncMethods:
         return self._request(m.IMPORT, _params(content=content, contextWindow=context_window, format=format, model=model, path=path, sessionId=session_id), timeout=timeout, cancel=cancel)
 
     def follow(self, *, agent: Optional[t.Agent] = None, path: Optional[str] = None, workspace: Optional[str] = None, timeout: Optional[float] = None, cancel: Optional[Cancellation] = None) -> t.FollowResult:
-        """`conversation/follow`: Mirrors an agent's transcript (Claude Code, Codex, pi) as a read-only session that follows it as it grows."""
+        """`conversation/follow`: Mirrors an agent's transcript as a read-only session that follows it as it grows."""
         return self._request(m.FOLLOW, _params(agent=agent, path=path, workspace=workspace), timeout=timeout, cancel=cancel)
 
     def unfollow(self, session_id: str, *, timeout: Optional[float] = None, cancel: Optional[Cancellation] = None) -> t.UnfollowResult:
@@ -271,11 +271,11 @@ class SyncMethods:
         return self._request(m.LIST_AGENT_SESSIONS, _params(limit=limit, workspace=workspace), timeout=timeout, cancel=cancel)
 
     def subscribe(self, session_id: str, *, timeout: Optional[float] = None, cancel: Optional[Cancellation] = None) -> t.SubscribeResult:
-        """`conversation/subscribe`: Follows a session: its notifications reach this connection too (the shared sidecar; on stdio the one client gets them all)."""
+        """`conversation/subscribe`: Subscribes to a session: its notifications reach this connection too (the shared sidecar; on stdio the one client gets them all)."""
         return self._request(m.SUBSCRIBE, _params(sessionId=session_id), timeout=timeout, cancel=cancel)
 
     def unsubscribe(self, session_id: str, *, timeout: Optional[float] = None, cancel: Optional[Cancellation] = None) -> t.UnsubscribeResult:
-        """`conversation/unsubscribe`: Stops following a session."""
+        """`conversation/unsubscribe`: Unsubscribes from a session."""
         return self._request(m.UNSUBSCRIBE, _params(sessionId=session_id), timeout=timeout, cancel=cancel)
 
     def authenticate(self, token: str) -> None:

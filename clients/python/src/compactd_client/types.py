@@ -935,7 +935,7 @@ class SetAutoCompactResult(TypedDict):
 class _SubscribeResultRequired(TypedDict):
     sessionId: str
     #: The session is open in this server now (its notifications flow);
-    #: a session opened later is followed from then on.
+    #: a session opened later sends them from then on.
     open: bool
 
 
@@ -984,7 +984,7 @@ class UnfollowResult(TypedDict):
 
 class UnsubscribeResult(TypedDict):
     sessionId: str
-    #: The connection followed the session until now.
+    #: The connection was subscribed to the session until now.
     wasSubscribed: bool
 
 

@@ -149,7 +149,7 @@ export class CompactdMethods extends RpcBase {
     return this.request<ImportResult>(m.IMPORT, params, options);
   }
 
-  /** `conversation/follow`: Mirrors an agent's transcript (Claude Code, Codex, pi) as a read-only session that follows it as it grows. */
+  /** `conversation/follow`: Mirrors an agent's transcript as a read-only session that follows it as it grows. */
   follow(params: FollowParams = {}, options?: RequestOptions): Promise<FollowResult> {
     return this.request<FollowResult>(m.FOLLOW, params, options);
   }
@@ -164,12 +164,12 @@ export class CompactdMethods extends RpcBase {
     return this.request<ListAgentSessionsResult>(m.LIST_AGENT_SESSIONS, params, options);
   }
 
-  /** `conversation/subscribe`: Follows a session: its notifications reach this connection too (the shared sidecar; on stdio the one client gets them all). */
+  /** `conversation/subscribe`: Subscribes to a session: its notifications reach this connection too (the shared sidecar; on stdio the one client gets them all). */
   subscribe(params: SessionParams, options?: RequestOptions): Promise<SubscribeResult> {
     return this.request<SubscribeResult>(m.SUBSCRIBE, params, options);
   }
 
-  /** `conversation/unsubscribe`: Stops following a session. */
+  /** `conversation/unsubscribe`: Unsubscribes from a session. */
   unsubscribe(params: SessionParams, options?: RequestOptions): Promise<UnsubscribeResult> {
     return this.request<UnsubscribeResult>(m.UNSUBSCRIBE, params, options);
   }

@@ -47,15 +47,15 @@ export const PIN = 'conversation/pin';
 export const REPORT_ERROR = 'conversation/reportError';
 /** request: A transcript in another tool's format becomes a new session. */
 export const IMPORT = 'conversation/import';
-/** request: Mirrors an agent's transcript (Claude Code, Codex, pi) as a read-only session that follows it as it grows. */
+/** request: Mirrors an agent's transcript as a read-only session that follows it as it grows. */
 export const FOLLOW = 'conversation/follow';
 /** request: Stops following a transcript. */
 export const UNFOLLOW = 'conversation/unfollow';
 /** request: The agents' recent sessions for a workspace. */
 export const LIST_AGENT_SESSIONS = 'conversation/listAgentSessions';
-/** request: Follows a session: its notifications reach this connection too (the shared sidecar; on stdio the one client gets them all). */
+/** request: Subscribes to a session: its notifications reach this connection too (the shared sidecar; on stdio the one client gets them all). */
 export const SUBSCRIBE = 'conversation/subscribe';
-/** request: Stops following a session. */
+/** request: Unsubscribes from a session. */
 export const UNSUBSCRIBE = 'conversation/unsubscribe';
 /** notification: A WebSocket connection's first message when it sent no `Authorization` header: the token. */
 export const AUTHENTICATE = 'connection/authenticate';

@@ -1042,7 +1042,7 @@ export interface SubscribeResult {
   meter?: MeterInfo | null;
   /**
    * The session is open in this server now (its notifications flow);
-   * a session opened later is followed from then on.
+   * a session opened later sends them from then on.
    */
   open: boolean;
   sessionId: string;
@@ -1096,7 +1096,7 @@ export interface UnfollowResult {
 export interface UnsubscribeResult {
   sessionId: string;
   /**
-   * The connection followed the session until now.
+   * The connection was subscribed to the session until now.
    */
   wasSubscribed: boolean;
 }
