@@ -18,15 +18,12 @@ pub fn start(context: &mut Context, id: RequestId, params: CompactParams) -> Rep
     } = context;
     // A read-only session is refused before any progress token exists; a
     // followed one's own log is taken, to record the compaction in.
-    let ready = state
-        .sessions
-        .compactable(&params.session_id)
-        .map(|_| ())
-        .and_then(|()| {
-            state
-                .following
-                .ready_to_compact(&mut state.sessions, &params.session_id)
-        });
+    let ready = match state.sessions.compactable(&params.session_id) {
+        Ok(_) => state
+            .following
+            .ready_to_compact(&mut state.sessions, &params.session_id),
+        Err(e) => Err(e),
+    };
     if let Err(e) = ready {
         return Reply::Now(Err(e));
     }
