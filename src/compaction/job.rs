@@ -191,6 +191,8 @@ pub struct CompactionJob {
     /// The view after the compaction, without the summary, for the
     /// retention check.
     pub kept_messages: Vec<Arc<Message>>,
+    /// The images and documents of the summarized messages, named.
+    pub images: Vec<String>,
     pub required: Vec<Required>,
     pub retained_rules: Vec<String>,
     /// Number of compactions when planned; a job planned against an older
@@ -250,6 +252,7 @@ pub fn plan(
             tokens_without_summary: 0,
             correction: input.correction,
             kept_messages: Vec::new(),
+            images: Vec::new(),
             required: Vec::new(),
             retained_rules: Vec::new(),
             generation: input.records.len(),
@@ -416,6 +419,10 @@ impl PlannedJob {
             return job; // prune: nothing to summarize, nothing to check
         }
         let summarized = main.iter().chain(prefix.iter()).flat_map(|s| &s.messages);
+        job.images = summarized
+            .clone()
+            .flat_map(|(m, _)| m.named_parts())
+            .collect();
         let mut rules = carried_rules;
         for rule in retention::rule_lines(summarized.map(|(m, _)| m.as_ref())) {
             if !rules.contains(&rule) {
@@ -538,6 +545,7 @@ impl CompactionJob {
             usage: None,
             created_at: Some(created_at),
             duration_ms: Some(duration_ms),
+            images: self.images.clone(),
         };
         note_summarizers(&mut record, [main, turn_prefix]);
         self.set_target(&mut record);

@@ -96,6 +96,11 @@ pub struct CompactionRecord {
     /// How long it took; `None` when the source does not say.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub duration_ms: Option<u64>,
+    /// The images and documents of the summarized messages, one line each
+    /// (`[image: image/png, 1280×720, message m12]`): named in the
+    /// summary's `<images>` section, their data still in the log.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub images: Vec<String>,
 }
 
 fn zero_is_unknown<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
@@ -126,15 +131,23 @@ impl CompactionRecord {
         }
     }
 
-    /// The summary as the model sees it: body plus file sections.
+    /// The summary as the model sees it: body, file sections, and the
+    /// images it no longer holds.
     pub fn full_summary(&self) -> String {
-        format!(
+        let mut out = format!(
             "{}\n{}",
             self.summary.trim_end(),
             self.file_sections().render()
         )
         .trim()
-        .to_string()
+        .to_string();
+        if !self.images.is_empty() {
+            out.push_str(&format!(
+                "\n\n<images>\n{}\n</images>",
+                self.images.join("\n")
+            ));
+        }
+        out
     }
 
     /// The message that stands for this compaction in the view: for

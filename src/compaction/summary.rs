@@ -139,11 +139,6 @@ pub fn clipped(message: &Message, max_chars: usize) -> Message {
 /// The message with its text replaced.
 pub fn with_text(message: &Message, text: &str) -> Message {
     let mut out = message.clone();
-    match &mut out.body {
-        MessageBody::System { content }
-        | MessageBody::User { content }
-        | MessageBody::Assistant { content, .. }
-        | MessageBody::Tool { content, .. } => *content = text.to_string(),
-    }
+    out.content_mut().set_text(text.to_string());
     out
 }

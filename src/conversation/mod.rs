@@ -2,43 +2,149 @@
 //! log stores them. Pure data plus the rules that keep a history valid for a
 //! model (every tool result follows its call, no dangling calls).
 
+pub mod content;
+pub mod image;
 pub mod request;
 pub mod rules;
 mod validate;
 
+pub use content::{Content, Part, PartKind, StoredData};
 pub use validate::{validate_history, HistoryViolation};
 
 use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
+use serde::de::Error as _;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde_json::{Map, Value};
 
-/// One message of a conversation.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
+/// One message of a conversation. Fields compactd does not know (a
+/// provider's `thinkingSignature`, `cache_control`, `name`, …) are kept in
+/// `extra` and given back as they came.
+#[derive(Debug, Clone, PartialEq)]
 pub struct Message {
     /// Unique within the session. Assigned by the server when empty.
-    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub id: String,
-    #[serde(flatten)]
     pub body: MessageBody,
     /// What the provider reported for the response that produced this
     /// message (usually set on assistant messages).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub usage: Option<Usage>,
+    /// Every other field of the message, as sent.
+    pub extra: Map<String, Value>,
+}
+
+/// One message of a conversation. Fields not listed here are kept and
+/// given back as they came.
+#[derive(Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[schemars(rename = "Message", extend("additionalProperties" = true))]
+struct MessageFields {
+    /// Unique within the session. Assigned by the server when empty.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    id: String,
+    #[serde(flatten)]
+    body: MessageBody,
+    /// What the provider reported for the response that produced this
+    /// message (usually set on assistant messages).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    usage: Option<Usage>,
+}
+
+/// The fields a message of `role` has; any other is `extra`.
+fn known_fields(role: &str) -> &'static [&'static str] {
+    match role {
+        "assistant" => &[
+            "id",
+            "role",
+            "usage",
+            "content",
+            "thinking",
+            "toolCalls",
+            "model",
+        ],
+        "tool" => &[
+            "id",
+            "role",
+            "usage",
+            "content",
+            "toolCallId",
+            "toolName",
+            "isError",
+        ],
+        _ => &["id", "role", "usage", "content"],
+    }
+}
+
+impl Serialize for Message {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        #[derive(Serialize)]
+        #[serde(rename_all = "camelCase")]
+        struct Wire<'a> {
+            #[serde(skip_serializing_if = "str::is_empty")]
+            id: &'a str,
+            #[serde(flatten)]
+            body: &'a MessageBody,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            usage: &'a Option<Usage>,
+            #[serde(flatten)]
+            extra: &'a Map<String, Value>,
+        }
+        Wire {
+            id: &self.id,
+            body: &self.body,
+            usage: &self.usage,
+            extra: &self.extra,
+        }
+        .serialize(serializer)
+    }
+}
+
+impl<'de> Deserialize<'de> for Message {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Message, D::Error> {
+        let mut all = Map::<String, Value>::deserialize(deserializer)?;
+        let role = match all.get("role") {
+            Some(Value::String(role)) => role.clone(),
+            Some(_) => return Err(D::Error::custom("`role` must be a string")),
+            None => return Err(D::Error::missing_field("role")),
+        };
+        let mut known = Map::new();
+        for key in known_fields(&role) {
+            if let Some(value) = all.remove(*key) {
+                known.insert((*key).to_string(), value);
+            }
+        }
+        let fields: MessageFields =
+            serde_json::from_value(Value::Object(known)).map_err(D::Error::custom)?;
+        Ok(Message {
+            id: fields.id,
+            body: fields.body,
+            usage: fields.usage,
+            extra: all,
+        })
+    }
+}
+
+impl JsonSchema for Message {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Message".into()
+    }
+
+    fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        MessageFields::json_schema(generator)
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(tag = "role", rename_all = "camelCase")]
 pub enum MessageBody {
     System {
-        content: String,
+        content: Content,
     },
     User {
-        content: String,
+        content: Content,
     },
     #[serde(rename_all = "camelCase")]
     Assistant {
         #[serde(default)]
-        content: String,
+        content: Content,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         thinking: Option<String>,
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -54,7 +160,7 @@ pub enum MessageBody {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         tool_name: Option<String>,
         #[serde(default)]
-        content: String,
+        content: Content,
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         is_error: bool,
     },
@@ -150,9 +256,10 @@ impl Message {
         Message {
             id: id.into(),
             body: MessageBody::User {
-                content: content.into(),
+                content: Content::text(content),
             },
             usage: None,
+            extra: Map::new(),
         }
     }
 
@@ -160,9 +267,10 @@ impl Message {
         Message {
             id: id.into(),
             body: MessageBody::System {
-                content: content.into(),
+                content: Content::text(content),
             },
             usage: None,
+            extra: Map::new(),
         }
     }
 
@@ -174,12 +282,13 @@ impl Message {
         Message {
             id: id.into(),
             body: MessageBody::Assistant {
-                content: content.into(),
+                content: Content::text(content),
                 thinking: None,
                 tool_calls,
                 model: None,
             },
             usage: None,
+            extra: Map::new(),
         }
     }
 
@@ -194,10 +303,11 @@ impl Message {
             body: MessageBody::Tool {
                 tool_call_id: tool_call_id.into(),
                 tool_name: None,
-                content: content.into(),
+                content: Content::text(content),
                 is_error,
             },
             usage: None,
+            extra: Map::new(),
         }
     }
 
@@ -210,14 +320,43 @@ impl Message {
         }
     }
 
-    /// The main text of the message, whatever its role.
+    /// The main text of the message, whatever its role: its content's
+    /// text parts.
     pub fn text(&self) -> &str {
+        self.content().as_str()
+    }
+
+    pub fn content(&self) -> &Content {
         match &self.body {
             MessageBody::System { content }
             | MessageBody::User { content }
             | MessageBody::Assistant { content, .. }
             | MessageBody::Tool { content, .. } => content,
         }
+    }
+
+    pub fn content_mut(&mut self) -> &mut Content {
+        match &mut self.body {
+            MessageBody::System { content }
+            | MessageBody::User { content }
+            | MessageBody::Assistant { content, .. }
+            | MessageBody::Tool { content, .. } => content,
+        }
+    }
+
+    /// Its content's parts (none for a string content).
+    pub fn parts(&self) -> &[Part] {
+        self.content().part_list().unwrap_or(&[])
+    }
+
+    /// A line naming each image and document it holds, for where they are
+    /// not kept (a summary): `[image: image/png, 1280×720, message m12]`.
+    pub fn named_parts(&self) -> Vec<String> {
+        self.parts()
+            .iter()
+            .filter(|p| matches!(p.kind(), PartKind::Image | PartKind::Document))
+            .map(|p| p.describe(&self.id))
+            .collect()
     }
 
     pub fn tool_calls(&self) -> &[ToolCall] {
@@ -266,10 +405,11 @@ pub fn synthetic_result(call_id: &str, tool_name: &str) -> Message {
         body: MessageBody::Tool {
             tool_call_id: call_id.to_string(),
             tool_name: Some(tool_name.to_string()),
-            content: NO_RESULT_NOTE.to_string(),
+            content: Content::text(NO_RESULT_NOTE),
             is_error: true,
         },
         usage: None,
+        extra: Map::new(),
     }
 }
 

@@ -34,9 +34,12 @@ pub fn append(
 ) -> EngineResult<Appended> {
     open.check_writable()?;
     refuse_implausible_usage(&messages)?;
+    super::blobs::refuse_references(&messages)?;
     open.session
         .assign_ids(&mut messages)
         .map_err(|e| EngineError::Invalid(e.to_string()))?;
+    // Large data is on disk before the line that names it.
+    super::blobs::store_data(&open.log.blobs(), &mut messages)?;
     let mut file_events = open.session.file_ledger.tool_events(&messages, tools);
     hash_from_disk(file_events.iter_mut().map(|(_, e)| e));
     // Counted once: the count is logged, so a resume does not recount.
@@ -57,10 +60,8 @@ pub fn append(
     let mut entries: Vec<LogEntry> = Vec::with_capacity(messages.len() + file_events.len());
     let mut pending = file_events.iter().peekable();
     for (index, message) in messages.into_iter().enumerate() {
-        entries.push(LogEntry::Message {
-            message,
-            tokens: Some(TokenCount::new(encoding, counts[index])),
-        });
+        let tokens = Some(TokenCount::new(encoding, &message, counts[index]));
+        entries.push(LogEntry::Message { message, tokens });
         while let Some((_, event)) = pending.next_if(|(i, _)| *i == index) {
             entries.push(LogEntry::File(event.clone()));
         }

@@ -80,6 +80,16 @@ fn write_new(
         _ => None,
     });
     let encoding = Encoding::for_model(model.flatten());
+    let blobs = log.blobs();
+    for entry in entries.iter_mut() {
+        if let LogEntry::Message { message, .. } = entry {
+            let stored = super::blobs::store_data(&blobs, std::slice::from_mut(message));
+            if let Err(e) = stored {
+                let _ = std::fs::remove_file(log.path());
+                return Err(e);
+            }
+        }
+    }
     store::fill_token_counts(&mut entries, encoding);
     if let Err(e) = log.append(&entries, true) {
         let _ = std::fs::remove_file(log.path());
@@ -148,7 +158,10 @@ fn refuse_follow_log(store: &SessionStore, id: &str) -> EngineResult<()> {
 }
 
 /// A session resumed from its log, in this environment.
-fn opened(id: &str, resumed: store::Resumed, log: SessionLog, env: &SessionEnv) -> Opened {
+fn opened(id: &str, mut resumed: store::Resumed, log: SessionLog, env: &SessionEnv) -> Opened {
+    // A message naming data the blob store lacks is kept and reported.
+    let missing = super::blobs::missing(&log.blobs(), resumed.session.all_messages());
+    resumed.warnings.extend(missing);
     for warning in &resumed.warnings {
         tracing::warn!("session {id}: {warning}");
     }

@@ -144,7 +144,9 @@ impl Reading {
         polled: &mut Polled,
     ) {
         match event {
-            Event::Message { message, .. } => {
+            Event::Message { mut message, .. } => {
+                // The agent's file keeps an image's bytes; the mirror its size.
+                super::blobs::drop_data(&mut message);
                 let mut events = session
                     .file_ledger
                     .tool_events(std::slice::from_ref(&message), env.tools);
@@ -157,7 +159,10 @@ impl Reading {
                 }
                 polled.changed = true;
             }
-            Event::Amend(message) => polled.changed |= session.replace_message(message),
+            Event::Amend(mut message) => {
+                super::blobs::drop_data(&mut message);
+                polled.changed |= session.replace_message(message)
+            }
             Event::Settings(settings) | Event::Facts(settings) => {
                 if settings.context_window.is_some() {
                     self.stated_window = settings.context_window;

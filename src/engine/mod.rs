@@ -10,6 +10,7 @@
 
 pub mod append;
 pub mod auto;
+pub mod blobs;
 pub mod compaction;
 pub mod create;
 pub mod disk;

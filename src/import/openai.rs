@@ -4,9 +4,10 @@
 
 use serde_json::Value;
 
-use crate::conversation::{Message, MessageBody, ToolCall, Usage};
+use crate::conversation::{Content, Message, MessageBody, ToolCall, Usage};
 use crate::store::SessionSettings;
-use crate::transcript::{builder, content_text, Emitter, Format, Imported};
+use crate::transcript::parts::{content_of, Dialect};
+use crate::transcript::{builder, Emitter, Format, Imported};
 
 pub fn from_value(value: &Value) -> Result<Imported, String> {
     let array = match value {
@@ -33,7 +34,7 @@ pub fn from_value(value: &Value) -> Result<Imported, String> {
                         (MessageBody::System { content }, true) => {
                             system_prompt = true;
                             out.settings(SessionSettings {
-                                system_prompt: Some(content.clone()),
+                                system_prompt: Some(content.to_string()),
                                 ..SessionSettings::default()
                             })
                         }
@@ -68,7 +69,7 @@ fn messages_from(item: &Value) -> Result<Vec<Message>, String> {
         .get("role")
         .and_then(Value::as_str)
         .ok_or("no `role`")?;
-    let content = content_text(item.get("content"));
+    let content: Content = content_of(item.get("content"), Dialect::Chat);
     let usage = item.get("usage").and_then(usage_from);
     let body = match role {
         "system" | "developer" => MessageBody::System { content },
@@ -119,6 +120,7 @@ fn messages_from(item: &Value) -> Result<Vec<Message>, String> {
                         is_error: false,
                     },
                     usage: None,
+                    extra: Default::default(),
                 })
                 .collect());
         }
@@ -128,6 +130,7 @@ fn messages_from(item: &Value) -> Result<Vec<Message>, String> {
         id: String::new(),
         body,
         usage,
+        extra: Default::default(),
     }])
 }
 

@@ -9,7 +9,7 @@
 pub use crate::compaction::trigger::TriggerKind;
 pub use crate::compaction::{Strategy, Trigger};
 pub use crate::config::{Config, FollowMode, SummarizerConfig, SummarizerProvider};
-pub use crate::conversation::{Message, MessageBody, Role, ToolCall, Usage};
+pub use crate::conversation::{Content, Message, MessageBody, Part, Role, ToolCall, Usage};
 pub use crate::files::watch::WatchMode;
 pub use crate::files::{FileToolRule, ToolOperation};
 pub use crate::import::Format;

@@ -506,7 +506,7 @@ impl Session {
 fn pruned_message(counted: &Counted) -> Message {
     let mut message = Message::clone(&counted.message);
     if let MessageBody::Tool { content, .. } = &mut message.body {
-        *content = pruned_placeholder(counted.tokens).text().to_string();
+        *content = pruned_placeholder(counted.tokens).text().into();
     }
     message
 }

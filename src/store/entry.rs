@@ -49,22 +49,24 @@ impl LogEntry {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct TokenCount {
-    /// `Encoding::name()`: a count is used only by a session counting with
-    /// the same vocabulary (a string, so an unknown one is just ignored).
+    /// `Encoding::count_name()`: a count is used only by a session counting
+    /// with the same vocabulary (and image rule, for a message with images;
+    /// a string, so an unknown one is just ignored).
     pub encoding: String,
     pub count: u64,
 }
 
 impl TokenCount {
-    pub fn new(encoding: Encoding, count: u64) -> TokenCount {
+    pub fn new(encoding: Encoding, message: &Message, count: u64) -> TokenCount {
         TokenCount {
-            encoding: encoding.name().to_string(),
+            encoding: encoding.count_name(message).into_owned(),
             count,
         }
     }
 
-    pub fn is_for(&self, encoding: Encoding) -> bool {
-        self.encoding == encoding.name()
+    /// Whether the count was made the way `encoding` counts `message`.
+    pub fn is_for(&self, encoding: Encoding, message: &Message) -> bool {
+        self.encoding == encoding.count_name(message)
     }
 }
 

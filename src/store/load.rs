@@ -187,7 +187,7 @@ impl Replay {
             LogEntry::Message { message, tokens } => {
                 let counted = tokens
                     .as_ref()
-                    .is_some_and(|t| t.is_for(self.session.encoding()));
+                    .is_some_and(|t| t.is_for(self.session.encoding(), message));
                 if counted && self.pending.is_empty() {
                     return self.apply(entry);
                 }
@@ -307,7 +307,7 @@ pub fn apply_entry(session: &mut Session, entry: LogEntry) {
         LogEntry::Settings(settings) => apply_settings(session, settings),
         LogEntry::Message { message, tokens } => {
             let count = tokens
-                .filter(|t| t.is_for(session.encoding()))
+                .filter(|t| t.is_for(session.encoding(), &message))
                 .map(|t| t.count);
             let mut batch = vec![message];
             // A duplicate id can only come from a hand-edited log; keep
@@ -362,8 +362,8 @@ pub fn fill_token_counts(entries: &mut [LogEntry], encoding: Encoding) {
     let mut missing: Vec<&mut LogEntry> = entries
         .iter_mut()
         .filter(|e| {
-            matches!(e, LogEntry::Message { tokens, .. }
-                if !tokens.as_ref().is_some_and(|t| t.is_for(encoding)))
+            matches!(e, LogEntry::Message { message, tokens }
+                if !tokens.as_ref().is_some_and(|t| t.is_for(encoding, message)))
         })
         .collect();
     let sizes: Vec<usize> = missing
@@ -405,6 +405,7 @@ fn count_entry(entry: &mut LogEntry, encoding: Encoding) {
     if let LogEntry::Message { message, tokens } = entry {
         *tokens = Some(TokenCount::new(
             encoding,
+            message,
             tokens::count_message(encoding, message),
         ));
     }

@@ -115,6 +115,11 @@ impl SessionLog {
         &self.path
     }
 
+    /// The blob store beside this log (its messages' large data).
+    pub fn blobs(&self) -> super::Blobs {
+        super::Blobs::in_data_dir(self.path.parent().unwrap_or(Path::new(".")))
+    }
+
     pub fn is_read_only(&self) -> bool {
         self.writer.is_none()
     }

@@ -4,6 +4,7 @@
 //! with a warning, and keeps everything else. A process writes a log only
 //! while it holds the session's lock (`lock.rs`); others may read it.
 
+pub mod blobs;
 mod entry;
 mod error;
 mod ids;
@@ -19,6 +20,7 @@ use crate::files::{FileTools, SessionFileLedger, Workspace};
 use crate::regular_file;
 use crate::session::Session;
 
+pub use blobs::Blobs;
 pub use entry::{
     FollowedTranscript, LogEntry, SessionHeader, SessionSettings, TokenCount, LOG_VERSION,
 };
@@ -67,6 +69,11 @@ impl SessionStore {
 
     pub fn dir(&self) -> &Path {
         &self.dir
+    }
+
+    /// The blob store of this store's sessions.
+    pub fn blobs(&self) -> Blobs {
+        Blobs::in_data_dir(&self.dir)
     }
 
     /// Applies to every log this store opened, immediately.
@@ -391,7 +398,7 @@ mod tests {
             let expected = crate::tokens::count_message(Encoding::O200k, message);
             assert_eq!(
                 tokens.as_ref(),
-                Some(&TokenCount::new(Encoding::O200k, expected))
+                Some(&TokenCount::new(Encoding::O200k, message, expected))
             );
         }
     }

@@ -79,22 +79,30 @@ pub fn build(request: &SummaryRequest) -> Prompt {
     }
 }
 
-/// One block per message. Thinking is left out; tool outputs and call
-/// arguments are clipped (head and tail kept).
+/// One block per message. Thinking is left out (it is the model's own
+/// working, and a signature means nothing to another model); an image or
+/// a document is a line naming it; tool outputs and call arguments are
+/// clipped (head and tail kept).
 fn transcript(request: &SummaryRequest) -> String {
     let clip = |text: &str| clip_middle(text, request.max_tool_output_chars).into_owned();
     let mut out = String::new();
     for message in &request.messages {
+        let named = message.named_parts();
+        let content = if named.is_empty() {
+            std::borrow::Cow::Borrowed(message.text())
+        } else {
+            std::borrow::Cow::Owned(
+                format!("{}\n{}", message.text(), named.join("\n"))
+                    .trim()
+                    .to_string(),
+            )
+        };
         match &message.body {
-            MessageBody::System { content } => block(&mut out, "system", content),
-            MessageBody::User { content } => block(&mut out, "user", content),
-            MessageBody::Assistant {
-                content,
-                tool_calls,
-                ..
-            } => {
+            MessageBody::System { .. } => block(&mut out, "system", &content),
+            MessageBody::User { .. } => block(&mut out, "user", &content),
+            MessageBody::Assistant { tool_calls, .. } => {
                 if !content.trim().is_empty() {
-                    block(&mut out, "assistant", content);
+                    block(&mut out, "assistant", &content);
                 }
                 for call in tool_calls {
                     let arguments = clip(&call.arguments.to_string());
@@ -103,7 +111,6 @@ fn transcript(request: &SummaryRequest) -> String {
             }
             MessageBody::Tool {
                 tool_name,
-                content,
                 is_error,
                 ..
             } => {
@@ -113,7 +120,7 @@ fn transcript(request: &SummaryRequest) -> String {
                     (None, true) => "tool error".to_string(),
                     (None, false) => "tool result".to_string(),
                 };
-                block(&mut out, &label, &clip(content));
+                block(&mut out, &label, &clip(&content));
             }
         }
     }

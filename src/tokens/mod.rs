@@ -2,24 +2,32 @@
 //! process-wide vocabularies.
 
 mod calibration;
+mod images;
 mod windows;
 
 pub use calibration::{model_key, Calibration, Correction};
+pub use images::ImageRule;
 pub use windows::context_window_for;
 
-use crate::conversation::{Message, MessageBody};
+use crate::conversation::{Message, MessageBody, Part, PartKind};
 
-/// The BPE vocabulary used to count a model's tokens. Claude's and other
-/// closed tokenizers are not public; o200k is the closest public estimate.
+/// How a model's tokens are counted: the BPE vocabulary for text (Claude's
+/// and other closed tokenizers are not public; o200k is the closest public
+/// estimate) and the provider's rule for images (`images`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Encoding {
+    /// o200k text, Anthropic's image rule: Claude, and models not known.
     #[default]
     O200k,
+    /// o200k text, OpenAI's image rule: GPT-4o, GPT-4.1 and later.
+    O200kOpenAi,
+    /// cl100k text, OpenAI's image rule: the GPT-3.5/GPT-4 generation.
     Cl100k,
 }
 
 impl Encoding {
-    /// o200k for current models, cl100k for the GPT-3.5/GPT-4 generation.
+    /// o200k for current models, cl100k for the GPT-3.5/GPT-4 generation;
+    /// OpenAI's image rule for OpenAI's models.
     pub fn for_model(model: Option<&str>) -> Encoding {
         let Some(model) = model else {
             return Encoding::O200k;
@@ -31,23 +39,48 @@ impl Encoding {
                 || m.starts_with("gpt-3.5")
                 || m.starts_with("text-embedding-ada")
                 || m.starts_with("text-embedding-3");
+        let openai = m.starts_with("gpt-")
+            || m.starts_with("chatgpt")
+            || ["o1", "o3", "o4"]
+                .iter()
+                .any(|o| m == *o || m.starts_with(&format!("{o}-")));
         if old_openai {
             Encoding::Cl100k
+        } else if openai {
+            Encoding::O200kOpenAi
         } else {
             Encoding::O200k
         }
     }
 
+    /// The text vocabulary's name.
     pub fn name(self) -> &'static str {
         match self {
-            Encoding::O200k => "o200k_base",
+            Encoding::O200k | Encoding::O200kOpenAi => "o200k_base",
             Encoding::Cl100k => "cl100k_base",
+        }
+    }
+
+    /// What a count of `message` is named by in the log: the vocabulary,
+    /// and for a message with images the image rule too.
+    pub fn count_name(self, message: &Message) -> std::borrow::Cow<'static, str> {
+        if message.parts().iter().any(|p| p.kind() == PartKind::Image) {
+            format!("{}+{}-images", self.name(), self.images().name()).into()
+        } else {
+            self.name().into()
+        }
+    }
+
+    pub fn images(self) -> ImageRule {
+        match self {
+            Encoding::O200k => ImageRule::Anthropic,
+            Encoding::O200kOpenAi | Encoding::Cl100k => ImageRule::OpenAi,
         }
     }
 
     fn tokenizer(self) -> &'static bpe_openai::Tokenizer {
         match self {
-            Encoding::O200k => bpe_openai::o200k_base(),
+            Encoding::O200k | Encoding::O200kOpenAi => bpe_openai::o200k_base(),
             Encoding::Cl100k => bpe_openai::cl100k_base(),
         }
     }
@@ -77,9 +110,37 @@ pub const PER_MESSAGE_OVERHEAD: u64 = 4;
 /// Extra tokens per tool call for its framing (id, type, name keys).
 pub const PER_TOOL_CALL_OVERHEAD: u64 = 8;
 
+/// The tokens a part other than text occupies: an image by the provider's
+/// rule for its size; thinking as its text (an agent's tool loop sends the
+/// turn's thinking back, and on the shared pi and Claude Code sessions
+/// counting it keeps the estimate nearest the provider's count; Anthropic
+/// drops earlier turns' thinking, which the usage then shows); redacted
+/// thinking nothing (its size is not known); a document's text, or its
+/// bytes / 4; any other kind its JSON.
+fn count_part(encoding: Encoding, part: &Part) -> u64 {
+    match part.kind() {
+        PartKind::Text | PartKind::RedactedThinking => 0,
+        PartKind::Thinking => encoding.count(part.thinking().unwrap_or("")),
+        PartKind::Image => encoding.images().tokens(part.image_size()),
+        PartKind::Document => match part.str_field("text") {
+            Some(text) => encoding.count(text),
+            None => {
+                let length = part
+                    .stored()
+                    .map_or(part.data().map_or(0, str::len) as u64, |s| s.length);
+                length * 3 / 4 / 4
+            }
+        },
+        PartKind::Other => count_json(encoding, &serde_json::Value::Object(part.fields().clone())),
+    }
+}
+
 /// The estimated tokens one message occupies in a prompt.
 pub fn count_message(encoding: Encoding, message: &Message) -> u64 {
     let mut total = PER_MESSAGE_OVERHEAD;
+    for part in message.parts() {
+        total += count_part(encoding, part);
+    }
     match &message.body {
         MessageBody::System { content } | MessageBody::User { content } => {
             total += encoding.count(content);
@@ -117,6 +178,19 @@ pub fn count_message(encoding: Encoding, message: &Message) -> u64 {
 pub fn max_tokens(message: &Message) -> u64 {
     let bytes = |text: &str| text.len() as u64;
     let mut total = PER_MESSAGE_OVERHEAD;
+    for part in message.parts() {
+        // An image's count has no relation to its bytes: bound it by the
+        // most any rule gives.
+        total += match part.kind() {
+            PartKind::Image => 2_000,
+            PartKind::Thinking => part.thinking().map_or(0, str::len) as u64,
+            PartKind::Text | PartKind::RedactedThinking => 0,
+            _ => {
+                json_bytes(&serde_json::Value::Object(part.fields().clone()))
+                    + part.stored().map_or(0, |s| s.length)
+            }
+        };
+    }
     match &message.body {
         MessageBody::System { content } | MessageBody::User { content } => total += bytes(content),
         MessageBody::Assistant {
@@ -217,11 +291,21 @@ mod tests {
             Encoding::for_model(Some("openai/gpt-3.5-turbo")),
             Encoding::Cl100k
         );
-        assert_eq!(Encoding::for_model(Some("gpt-4o-mini")), Encoding::O200k);
+        // OpenAI's current models: o200k text and OpenAI's image rule.
+        let gpt = Encoding::for_model(Some("gpt-4o-mini"));
+        assert_eq!(
+            (gpt.name(), gpt.images()),
+            ("o200k_base", ImageRule::OpenAi)
+        );
+        assert_eq!(
+            Encoding::for_model(Some("o3-mini")).images(),
+            ImageRule::OpenAi
+        );
         assert_eq!(
             Encoding::for_model(Some("claude-sonnet-4-5")),
             Encoding::O200k
         );
+        assert_eq!(Encoding::O200k.images(), ImageRule::Anthropic);
         assert_eq!(Encoding::for_model(None), Encoding::O200k);
     }
 

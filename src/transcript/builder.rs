@@ -173,6 +173,7 @@ fn record(
         replaces: None,
         pruned_message_ids: Vec::new(),
         created_at: foreign.created_at,
+        images: Vec::new(),
         duration_ms: foreign.duration_ms,
     })
 }

@@ -12,6 +12,7 @@ pub mod emit;
 mod format;
 mod imported;
 mod line;
+pub mod parts;
 pub mod tail;
 pub mod time;
 
@@ -52,15 +53,4 @@ pub fn content_text(content: Option<&Value>) -> String {
             .join("\n"),
         _ => String::new(),
     }
-}
-
-/// Appends `text` as a new line of `to`.
-pub(crate) fn append_line(to: &mut String, text: &str) {
-    if text.is_empty() {
-        return;
-    }
-    if !to.is_empty() {
-        to.push('\n');
-    }
-    to.push_str(text);
 }

@@ -246,7 +246,7 @@ class Anthropic:
     def blocks(cls, reply):
         blocks = []
         if reply.get("thinking"):
-            blocks.append({"type": "thinking", "thinking": reply["thinking"], "signature": "scripted"})
+            blocks.append({"type": "thinking", "thinking": reply["thinking"], "signature": SIGNATURE})
         if reply.get("text"):
             blocks.append({"type": "text", "text": reply["text"]})
         for i, call in enumerate(reply.get("tool_calls", [])):
@@ -412,8 +412,35 @@ class Responses:
 # usage sees the limit the server enforces.
 
 
+# What an image costs a real provider, about (Anthropic's cap): its base64
+# is never tokenized.
+IMAGE_TOKENS = 1600
+
+
+def _image_data(value):
+    """The base64 strings of the images in a request body."""
+    if isinstance(value, dict):
+        if value.get("type") == "base64" and isinstance(value.get("data"), str):
+            yield value["data"]
+        url = value.get("image_url")
+        url = url.get("url") if isinstance(url, dict) else url
+        if isinstance(url, str) and url.startswith("data:"):
+            yield url
+        for v in value.values():
+            yield from _image_data(v)
+    elif isinstance(value, list):
+        for v in value:
+            yield from _image_data(v)
+
+
 def prompt_estimate(raw_body):
-    return max(1, len(raw_body) // 4)
+    """Request bytes / 4, an image counted as a provider counts it."""
+    try:
+        images = list(_image_data(json.loads(raw_body)))
+    except (ValueError, TypeError):
+        images = []
+    image_bytes = sum(len(d) for d in images)
+    return max(1, (len(raw_body) - image_bytes) // 4 + IMAGE_TOKENS * len(images))
 
 
 def tool_sequence_error(api, body):
@@ -473,6 +500,36 @@ def _anthropic_sequence_error(messages):
     return None
 
 
+def thinking_error(api, body):
+    """Anthropic's rule with extended thinking on: in a tool-use loop (the
+    last user message holds tool results), the assistant message that made
+    the calls must be sent back starting with its thinking block, signature
+    and all, as this server wrote it. Returns the provider's words, or None."""
+    if api != "anthropic" or (body.get("thinking") or {}).get("type") != "enabled":
+        return None
+    messages = body.get("messages") or []
+    last = messages[-1] if messages else None
+    last_blocks = last.get("content") if last and isinstance(last.get("content"), list) else []
+    in_loop = last and last.get("role") == "user" and any(
+        isinstance(b, dict) and b.get("type") == "tool_result" for b in last_blocks
+    )
+    if not in_loop or len(messages) < 2:
+        return None
+    i = len(messages) - 2
+    assistant = messages[i]
+    blocks = assistant.get("content") if isinstance(assistant.get("content"), list) else []
+    first = blocks[0] if blocks else {}
+    if not isinstance(first, dict) or first.get("type") not in ("thinking", "redacted_thinking"):
+        return f"messages.{i}.content.0.type: Expected `thinking` or `redacted_thinking`, but found `{first.get('type') if isinstance(first, dict) else 'text'}`. When `thinking` is enabled, a final `assistant` message must start with a thinking block (preceeding the lastmost set of `tool_use` and `tool_result` blocks). We recommend you include thinking blocks from previous turns."
+    if first.get("type") == "thinking" and first.get("signature") != SIGNATURE:
+        return f"messages.{i}.content.0: Invalid `signature` in `thinking` block"
+    return None
+
+
+# The signature this server gives every thinking block it writes.
+SIGNATURE = "scripted"
+
+
 def _responses_sequence_error(items):
     calls, outputs = [], set()
     for item in items:
@@ -509,6 +566,9 @@ def rejection(api, body, raw, scenario):
         message = tool_sequence_error(api, body)
         if message:
             return "tool_sequence", 400, sequence_error_body(api, message)
+        message = thinking_error(api, body)
+        if message:
+            return "thinking", 400, sequence_error_body(api, message)
     window = scenario.get("context_window")
     if window and prompt_estimate(raw) > window:
         status, error = overflow_error(api, prompt_estimate(raw), window)
@@ -621,7 +681,7 @@ class Handler(BaseHTTPRequestHandler):
                 return self._send(404 if api is None else 400, {"type": "error", "error": {"type": "invalid_request_error", "message": message}})
             if api == "count_tokens":
                 self.script.record(dict(base, status=200))
-                return self._send(200, {"input_tokens": max(1, len(raw) // 4)})
+                return self._send(200, {"input_tokens": prompt_estimate(raw)})
             refused = rejection(api, body, raw, self.script.scenario)
             if refused:
                 reason, status, error = refused

@@ -141,6 +141,32 @@ def check_server_validation(tmp):
         log = m.requests()
     assert [r.get("rejected") for r in log] == ["tool_sequence"] * 3 + ["context_window"] + ["tool_sequence"] * 2 + ["context_window"] + ["tool_sequence"] * 2 + [None] * 3, log
     assert [r["turn"] for r in log[-3:]] == [0, 0, 0] and all(r["turn"] is None for r in log[:-3])
+    check_thinking_rule(tmp)
+
+
+def check_thinking_rule(tmp):
+    """With extended thinking on, a tool-use loop must send the calling assistant message back starting with its signed thinking block."""
+    scenario = Path(tmp) / "t.json"
+    scenario.write_text(json.dumps({"turns": [{"repeat": True, "reply": {"text": "ok"}}]}))
+    use = {"type": "tool_use", "id": "t1", "name": "Read", "input": {}}
+    result = {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "x"}]}
+    loop = lambda first: [{"role": "user", "content": "go"}, {"role": "assistant", "content": first + [use]}, result]
+    cases = [
+        (loop([]), 400, "must start with a thinking block"),
+        (loop([{"type": "thinking", "thinking": "hm", "signature": "forged"}]), 400, "Invalid `signature`"),
+        (loop([{"type": "thinking", "thinking": "hm", "signature": "scripted"}]), 200, None),
+        (loop([{"type": "redacted_thinking", "data": "x"}]), 200, None),
+    ]
+    with harness.ScriptedModel(scenario, Path(tmp) / "tlog.jsonl") as m:
+        for messages, expected, words in cases:
+            body = {"model": "m", "thinking": {"type": "enabled", "budget_tokens": 1024}, "messages": messages}
+            status, text = post(m.url + "/v1/messages", body)
+            assert status == expected and (words is None or words in json.loads(text)["error"]["message"]), (status, text)
+        # Without thinking on, the rule does not apply.
+        status, _ = post(m.url + "/v1/messages", {"model": "m", "messages": loop([])})
+        assert status == 200
+        log = m.requests()
+    assert [r.get("rejected") for r in log] == ["thinking", "thinking", None, None, None], log
 
 
 def check_claude_code(tmp):

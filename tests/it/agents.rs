@@ -7,19 +7,15 @@
 //! installed (or python3 or tmux is missing).
 
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader, Read};
+use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::sync::mpsc;
 
 use serde_json::{json, Value};
 
 use crate::follow::{claude_dir, follow_line_by_line};
-use crate::support::{file_uri, output_within, Server, MODEL_PATIENCE};
-
-fn agents_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/agents")
-}
+use crate::support::{agents_dir, file_uri, output_within, ScriptedModel, Server, MODEL_PATIENCE};
 
 /// The claude binary, or why the test is skipped.
 fn claude() -> Result<PathBuf, String> {
@@ -47,46 +43,6 @@ macro_rules! or_skip {
             }
         }
     };
-}
-
-/// `scripted_model.py` on a free port; stopped when dropped.
-struct ScriptedModel {
-    child: Child,
-    url: String,
-}
-
-impl ScriptedModel {
-    fn start(scenario: &str, log: &Path, workspace: &Path) -> ScriptedModel {
-        let mut child = Command::new("python3")
-            .arg(agents_dir().join("scripted_model.py"))
-            .arg("--scenario")
-            .arg(agents_dir().join("scenarios").join(scenario))
-            .arg("--log")
-            .arg(log)
-            .arg("--var")
-            .arg(format!("WORKSPACE={}", workspace.display()))
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        // The first line is printed once it listens: no polling.
-        let mut url = String::new();
-        BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut url)
-            .unwrap();
-        assert!(url.starts_with("http://"), "scripted_model.py: {url:?}");
-        ScriptedModel {
-            child,
-            url: url.trim().to_string(),
-        }
-    }
-}
-
-impl Drop for ScriptedModel {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
 }
 
 fn claude_command(claude: &Path, home: &Path, model: &ScriptedModel, workspace: &Path) -> Command {

@@ -21,6 +21,7 @@ mod lifecycle;
 mod llm;
 mod locking;
 mod overhead;
+mod parts;
 mod persistence;
 mod progress;
 mod residency;

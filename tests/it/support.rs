@@ -706,3 +706,59 @@ pub fn summary_section(summary: &str, tag: &str) -> Vec<String> {
     let end = body.find(&format!("</{tag}>")).unwrap();
     body[..end].lines().map(str::to_string).collect()
 }
+
+/// `tests/agents`: the pinned real agents and the scripted model server.
+pub fn agents_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/agents")
+}
+
+/// `scripted_model.py` on a free port; stopped when dropped.
+pub struct ScriptedModel {
+    child: Child,
+    pub url: String,
+}
+
+impl ScriptedModel {
+    /// A scenario of `tests/agents/scenarios/`, `${WORKSPACE}` set.
+    pub fn start(scenario: &str, log: &Path, workspace: &Path) -> ScriptedModel {
+        let scenario = agents_dir().join("scenarios").join(scenario);
+        let var = format!("WORKSPACE={}", workspace.display());
+        ScriptedModel::start_file(&scenario, log, &[&var])
+    }
+
+    /// Any scenario file, with `--var NAME=VALUE`s.
+    pub fn start_file(scenario: &Path, log: &Path, vars: &[&str]) -> ScriptedModel {
+        let mut command = Command::new("python3");
+        command
+            .arg(agents_dir().join("scripted_model.py"))
+            .arg("--scenario")
+            .arg(scenario)
+            .arg("--log")
+            .arg(log);
+        for var in vars {
+            command.arg("--var").arg(var);
+        }
+        let mut child = command
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        // The first line is printed once it listens: no polling.
+        let mut url = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut url)
+            .unwrap();
+        assert!(url.starts_with("http://"), "scripted_model.py: {url:?}");
+        ScriptedModel {
+            child,
+            url: url.trim().to_string(),
+        }
+    }
+}
+
+impl Drop for ScriptedModel {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}

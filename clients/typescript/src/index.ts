@@ -1,5 +1,6 @@
 // compactd-client: spawn compactd (or attach to a shared one) and call every method of its protocol, typed from schemas/.
 
+export { contentText } from './content';
 export { CompactdClient, ServerExited, type ConnectOptions, type InitializeResult, type ServerExit, type SpawnOptions } from './client';
 export { connectWebSocket, discoveryPath, liveDiscovery, readDiscovery, type Discovery, type WebSocketTransport } from './shared';
 export { CompactdMethods, SERVER_NOTIFICATIONS, type ServerNotifications } from './generated/api';

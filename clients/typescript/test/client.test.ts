@@ -10,6 +10,7 @@ import { pathToFileURL } from 'node:url';
 import { describe, test } from 'node:test';
 import {
   CompactdClient,
+  contentText,
   errorCode,
   isCancelled,
   methods as m,
@@ -100,7 +101,7 @@ describe('a conversation', () => {
       assert.equal(tokens.at(-1)?.contextTokens, result.tokensAfter);
       const history = await client.history({ sessionId: 'demo' });
       assert.deepEqual(history.messages[0], { id: 'system', role: 'system', content: 'You are a coding agent.' });
-      assert.match(history.messages[1].content ?? '', /<summary>/);
+      assert.match(contentText(history.messages[1].content), /<summary>/);
     });
   });
 

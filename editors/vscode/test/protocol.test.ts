@@ -7,7 +7,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { methods, type CompactdCapabilities, type DidCompactNotification, type TokensNotification } from 'compactd-client';
+import { contentText, methods, type CompactdCapabilities, type DidCompactNotification, type TokensNotification } from 'compactd-client';
 import { CancellationTokenSource, ResponseError } from 'vscode-jsonrpc/node';
 import { meterText } from '../src/core/meter';
 import { SessionTracker } from '../src/core/sessions';
@@ -120,7 +120,7 @@ describe('against the real server', () => {
     assert.equal(tracker.get('compact-me')?.lastCompaction?.notification.summary, result.summary);
 
     const history = await server.requests.history({ sessionId: 'compact-me' });
-    assert.match(history.messages[0].content ?? '', /<summary>/);
+    assert.match(contentText(history.messages[0].content), /<summary>/);
   });
 
   test('nothing to compact answers compacted: false with a reason', async () => {

@@ -2,12 +2,12 @@
 // id, so compactd's message ids are pi's entry ids: compactd's cut
 // (`firstKeptMessageId`) is pi's `firstKeptEntryId` without any table.
 // The conversion is the one compactd's importer applies to a pi session
-// file (src/import/pi.rs), so a session the extension appended message by
+// file (src/agents/pi/transcript.rs), so a session the extension appended message by
 // message and the same session imported are the same conversation (a test
 // checks this on a real pi run).
 
 import type { SessionEntry, SessionHeader } from '@mariozechner/pi-coding-agent';
-import type { Message, ToolCall, Usage } from 'compactd-client';
+import type { Content, Message, Part, ToolCall, Usage } from 'compactd-client';
 
 type Loose = Record<string, unknown>;
 
@@ -28,6 +28,48 @@ export function contentText(content: unknown): string {
     }
   }
   return parts.join('\n');
+}
+
+/** A pi block that is not text as a compactd part: an image, or thinking with its signature. */
+function partOf(block: Loose): Part | undefined {
+  if (block.type === 'image') {
+    const part: Part = { type: 'image' };
+    if (block.mimeType !== undefined) part.mediaType = block.mimeType as string;
+    if (block.data !== undefined) part.data = block.data as string;
+    return part;
+  }
+  if (block.type === 'thinking' && typeof block.thinking === 'string') {
+    const part: Part = { type: 'thinking', thinking: block.thinking };
+    if (block.thinkingSignature !== undefined) part.signature = block.thinkingSignature as string;
+    return part;
+  }
+  return undefined;
+}
+
+/**
+ * A pi content as compactd's: a string while it holds only text (text
+ * blocks joined by lines), else its parts in order, images and thinking
+ * kept (tool calls are read apart). As compactd's importer reads it.
+ */
+export function contentOf(content: unknown): Content {
+  if (!Array.isArray(content) || !content.some((b) => b && typeof b === 'object' && partOf(b as Loose))) {
+    return contentText(content);
+  }
+  let text = '';
+  let parts: Part[] | undefined;
+  for (const block of content) {
+    const b = (block && typeof block === 'object' ? block : { text: block }) as Loose;
+    const part = typeof block === 'string' ? undefined : partOf(b);
+    const blockText = typeof block === 'string' ? block : b.type === 'text' || b.type === undefined ? str(b.text) : undefined;
+    if (part) {
+      parts ??= text ? [{ type: 'text', text }] : [];
+      parts.push(part);
+    } else if (blockText !== undefined) {
+      if (parts) parts.push({ type: 'text', text: blockText });
+      else if (blockText) text = text ? `${text}\n${blockText}` : blockText;
+    }
+  }
+  return parts ?? text;
 }
 
 function blocks(content: unknown, type: string): Loose[] {
@@ -56,27 +98,22 @@ function bashExecutionText(m: Loose): string {
 export function messageOf(m: Loose): Message | undefined {
   switch (m.role) {
     case 'user':
-      return { role: 'user', content: contentText(m.content) };
+      return { role: 'user', content: contentOf(m.content) };
     case 'assistant': {
-      const thinking = blocks(m.content, 'thinking').map((b) => str(b.thinking)).filter((t): t is string => t !== undefined);
       const toolCalls: ToolCall[] = blocks(m.content, 'toolCall').map((b) => ({
         id: str(b.id) ?? '',
         name: str(b.name) ?? '',
         arguments: b.arguments && typeof b.arguments === 'object' ? (b.arguments as Record<string, unknown>) : undefined,
       }));
-      const out: Message = {
-        role: 'assistant',
-        content: blocks(m.content, 'text').map((b) => str(b.text)).filter((t): t is string => t !== undefined).join('\n'),
-        toolCalls,
-      };
-      if (thinking.length) out.thinking = thinking.join('\n');
+      // Thinking stays a part, with its signature.
+      const out: Message = { role: 'assistant', content: contentOf(m.content), toolCalls };
       if (str(m.model)) out.model = str(m.model);
       const usage = usageOf(m.usage);
       if (usage) out.usage = usage;
       return out;
     }
     case 'toolResult':
-      return { role: 'tool', toolCallId: str(m.toolCallId) ?? '', toolName: str(m.toolName), content: contentText(m.content), isError: m.isError === true };
+      return { role: 'tool', toolCallId: str(m.toolCallId) ?? '', toolName: str(m.toolName), content: contentOf(m.content), isError: m.isError === true };
     case 'bashExecution':
       return m.excludeFromContext === true ? undefined : { role: 'user', content: bashExecutionText(m) };
     case 'custom':

@@ -21,11 +21,10 @@ use serde_json::Value;
 
 use super::meta::{self, UserText};
 use crate::compaction::Trigger;
-use crate::conversation::{Message, MessageBody, ToolCall, Usage};
+use crate::conversation::{Message, MessageBody, Part, ToolCall, Usage};
 use crate::store::SessionSettings;
-use crate::transcript::{
-    append_line, content_text, Emitter, ForeignCompaction, Format, Imported, Line,
-};
+use crate::transcript::parts::{content_of, part_of, Dialect};
+use crate::transcript::{content_text, Emitter, ForeignCompaction, Format, Imported, Line};
 
 /// Line types Claude Code writes for itself; none is conversation.
 const BOOKKEEPING: [&str; 15] = [
@@ -131,6 +130,9 @@ pub(crate) struct Reader {
     /// A slash command message whose expanded prompt (an `isMeta` line)
     /// may follow.
     open_command: Option<usize>,
+    /// The images of the user line being read, for the prompt it holds.
+    #[serde(skip)]
+    images: Vec<Part>,
 }
 
 impl crate::transcript::Reader for Reader {
@@ -266,13 +268,22 @@ impl Reader {
     fn user_line(&mut self, number: usize, entry: &Value, out: &mut Emitter) {
         let uuid = entry.get("uuid").and_then(Value::as_str);
         let content = entry.pointer("/message/content");
+        self.images.clear();
         let (results, text) = match content {
             Some(Value::Array(blocks)) => {
                 let (results, rest): (Vec<&Value>, Vec<&Value>) = blocks
                     .iter()
                     .partition(|b| b.get("type").and_then(Value::as_str) == Some("tool_result"));
-                let text = (!rest.is_empty()).then(|| {
-                    content_text(Some(&Value::Array(rest.into_iter().cloned().collect())))
+                // Images pasted into a prompt are kept as parts, before it.
+                let (images, texts): (Vec<&Value>, Vec<&Value>) = rest
+                    .into_iter()
+                    .partition(|b| part_of(b, Dialect::Anthropic).is_some());
+                self.images = images
+                    .iter()
+                    .filter_map(|b| part_of(b, Dialect::Anthropic))
+                    .collect();
+                let text = (!texts.is_empty() || !self.images.is_empty()).then(|| {
+                    content_text(Some(&Value::Array(texts.into_iter().cloned().collect())))
                 });
                 (results, text)
             }
@@ -287,7 +298,13 @@ impl Reader {
         }
         if let Some(text) = text {
             let is_meta = entry.get("isMeta").and_then(Value::as_bool) == Some(true);
-            let text = meta::classify(&text, is_meta);
+            let text = match meta::classify(&text, is_meta) {
+                // An image pasted without words is still a prompt.
+                UserText::Harness if !self.images.is_empty() && text.trim().is_empty() => {
+                    UserText::Prompt(String::new())
+                }
+                text => text,
+            };
             if !results.is_empty() && text == UserText::Harness {
                 return; // a reminder riding on tool results: the line was used
             }
@@ -314,10 +331,11 @@ impl Reader {
             body: MessageBody::Tool {
                 tool_name: self.tool_names.remove(&call_id),
                 tool_call_id: call_id,
-                content: content_text(result.get("content")),
+                content: content_of(result.get("content"), Dialect::Anthropic),
                 is_error: result.get("is_error").and_then(Value::as_bool) == Some(true),
             },
             usage: None,
+            extra: Default::default(),
         };
         out.message(number, id, message, false)
     }
@@ -341,7 +359,12 @@ impl Reader {
             UserText::Prompt(prompt) => {
                 // A new request: the previous response is complete.
                 self.end_response(out);
-                Some(out.message(number, id, Message::user("", prompt), false))
+                let mut message = Message::user("", "");
+                for image in std::mem::take(&mut self.images) {
+                    message.content_mut().push(image);
+                }
+                message.content_mut().push_text(&prompt);
+                Some(out.message(number, id, message, false))
             }
             UserText::Command(text) => {
                 // Whether Claude Code runs it itself shows in the next turn.
@@ -360,8 +383,7 @@ impl Reader {
                 if let Some(MessageBody::User { content }) =
                     out.message_mut(position).map(|m| &mut m.body)
                 {
-                    content.push_str("\n\n");
-                    content.push_str(&expansion);
+                    content.append_line(&format!("\n{expansion}"));
                 }
                 self.open_command = Some(position);
                 Some(position)
@@ -533,7 +555,6 @@ fn fill(target: &mut Message, message: &Value, names: &mut HashMap<String, Strin
     }
     let MessageBody::Assistant {
         content,
-        thinking,
         tool_calls,
         ..
     } = &mut target.body
@@ -543,16 +564,16 @@ fn fill(target: &mut Message, message: &Value, names: &mut HashMap<String, Strin
     let blocks = message.get("content").and_then(Value::as_array);
     for block in blocks.into_iter().flatten() {
         match block.get("type").and_then(Value::as_str) {
-            Some("text") => append_line(
-                content,
-                block.get("text").and_then(Value::as_str).unwrap_or(""),
-            ),
-            Some("thinking") => {
-                let text = thinking.get_or_insert_with(String::new);
-                append_line(
-                    text,
-                    block.get("thinking").and_then(Value::as_str).unwrap_or(""),
-                );
+            Some("text") => {
+                content.append_line(block.get("text").and_then(Value::as_str).unwrap_or(""))
+            }
+            Some("thinking" | "redacted_thinking") => {
+                // Kept with its signature: Anthropic wants it back as is.
+                let part = part_of(block, Dialect::Anthropic);
+                let repeated = |p: &Part| content.part_list().is_some_and(|l| l.contains(p));
+                if let Some(part) = part.filter(|p| !repeated(p)) {
+                    content.push(part);
+                }
             }
             Some("tool_use") => {
                 let id = block.get("id").and_then(Value::as_str).unwrap_or("");

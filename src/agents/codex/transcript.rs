@@ -14,11 +14,10 @@ use std::collections::HashMap;
 use serde_json::Value;
 
 use crate::compaction::Trigger;
-use crate::conversation::{Message, MessageBody, ToolCall, Usage};
+use crate::conversation::{Message, MessageBody, Part, ToolCall, Usage};
 use crate::store::SessionSettings;
-use crate::transcript::{
-    append_line, content_text, Emitter, ForeignCompaction, Format, Imported, Line,
-};
+use crate::transcript::parts::{content_of, Dialect};
+use crate::transcript::{content_text, Emitter, ForeignCompaction, Format, Imported, Line};
 
 /// Line types Codex writes for itself; none is conversation.
 const BOOKKEEPING: [&str; 2] = ["world_state", "token_usage_record"];
@@ -159,7 +158,7 @@ impl Reader {
                 if let Some(MessageBody::Assistant { content: c, .. }) =
                     out.message_mut(position).map(|m| &mut m.body)
                 {
-                    append_line(c, &content);
+                    c.append_line(&content);
                 }
             }
             "user" => {
@@ -167,7 +166,9 @@ impl Reader {
                 if compacted::is_users_own(&content) {
                     self.user_messages.push(content.clone());
                 }
-                out.message(number, None, Message::user("", content), false);
+                let mut message = Message::user("", "");
+                *message.content_mut() = content_of(item.get("content"), Dialect::Responses);
+                out.message(number, None, message, false);
             }
             "developer" | "system" => {
                 self.response = None;
@@ -196,16 +197,20 @@ impl Reader {
             .filter_map(|p| p.get("text").and_then(Value::as_str))
             .collect();
         let position = self.assistant(number, out);
-        if summary.is_empty() {
+        let encrypted = item.get("encrypted_content").cloned();
+        if summary.is_empty() && encrypted.is_none() {
             return;
         }
-        if let Some(MessageBody::Assistant { thinking, .. }) =
-            out.message_mut(position).map(|m| &mut m.body)
-        {
-            append_line(
-                thinking.get_or_insert_with(String::new),
-                &summary.join("\n"),
-            );
+        // A thinking part: its summary, and the encrypted reasoning kept as
+        // the rollout has it.
+        let part = Part::new(
+            "thinking",
+            [("thinking", summary.join("\n").into())]
+                .into_iter()
+                .chain(encrypted.map(|e| ("encrypted_content", e))),
+        );
+        if let Some(message) = out.message_mut(position) {
+            message.content_mut().push(part);
         }
     }
 
@@ -259,10 +264,11 @@ impl Reader {
             body: MessageBody::Tool {
                 tool_name: self.tool_names.remove(&call_id),
                 tool_call_id: call_id,
-                content,
+                content: content.into(),
                 is_error,
             },
             usage: None,
+            extra: Default::default(),
         };
         out.message(number, None, message, false);
     }

@@ -12,8 +12,9 @@ use std::collections::{HashMap, HashSet};
 use serde_json::Value;
 
 use crate::compaction::Trigger;
-use crate::conversation::{Message, MessageBody, ToolCall, Usage};
+use crate::conversation::{Message, MessageBody, Part, ToolCall, Usage};
 use crate::store::SessionSettings;
+use crate::transcript::parts::{content_of, Dialect};
 use crate::transcript::{content_text, Emitter, ForeignCompaction, Format, Imported, Line};
 
 /// Its transcript format.
@@ -253,25 +254,37 @@ fn branch_summary_text(summary: &str) -> String {
     format!("The following is a summary of a branch that this conversation came back from:\n\n<summary>\n{summary}\n</summary>")
 }
 
+/// pi's blocks that are not text: `image` (`data`, `mimeType`) and
+/// `thinking` (with its `thinkingSignature`).
+fn pi_part(block: &Value) -> Option<Part> {
+    let get = |key: &str| block.get(key).cloned();
+    match block.get("type").and_then(Value::as_str)? {
+        "image" => Some(Part::new(
+            "image",
+            get("mimeType")
+                .map(|m| ("mediaType", m))
+                .into_iter()
+                .chain(get("data").map(|d| ("data", d))),
+        )),
+        "thinking" => Some(Part::new(
+            "thinking",
+            [("thinking", get("thinking")?)]
+                .into_iter()
+                .chain(get("thinkingSignature").map(|s| ("signature", s))),
+        )),
+        _ => None,
+    }
+}
+
 /// `Ok(None)`: a message pi keeps out of the model's context.
 fn message_from(m: &Value) -> Result<Option<Message>, String> {
     let role = m.get("role").and_then(Value::as_str).ok_or("no `role`")?;
     let body = match role {
         "user" => MessageBody::User {
-            content: content_text(m.get("content")),
+            content: content_of(m.get("content"), Dialect::Agent(pi_part)),
         },
         "assistant" => {
             let parts = m.get("content").and_then(Value::as_array);
-            let of_type = |kind: &str, field: &str| -> Vec<String> {
-                parts
-                    .into_iter()
-                    .flatten()
-                    .filter(|p| p.get("type").and_then(Value::as_str) == Some(kind))
-                    .filter_map(|p| p.get(field).and_then(Value::as_str))
-                    .map(str::to_string)
-                    .collect()
-            };
-            let thinking = of_type("thinking", "thinking");
             let tool_calls = parts
                 .into_iter()
                 .flatten()
@@ -283,8 +296,9 @@ fn message_from(m: &Value) -> Result<Option<Message>, String> {
                 })
                 .collect();
             MessageBody::Assistant {
-                content: of_type("text", "text").join("\n"),
-                thinking: (!thinking.is_empty()).then(|| thinking.join("\n")),
+                // Thinking stays a part, with its signature.
+                content: content_of(m.get("content"), Dialect::Agent(pi_part)),
+                thinking: None,
                 tool_calls,
                 model: str_field(m, "model"),
             }
@@ -292,7 +306,7 @@ fn message_from(m: &Value) -> Result<Option<Message>, String> {
         "toolResult" => MessageBody::Tool {
             tool_call_id: str_field(m, "toolCallId").ok_or("tool result without `toolCallId`")?,
             tool_name: str_field(m, "toolName"),
-            content: content_text(m.get("content")),
+            content: content_of(m.get("content"), Dialect::Agent(pi_part)),
             is_error: m.get("isError").and_then(Value::as_bool).unwrap_or(false),
         },
         "bashExecution" => {
@@ -300,17 +314,17 @@ fn message_from(m: &Value) -> Result<Option<Message>, String> {
                 return Ok(None);
             }
             MessageBody::User {
-                content: bash_execution_text(m),
+                content: bash_execution_text(m).into(),
             }
         }
         "custom" | "hookMessage" => MessageBody::User {
-            content: content_text(m.get("content")),
+            content: content_text(m.get("content")).into(),
         },
         "branchSummary" => MessageBody::User {
-            content: branch_summary_text(&str_field(m, "summary").unwrap_or_default()),
+            content: branch_summary_text(&str_field(m, "summary").unwrap_or_default()).into(),
         },
         "compactionSummary" => MessageBody::User {
-            content: str_field(m, "summary").unwrap_or_default(),
+            content: str_field(m, "summary").unwrap_or_default().into(),
         },
         other => return Err(format!("unknown role `{other}`")),
     };
@@ -327,6 +341,7 @@ fn message_from(m: &Value) -> Result<Option<Message>, String> {
         id: String::new(),
         body,
         usage: usage.filter(|u| *u != Usage::default()),
+        extra: Default::default(),
     }))
 }
 

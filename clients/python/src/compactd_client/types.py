@@ -82,6 +82,22 @@ class AgentSessionInfo(_AgentSessionInfoRequired, total=False):
     title: Optional[str]
 
 
+class _PartRequired(TypedDict):
+    #: `text`, `image`, `thinking`, `redactedThinking`, `document`, or any other kind
+    type: str
+
+
+#: One part of a message's content, kept and given back exactly as sent (every field, known or not). compactd reads `text` (`text`), `image` (`data` base64 with `mediaType`, or `url`), `thinking` (`thinking`, `signature`), `redactedThinking` (`data`) and `document` (`data`, `url` or `text`); any other `type` is kept as it came.
+class Part(_PartRequired, total=False):
+    #: base64 (an image, a document) or opaque (redacted thinking)
+    data: str
+    mediaType: str
+    signature: str
+    text: str
+    thinking: str
+    url: str
+
+
 #: Token usage as a provider reported it for one response.
 class Usage(TypedDict, total=False):
     cacheRead: int
@@ -92,7 +108,7 @@ class Usage(TypedDict, total=False):
 
 class _SystemMessageRequired(TypedDict):
     role: Literal["system"]
-    content: str
+    content: Content
 
 
 #: A Message whose `role` is "system".
@@ -106,7 +122,7 @@ class SystemMessage(_SystemMessageRequired, total=False):
 
 class _UserMessageRequired(TypedDict):
     role: Literal["user"]
-    content: str
+    content: Content
 
 
 #: A Message whose `role` is "user".
@@ -134,7 +150,7 @@ class _AssistantMessageRequired(TypedDict):
 
 #: A Message whose `role` is "assistant".
 class AssistantMessage(_AssistantMessageRequired, total=False):
-    content: str
+    content: Content
     #: The model that produced this message; usage from another model
     #: than the session's is not trusted for the meter.
     model: Optional[str]
@@ -154,7 +170,7 @@ class _ToolMessageRequired(TypedDict):
 
 #: A Message whose `role` is "tool".
 class ToolMessage(_ToolMessageRequired, total=False):
-    content: str
+    content: Content
     isError: bool
     toolName: Optional[str]
     #: Unique within the session. Assigned by the server when empty.
@@ -995,7 +1011,11 @@ class WorkDoneProgressCancelParams(TypedDict):
     token: ProgressToken
 
 
-#: One message of a conversation.
+#: A string (one text part), or the parts a provider takes (`Part`).
+Content = Union[str, List[Part]]
+
+#: One message of a conversation. Fields not listed here are kept and
+#: given back as they came.
 Message = Union[SystemMessage, UserMessage, AssistantMessage, ToolMessage]
 
 #: A `$/progress` token, as LSP defines it.

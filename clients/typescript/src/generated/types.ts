@@ -2,20 +2,21 @@
 // run `npm run generate` (or scripts/generate-clients.sh) after the schemas change.
 
 /**
- * One message of a conversation.
+ * One message of a conversation. Fields not listed here are kept and
+ * given back as they came.
  */
 export type Message = Message1 & Message2;
 export type Message1 =
   | {
-      content: string;
+      content: Content;
       role: 'system';
     }
   | {
-      content: string;
+      content: Content;
       role: 'user';
     }
   | {
-      content?: string;
+      content?: Content1;
       /**
        * The model that produced this message; usage from another model
        * than the session's is not trusted for the meter.
@@ -26,12 +27,24 @@ export type Message1 =
       toolCalls?: ToolCall[];
     }
   | {
-      content?: string;
+      content?: Content2;
       isError?: boolean;
       role: 'tool';
       toolCallId: string;
       toolName?: string | null;
     };
+/**
+ * A string (one text part), or the parts a provider takes (`Part`).
+ */
+export type Content = string | Part[];
+/**
+ * A string (one text part), or the parts a provider takes (`Part`).
+ */
+export type Content1 = string | Part[];
+/**
+ * A string (one text part), or the parts a provider takes (`Part`).
+ */
+export type Content2 = string | Part[];
 /**
  * How far an agent's auto-compaction point can be trusted.
  */
@@ -160,6 +173,25 @@ export interface AppendParams {
   messages: Message[];
   sessionId: string;
 }
+/**
+ * One part of a message's content, kept and given back exactly as sent (every field, known or not). compactd reads `text` (`text`), `image` (`data` base64 with `mediaType`, or `url`), `thinking` (`thinking`, `signature`), `redactedThinking` (`data`) and `document` (`data`, `url` or `text`); any other `type` is kept as it came.
+ */
+export interface Part {
+  /**
+   * base64 (an image, a document) or opaque (redacted thinking)
+   */
+  data?: string;
+  mediaType?: string;
+  signature?: string;
+  text?: string;
+  thinking?: string;
+  /**
+   * `text`, `image`, `thinking`, `redactedThinking`, `document`, or any other kind
+   */
+  type: string;
+  url?: string;
+  [k: string]: unknown | undefined;
+}
 export interface ToolCall {
   /**
    * The arguments as JSON (an object for almost every tool).
@@ -180,6 +212,7 @@ export interface Message2 {
    * message (usually set on assistant messages).
    */
   usage?: Usage | null;
+  [k: string]: unknown | undefined;
 }
 /**
  * Token usage as a provider reported it for one response.

@@ -1,6 +1,6 @@
 // Labels for the quick picks. No `vscode` here.
 
-import type { AgentSessionInfo, FileInfo, FileStatus, Message } from 'compactd-client';
+import { contentText, type AgentSessionInfo, type FileInfo, type FileStatus, type Message } from 'compactd-client';
 import { formatBytes } from './follow';
 import { meterText, timeAgo } from './meter';
 import type { SessionState } from './sessions';
@@ -36,7 +36,7 @@ export function branchItems(messages: Message[]): PickItem<string>[] {
     .map((msg) => {
       const calls = msg.role === 'assistant' && msg.toolCalls?.length ? ` [${msg.toolCalls.map((c) => c.name).join(', ')}]` : '';
       return {
-        label: `${msg.role}: ${firstLine(msg.content ?? '') || '(empty)'}${calls}`,
+        label: `${msg.role}: ${firstLine(contentText(msg.content)) || '(empty)'}${calls}`,
         description: msg.id,
         value: msg.id as string,
       };

@@ -1,0 +1,624 @@
+//! Every part of every message, kept: content as parts (text, images,
+//! thinking with its signature, redacted thinking, kinds compactd does not
+//! know) and fields it does not know come back from `conversation/history`
+//! as they were sent, after a restart, a branch and a compaction; images
+//! are counted by their size, not their base64, and stored once; an agent
+//! with extended thinking on runs its tool loop through compactd's history
+//! against a server that refuses a thinking block sent back altered.
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::path::Path;
+
+use proptest::prelude::*;
+use proptest::strategy::ValueTree;
+use proptest::test_runner::TestRunner;
+use serde_json::{json, Map, Value};
+
+use crate::support::{transcripts_dir, ScriptedModel, Server};
+
+const B64: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+fn base64(bytes: &[u8]) -> String {
+    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
+    for chunk in bytes.chunks(3) {
+        let b = [
+            chunk[0],
+            *chunk.get(1).unwrap_or(&0),
+            *chunk.get(2).unwrap_or(&0),
+        ];
+        let n = u32::from(b[0]) << 16 | u32::from(b[1]) << 8 | u32::from(b[2]);
+        for i in 0..4 {
+            if i <= chunk.len() {
+                out.push(B64[(n >> (18 - 6 * i) & 63) as usize] as char);
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
+}
+
+/// A PNG of `width` × `height` as its header reads, `bytes` long (what
+/// follows the header is filler: compactd reads only the header).
+fn png(width: u32, height: u32, bytes: usize, seed: u8) -> String {
+    let mut data = b"\x89PNG\r\n\x1a\n\0\0\0\x0dIHDR".to_vec();
+    data.extend(width.to_be_bytes());
+    data.extend(height.to_be_bytes());
+    data.extend([8, 6, 0, 0, 0]);
+    let mut x = u32::from(seed) | 1;
+    while data.len() < bytes {
+        x ^= x << 13;
+        x ^= x >> 17;
+        x ^= x << 5;
+        data.push(x as u8);
+    }
+    base64(&data)
+}
+
+fn image(width: u32, height: u32, bytes: usize, seed: u8) -> Value {
+    json!({"type": "image", "mediaType": "image/png", "data": png(width, height, bytes, seed)})
+}
+
+/// Any part, of each kind compactd reads and of kinds it does not, with
+/// fields it does not know.
+fn part() -> impl Strategy<Value = Value> {
+    let word = "[a-z]{1,8}";
+    let extra = proptest::option::of(("[a-z_]{3,10}", word))
+        .prop_map(|kv| kv.map(|(k, v)| (k, json!({ "v": v }))));
+    prop_oneof![
+        (".{0,40}", extra.clone()).prop_map(|(text, extra)| with(json!({"type": "text", "text": text}), extra)),
+        (1u32..3000, 1u32..3000, prop_oneof![Just(300usize), Just(12_000usize)], any::<u8>())
+            .prop_map(|(w, h, bytes, seed)| image(w, h, bytes, seed)),
+        (".{0,40}", "[A-Za-z0-9+/=]{8,40}", extra.clone()).prop_map(|(thinking, signature, extra)| with(
+            json!({"type": "thinking", "thinking": thinking, "signature": signature}),
+            extra
+        )),
+        "[A-Za-z0-9+/=]{8,60}".prop_map(|data| json!({"type": "redactedThinking", "data": data})),
+        (word, word).prop_map(|(a, b)| json!({"type": "reasoning", "encrypted_content": a, "summary": [{"type": "summary_text", "text": b}]})),
+    ]
+}
+
+fn with(mut part: Value, extra: Option<(String, Value)>) -> Value {
+    if let Some((key, value)) = extra.filter(|(k, _)| {
+        ![
+            "type",
+            "text",
+            "thinking",
+            "signature",
+            "data",
+            "mediaType",
+            "url",
+        ]
+        .contains(&k.as_str())
+    }) {
+        part[key] = value;
+    }
+    part
+}
+
+fn content() -> impl Strategy<Value = Value> {
+    prop_oneof![
+        ".{0,60}".prop_map(Value::from),
+        proptest::collection::vec(part(), 0..4).prop_map(Value::from)
+    ]
+}
+
+/// Fields compactd does not know, on a message.
+fn unknown_fields() -> impl Strategy<Value = Map<String, Value>> {
+    proptest::collection::btree_map(
+        prop_oneof![
+            Just("thinkingSignature"),
+            Just("name"),
+            Just("cache_control"),
+            Just("x-trace")
+        ],
+        "[a-z0-9]{1,12}",
+        0..3,
+    )
+    .prop_map(|fields| {
+        fields
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), Value::from(v)))
+            .collect()
+    })
+}
+
+/// A turn: a user message, an assistant message with one call, its result
+/// (each with any content and unknown fields), and an answer.
+fn turn(n: usize) -> impl Strategy<Value = Vec<Value>> {
+    (content(), content(), content(), content(), unknown_fields(), unknown_fields()).prop_map(
+        move |(user, assistant, result, answer, extra_a, extra_b)| {
+            let mut call = json!({"id": format!("a{n}"), "role": "assistant", "content": assistant,
+                "toolCalls": [{"id": format!("c{n}"), "name": "read", "arguments": {"path": "x"}}]});
+            call.as_object_mut().unwrap().extend(extra_a);
+            let mut user = json!({"id": format!("u{n}"), "role": "user", "content": user});
+            user.as_object_mut().unwrap().extend(extra_b);
+            vec![
+                user,
+                call,
+                json!({"id": format!("t{n}"), "role": "tool", "toolCallId": format!("c{n}"), "toolName": "read", "content": result}),
+                json!({"id": format!("r{n}"), "role": "assistant", "content": answer, "model": "claude-sonnet-4-5"}),
+            ]
+        },
+    )
+}
+
+fn conversation() -> impl Strategy<Value = Vec<Value>> {
+    (turn(1), turn(2), turn(3)).prop_map(|(a, b, c)| a.into_iter().chain(b).chain(c).collect())
+}
+
+fn history(server: &mut Server, session: &str) -> Vec<Value> {
+    let history = server
+        .request("conversation/history", json!({"sessionId": session}))
+        .unwrap();
+    history["messages"].as_array().unwrap().clone()
+}
+
+/// A message as history gives it: summaries aside, every message as sent.
+fn by_id(messages: &[Value]) -> Map<String, Value> {
+    messages
+        .iter()
+        .map(|m| (m["id"].as_str().unwrap_or("").to_string(), m.clone()))
+        .collect()
+}
+
+#[test]
+fn any_message_comes_back_as_it_was_sent() {
+    let dir = tempfile::tempdir().unwrap();
+    let options = json!({"summarizer": {"provider": "offline"}});
+    let mut server = Server::start(dir.path(), options.clone());
+    let mut runner = TestRunner::deterministic();
+    let mut cases = Vec::new();
+    for case in 0..24 {
+        let sent = conversation().new_tree(&mut runner).unwrap().current();
+        let session = format!("p{case}");
+        server.open(json!({"sessionId": session, "model": "claude-sonnet-4-5"}));
+        server.append(&session, &sent);
+        assert_eq!(history(&mut server, &session), sent, "case {case}");
+        // A branch before the last turn holds the two before it, as sent.
+        let branched = server
+            .request(
+                "conversation/branch",
+                json!({"sessionId": session, "beforeMessageId": "u3"}),
+            )
+            .unwrap();
+        let branch = branched["sessionId"].as_str().unwrap().to_string();
+        assert_eq!(
+            history(&mut server, &branch),
+            sent[..8].to_vec(),
+            "case {case}: branch"
+        );
+        cases.push((session, branch, sent));
+    }
+    // A compaction keeps the tail verbatim: each kept message as sent.
+    for (session, _, sent) in &cases[..8] {
+        let compacted = server
+            .request(
+                "conversation/compact",
+                json!({"sessionId": session, "keepRecentTokens": 1}),
+            )
+            .unwrap();
+        assert_eq!(compacted["compacted"], true, "{compacted}");
+        let kept = history(&mut server, session);
+        let sent = by_id(sent);
+        let mut checked = 0;
+        for message in kept
+            .iter()
+            .filter(|m| sent.contains_key(m["id"].as_str().unwrap_or("")))
+        {
+            assert_eq!(message, &sent[message["id"].as_str().unwrap()], "{session}");
+            checked += 1;
+        }
+        assert!(checked >= 1, "{session}: a kept tail");
+    }
+    assert_eq!(server.shutdown_and_exit(), 0);
+    // After a restart, from the logs and the blob store.
+    let mut server = Server::start(dir.path(), options);
+    for (session, branch, sent) in &cases[8..] {
+        server.open(json!({"sessionId": session}));
+        assert_eq!(
+            &history(&mut server, session),
+            sent,
+            "{session} after a restart"
+        );
+        server.open(json!({"sessionId": branch}));
+        assert_eq!(
+            history(&mut server, branch),
+            sent[..8].to_vec(),
+            "{branch} after a restart"
+        );
+    }
+}
+
+#[test]
+fn parts_that_lack_what_their_kind_needs_are_refused_by_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut server = Server::start(dir.path(), json!({}));
+    let session = server.open(json!({}));
+    let cases = [
+        (
+            json!([{"type": "image"}]),
+            "content[0]: an image part needs `data` (base64) or `url`",
+        ),
+        (json!([{"text": "x"}]), "a part needs a `type`"),
+        (json!(7), "expected a string or an array of parts"),
+        (
+            json!([{"type": "image", "data": "x", "$stored": {"length": 1}}]),
+            "`$stored` is compactd's own field",
+        ),
+    ];
+    for (content, words) in cases {
+        let err = server
+            .request(
+                "conversation/append",
+                json!({"sessionId": session, "messages": [{"role": "user", "content": content}]}),
+            )
+            .unwrap_err();
+        assert_eq!(err.code, -32602, "{content}");
+        assert!(err.message.contains(words), "{content}: {}", err.message);
+    }
+    assert!(history(&mut server, &session).is_empty(), "nothing applied");
+}
+
+/// The files under `dir`, and their total size.
+fn du(dir: &Path) -> (usize, u64) {
+    let mut files = 0;
+    let mut bytes = 0;
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let entry = entry.unwrap();
+        let meta = entry.metadata().unwrap();
+        if meta.is_dir() {
+            let (f, b) = du(&entry.path());
+            files += f;
+            bytes += b;
+        } else {
+            files += 1;
+            bytes += meta.len();
+        }
+    }
+    (files, bytes)
+}
+
+#[test]
+fn a_screenshot_counts_by_its_size_and_is_stored_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut server = Server::start(dir.path(), json!({"autoCompact": false}));
+    let session = server.open(json!({"model": "claude-sonnet-4-5", "contextWindow": 200000}));
+    let empty = server.append(&session, [json!({"role": "user", "content": "hi"})]);
+    let before = empty["meter"]["contextTokens"].as_u64().unwrap();
+    // A 1 MB PNG screenshot, 1280×720.
+    let shot = image(1280, 720, 1 << 20, 7);
+    let message =
+        json!({"role": "user", "content": [shot, {"type": "text", "text": "what is wrong here?"}]});
+    let after = server.append(&session, [message.clone()])["meter"]["contextTokens"]
+        .as_u64()
+        .unwrap();
+    let image_tokens = after - before;
+    // Anthropic: 1280 × 720 / 750 = 1,229 (plus the words and framing).
+    assert!((1_229..1_300).contains(&image_tokens), "{image_tokens}");
+    let data = dir.path().join("blobs");
+    let (files, bytes) = du(&data);
+    assert_eq!(files, 1);
+    // Nine more times: the data dir grows by the log lines only.
+    let log_before = std::fs::metadata(dir.path().join(format!("{session}.jsonl")))
+        .unwrap()
+        .len();
+    for _ in 0..9 {
+        server.append(&session, [message.clone()]);
+    }
+    assert_eq!(du(&data), (files, bytes), "one copy of the image");
+    let log_after = std::fs::metadata(dir.path().join(format!("{session}.jsonl")))
+        .unwrap()
+        .len();
+    assert!(
+        log_after - log_before < 9 * 2_000,
+        "the log names the blob: {}",
+        log_after - log_before
+    );
+    // And the history has the bytes back.
+    let messages = history(&mut server, &session);
+    assert_eq!(
+        messages[1]["content"][0]["data"],
+        message["content"][0]["data"]
+    );
+    // OpenAI's rule for an OpenAI model: 85 + 170 × 6 tiles.
+    let gpt = server.open(json!({"model": "gpt-4o", "contextWindow": 128000}));
+    let base = server.append(&gpt, [json!({"role": "user", "content": "hi"})])["meter"]
+        ["contextTokens"]
+        .as_u64()
+        .unwrap();
+    let with = server.append(&gpt, [message])["meter"]["contextTokens"]
+        .as_u64()
+        .unwrap();
+    assert!((1_105..1_180).contains(&(with - base)), "{}", with - base);
+}
+
+#[test]
+fn a_blob_missing_on_load_is_reported_not_fatal() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut server = Server::start(dir.path(), json!({}));
+    let session = server.open(json!({"sessionId": "s"}));
+    server.append(
+        &session,
+        [json!({"role": "user", "content": [image(640, 480, 20_000, 1)]})],
+    );
+    server.shutdown_and_exit();
+    std::fs::remove_dir_all(dir.path().join("blobs")).unwrap();
+    let mut server = Server::start(dir.path(), json!({}));
+    let opened = server
+        .request("conversation/open", json!({"sessionId": "s"}))
+        .unwrap();
+    let warnings = opened["warnings"].to_string();
+    assert!(warnings.contains("is missing"), "{opened}");
+    let messages = history(&mut server, "s");
+    assert_eq!(messages.len(), 1);
+    assert!(
+        messages[0]["content"][0].get("$stored").is_some(),
+        "the reference stays"
+    );
+}
+
+// ---------------------------------------------------------------------
+// An agent with extended thinking on, its history kept in compactd.
+
+/// POST `body` as JSON; the status and the JSON answer.
+fn post(url: &str, path: &str, body: &Value) -> (u16, Value) {
+    let address = url.trim_start_matches("http://");
+    let mut stream = TcpStream::connect(address).unwrap();
+    let body = body.to_string();
+    write!(
+        stream,
+        "POST {path} HTTP/1.1\r\nHost: {address}\r\nContent-Type: application/json\r\nx-api-key: scripted\r\nanthropic-version: 2023-06-01\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).unwrap();
+    let (head, body) = response.split_once("\r\n\r\n").unwrap();
+    let status = head.split_whitespace().nth(1).unwrap().parse().unwrap();
+    (status, serde_json::from_str(body).unwrap_or(Value::Null))
+}
+
+/// compactd's history as an Anthropic Messages request: parts become
+/// blocks (thinking with its signature first), tool results user blocks,
+/// and neighbours of one role merge.
+fn anthropic_messages(history: &[Value]) -> (Option<String>, Vec<Value>) {
+    let mut system = None;
+    let mut out: Vec<Value> = Vec::new();
+    for m in history {
+        let blocks: Vec<Value> = match &m["content"] {
+            Value::String(text) if !text.is_empty() => vec![json!({"type": "text", "text": text})],
+            Value::Array(parts) => parts
+                .iter()
+                .map(|p| match p["type"].as_str() {
+                    Some("image") => json!({"type": "image", "source": {"type": "base64", "media_type": p["mediaType"], "data": p["data"]}}),
+                    Some("thinking") => json!({"type": "thinking", "thinking": p["thinking"], "signature": p["signature"]}),
+                    Some("redactedThinking") => json!({"type": "redacted_thinking", "data": p["data"]}),
+                    _ => json!({"type": "text", "text": p["text"]}),
+                })
+                .collect(),
+            _ => Vec::new(),
+        };
+        let (role, blocks) = match m["role"].as_str().unwrap() {
+            "system" => {
+                system = m["content"].as_str().map(str::to_string);
+                continue;
+            }
+            "tool" => (
+                "user",
+                vec![
+                    json!({"type": "tool_result", "tool_use_id": m["toolCallId"], "content": blocks}),
+                ],
+            ),
+            "assistant" => {
+                let mut blocks = blocks;
+                for call in m["toolCalls"].as_array().into_iter().flatten() {
+                    blocks.push(json!({"type": "tool_use", "id": call["id"], "name": call["name"], "input": call["arguments"]}));
+                }
+                ("assistant", blocks)
+            }
+            role => (if role == "user" { "user" } else { "assistant" }, blocks),
+        };
+        match out.last_mut() {
+            Some(last) if last["role"] == role => {
+                last["content"].as_array_mut().unwrap().extend(blocks)
+            }
+            _ => out.push(json!({"role": role, "content": blocks})),
+        }
+    }
+    (system, out)
+}
+
+/// An Anthropic response as the compactd message it is: thinking (with
+/// its signature) and text as parts, tool uses as calls, its usage.
+fn assistant_message(response: &Value) -> Value {
+    let mut parts = Vec::new();
+    let mut calls = Vec::new();
+    for block in response["content"].as_array().unwrap() {
+        match block["type"].as_str().unwrap() {
+            "thinking" => parts.push(json!({"type": "thinking", "thinking": block["thinking"], "signature": block["signature"]})),
+            "text" => parts.push(json!({"type": "text", "text": block["text"]})),
+            "tool_use" => calls.push(json!({"id": block["id"], "name": block["name"], "arguments": block["input"]})),
+            _ => {}
+        }
+    }
+    let u = &response["usage"];
+    json!({"role": "assistant", "content": parts, "toolCalls": calls, "model": response["model"],
+        "usage": {"input": u["input_tokens"], "output": u["output_tokens"],
+            "cacheRead": u["cache_read_input_tokens"], "cacheWrite": u["cache_creation_input_tokens"]}})
+}
+
+#[test]
+fn an_agent_with_thinking_on_runs_its_tool_loop_through_compactds_history() {
+    if std::process::Command::new("python3")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        eprintln!("skipping: python3 is missing (the scripted model server needs it)");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    // Six tool calls, each answered with thinking, then the end.
+    let mut turns: Vec<Value> = (1..=6)
+        .map(|n| json!({"reply": {"thinking": format!("step {n}: read the next file"), "text": format!("Reading f{n}."),
+            "tool_calls": [{"id": format!("toolu_{n}"), "name": "read", "arguments": {"path": format!("f{n}.rs")}}],
+            "usage": "auto"}}))
+        .collect();
+    turns.push(json!({"reply": {"thinking": "all read", "text": "Done: the screenshot shows a layout bug in f3.", "usage": "auto"}}));
+    let scenario = dir.path().join("thinking.json");
+    std::fs::write(&scenario, json!({"turns": turns}).to_string()).unwrap();
+    let model = ScriptedModel::start_file(&scenario, &dir.path().join("requests.jsonl"), &[]);
+    let mut server = Server::start(&dir.path().join("data"), json!({"autoCompact": false}));
+    let session = server.open(
+        json!({"model": "claude-sonnet-4-5", "contextWindow": 200000,
+        "systemPrompt": "You are a coding agent."}),
+    );
+    let shot = image(1280, 720, 200_000, 3);
+    server.append(&session, [json!({"role": "user", "content": [shot.clone(), {"type": "text", "text": "Fix what this screenshot shows."}]})]);
+    let mut compactions = 0;
+    for round in 0.. {
+        let (system, messages) = anthropic_messages(&history(&mut server, &session));
+        let request = json!({"model": "claude-sonnet-4-5", "max_tokens": 4096, "system": system,
+            "thinking": {"type": "enabled", "budget_tokens": 2048}, "messages": messages});
+        let (status, response) = post(&model.url, "/v1/messages", &request);
+        assert_eq!(status, 200, "round {round}: {response}");
+        let reply = assistant_message(&response);
+        let calls = reply["toolCalls"].as_array().unwrap().clone();
+        server.append(&session, [reply]);
+        if calls.is_empty() {
+            break;
+        }
+        let results: Vec<Value> = calls
+            .iter()
+            .map(|c| json!({"role": "tool", "toolCallId": c["id"], "toolName": "read", "content": format!("contents of {}\n{}", c["arguments"]["path"], "x".repeat(4000))}))
+            .collect();
+        server.append(&session, results);
+        // Mid-loop, every other round: the summary, then the call with its
+        // signed thinking and its result, kept verbatim.
+        if round % 2 == 1 {
+            let compacted = server
+                .request(
+                    "conversation/compact",
+                    json!({"sessionId": session, "keepRecentTokens": 1}),
+                )
+                .unwrap();
+            assert_eq!(compacted["compacted"], true, "{compacted}");
+            compactions += 1;
+            let summary = compacted["summary"].as_str().unwrap();
+            if compactions == 1 {
+                assert!(
+                    summary.contains("[image: image/png, 1280×720, message m1]"),
+                    "{summary}"
+                );
+            }
+        }
+        assert!(round < 20, "the scenario ends");
+    }
+    assert!(compactions >= 3, "{compactions}");
+    let log = std::fs::read_to_string(dir.path().join("requests.jsonl")).unwrap();
+    let requests: Vec<Value> = log
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(requests.len(), 7);
+    assert!(
+        requests
+            .iter()
+            .all(|r| r.get("rejected").is_none_or(Value::is_null)),
+        "{log}"
+    );
+    // The check has teeth: the same request with the signature altered is refused.
+    let (_, mut messages) = anthropic_messages(&history(&mut server, &session));
+    let n = messages.len();
+    messages.truncate(n - 1);
+    if let Some(last) = messages.last_mut() {
+        last["content"][0]["signature"] = json!("altered");
+    }
+    messages.push(json!({"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_6", "content": "x"}]}));
+    let (status, _) = post(
+        &model.url,
+        "/v1/messages",
+        &json!({"model": "m", "max_tokens": 10,
+        "thinking": {"type": "enabled", "budget_tokens": 1024}, "messages": messages}),
+    );
+    assert_eq!(status, 400);
+}
+
+// ---------------------------------------------------------------------
+// Real transcripts that carry images and signed thinking.
+
+/// The signatures of a transcript's thinking blocks, each once, in order
+/// (a response's line may be written twice).
+fn signatures_in(raw: &str, field: &str) -> Vec<String> {
+    let mut unique: Vec<String> = Vec::new();
+    let blocks = raw
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .flat_map(|e| {
+            e.pointer("/message/content")
+                .and_then(Value::as_array)
+                .cloned()
+                .unwrap_or_default()
+        });
+    for block in blocks.filter(|b| b["type"] == "thinking") {
+        if let Some(signature) = block[field]
+            .as_str()
+            .filter(|s| !unique.iter().any(|u| u == s))
+        {
+            unique.push(signature.to_string());
+        }
+    }
+    unique
+}
+
+#[test]
+fn imported_transcripts_keep_their_images_and_signed_thinking() {
+    let Some(corpus) = transcripts_dir() else {
+        eprintln!("skipping: ../shared/transcripts is absent");
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let mut server = Server::start(dir.path(), json!({}));
+    let import = |server: &mut Server, path: &Path| -> Vec<Value> {
+        let result = server
+            .request("conversation/import", json!({"path": path}))
+            .unwrap();
+        history(server, result["sessionId"].as_str().unwrap())
+    };
+    // Claude Code: a pasted screenshot (claude-code-message-catalog).
+    let messages = import(
+        &mut server,
+        &corpus.join("claude-code-message-catalog/user/image.jsonl"),
+    );
+    let parts = messages[0]["content"].as_array().expect("parts");
+    assert_eq!(parts[0]["type"], "image");
+    assert_eq!(parts[0]["mediaType"], "image/png");
+    assert!(parts[0]["data"]
+        .as_str()
+        .unwrap()
+        .starts_with("iVBORw0KGgo"));
+    assert!(parts[1]["text"]
+        .as_str()
+        .unwrap()
+        .starts_with("Do you think we could set up rewrites"));
+    // Thinking with its signature: a real Claude Code session, and pi's.
+    let sessions = [
+        ("claude-code-jsonl/-Users-dain-workspace-coderabbit-review-helper/cb2e607c-c758-415a-8b45-c49e4631906a.jsonl", "signature"),
+        ("pi-session-jsonl/large-session.jsonl", "thinkingSignature"),
+    ];
+    for (file, field) in sessions {
+        let session = corpus.join(file);
+        let source = signatures_in(&std::fs::read_to_string(&session).unwrap(), field);
+        assert!(!source.is_empty(), "{file} has signed thinking");
+        let messages = import(&mut server, &session);
+        let kept: Vec<String> = messages
+            .iter()
+            .flat_map(|m| m["content"].as_array().into_iter().flatten())
+            .filter(|p| p["type"] == "thinking")
+            .filter_map(|p| p["signature"].as_str().map(str::to_string))
+            .collect();
+        assert_eq!(kept, source, "{file}");
+    }
+}
