@@ -210,6 +210,11 @@ pub struct CompactArgs {
     /// keepRecentTokens, 20000).
     #[arg(long, value_name = "N")]
     pub keep_recent_tokens: Option<u64>,
+    /// Keep at least the N newest messages verbatim, whatever
+    /// --keep-recent-tokens keeps (default: the configured
+    /// keepRecentMessages, 0).
+    #[arg(long, value_name = "N")]
+    pub keep_recent_messages: Option<usize>,
     /// Also write the compacted session, as a compactd session log, to FILE
     /// (never the input file).
     #[arg(long, value_name = "FILE")]
@@ -241,6 +246,10 @@ pub struct ReplayArgs {
     /// keepRecentTokens, 20000).
     #[arg(long, value_name = "N")]
     pub keep_recent_tokens: Option<u64>,
+    /// At least the N newest messages each compaction keeps verbatim
+    /// (default: the configured keepRecentMessages, 0).
+    #[arg(long, value_name = "N")]
+    pub keep_recent_messages: Option<usize>,
 }
 
 #[derive(Args, Debug, Clone)]

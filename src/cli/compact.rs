@@ -9,7 +9,7 @@ use serde_json::json;
 
 use super::args::CompactArgs;
 use super::error::CliError;
-use super::load::{import_file, keep_recent_flag, resolve_config, session_env, ConfigFlag};
+use super::load::{import_file, keep_recent_flags, resolve_config, session_env, ConfigFlag};
 use crate::compaction::CompactionJob;
 use crate::engine::compaction::{self as compaction, NotPlanned, Outcome};
 use crate::engine::{self, SessionEnv};
@@ -59,7 +59,10 @@ fn config_flags(args: &CompactArgs) -> Vec<ConfigFlag> {
             overlay: json!({ "summarizer": { "model": model } }),
         });
     }
-    flags.extend(keep_recent_flag(args.keep_recent_tokens));
+    flags.extend(keep_recent_flags(
+        args.keep_recent_tokens,
+        args.keep_recent_messages,
+    ));
     flags
 }
 

@@ -66,12 +66,19 @@ pub(super) fn resolve_config(
     )?)
 }
 
-pub(super) fn keep_recent_flag(value: Option<u64>) -> Option<ConfigFlag> {
-    value.map(|n| ConfigFlag {
+/// `--keep-recent-tokens` and `--keep-recent-messages`, as they are set.
+pub(super) fn keep_recent_flags(tokens: Option<u64>, messages: Option<usize>) -> Vec<ConfigFlag> {
+    let tokens = tokens.map(|n| ConfigFlag {
         flag: "--keep-recent-tokens",
         value: n.to_string(),
         overlay: json!({ "keepRecentTokens": n }),
-    })
+    });
+    let messages = messages.map(|n| ConfigFlag {
+        flag: "--keep-recent-messages",
+        value: n.to_string(),
+        overlay: json!({ "keepRecentMessages": n }),
+    });
+    tokens.into_iter().chain(messages).collect()
 }
 
 /// Imports a transcript behind a spinner and notes what was skipped.

@@ -8,7 +8,7 @@ use serde::Serialize;
 use super::args::ReplayArgs;
 use super::error::CliError;
 use super::load::{
-    import_file, keep_recent_flag, message_or_apply, resolve_config, session_env, walking_session,
+    import_file, keep_recent_flags, message_or_apply, resolve_config, session_env, walking_session,
 };
 use super::out::thousands;
 use crate::compaction::trigger::{AttemptVerdict, TriggerKind};
@@ -66,9 +66,7 @@ pub async fn run(args: &ReplayArgs, no_user_config: bool) -> Result<(), CliError
     }
     let config = resolve_config(
         no_user_config,
-        keep_recent_flag(args.keep_recent_tokens)
-            .into_iter()
-            .collect(),
+        keep_recent_flags(args.keep_recent_tokens, args.keep_recent_messages),
     )?;
     let quiet = args.common.quiet;
     let imported = import_file(&args.file, args.common.format.format(), quiet, &config)?;

@@ -25,6 +25,9 @@ use crate::tokens::{self, Correction, Encoding};
 pub struct PlanOptions {
     pub strategy: Strategy,
     pub keep_recent_tokens: u64,
+    /// At least this many of the newest messages stay verbatim, whatever
+    /// `keep_recent_tokens` says (`keepRecentMessages`).
+    pub keep_recent_messages: usize,
     pub retention_window: usize,
     pub prune_protect_tokens: u64,
     pub prune_minimum_tokens: u64,
@@ -56,6 +59,11 @@ pub struct PlanInput<'a> {
     pub encoding: Encoding,
     /// The text that introduces a summary in the view.
     pub summary_prefix: &'a str,
+    /// What every request carries besides the view, and the model (for a
+    /// provider's recount of the compacted history).
+    pub system_prompt: Option<&'a str>,
+    pub tool_definitions: &'a [serde_json::Value],
+    pub model: Option<&'a str>,
 }
 
 impl PlanInput<'_> {
@@ -201,6 +209,10 @@ pub struct CompactionJob {
     /// How the session counts and introduces the summary, for its size.
     pub encoding: Encoding,
     pub summary_prefix: String,
+    /// The request around the view, for a provider's recount.
+    pub system_prompt: Option<String>,
+    pub tool_definitions: Vec<serde_json::Value>,
+    pub model: Option<String>,
 }
 
 /// What one summary covers, as planned: the view's messages (shared, each
@@ -258,6 +270,9 @@ pub fn plan(
             generation: input.records.len(),
             encoding: input.encoding,
             summary_prefix: input.summary_prefix.to_string(),
+            system_prompt: input.system_prompt.map(str::to_string),
+            tool_definitions: input.tool_definitions.to_vec(),
+            model: input.model.map(str::to_string),
         },
         main: None,
         prefix: None,
@@ -285,10 +300,15 @@ fn plan_checkpoint(
     planned: &mut PlannedJob,
 ) -> Result<(), String> {
     let entries = &input.entries;
-    let plan = plan::plan_checkpoint(entries, options.keep_recent_tokens).ok_or_else(|| {
+    let plan = plan::plan_checkpoint(
+        entries,
+        options.keep_recent_tokens,
+        options.keep_recent_messages,
+    )
+    .ok_or_else(|| {
         format!(
-            "nothing to compact: the history after the last compaction fits in keepRecentTokens ({}) or has no place to cut",
-            options.keep_recent_tokens
+            "nothing to compact: the history after the last compaction fits in keepRecentTokens ({}) and keepRecentMessages ({}), or has no place to cut",
+            options.keep_recent_tokens, options.keep_recent_messages
         )
     })?;
     let first = input.first();
@@ -320,10 +340,10 @@ fn plan_incremental(
     planned: &mut PlannedJob,
 ) -> Result<(), String> {
     let entries = &input.entries;
-    let run = plan::plan_incremental(entries, options.retention_window).ok_or_else(|| {
+    let retention = options.retention_window.max(options.keep_recent_messages);
+    let run = plan::plan_incremental(entries, retention).ok_or_else(|| {
         format!(
-            "nothing to compact: no run of assistant and tool messages outside the newest {} messages",
-            options.retention_window
+            "nothing to compact: no run of assistant and tool messages outside the newest {retention} messages"
         )
     })?;
     planned.main = Some(input.source(run.clone(), None, None));
@@ -360,6 +380,7 @@ fn plan_prune(
         entries,
         placeholder,
         options.prune_protect_tokens,
+        options.keep_recent_messages,
         options.prune_minimum_tokens,
     )
     .ok_or_else(|| {
@@ -546,6 +567,8 @@ impl CompactionJob {
             created_at: Some(created_at),
             duration_ms: Some(duration_ms),
             images: self.images.clone(),
+            provider_tokens_after: None,
+            recount_note: None,
         };
         note_summarizers(&mut record, [main, turn_prefix]);
         self.set_target(&mut record);

@@ -58,16 +58,27 @@ impl Strategy {
 }
 
 /// Chooses the cut so that at least `keep_recent_tokens` of the newest
-/// messages stay verbatim, cutting only where `cut_points` allows (before a
-/// user or assistant message, so that no tool result is separated from its
-/// call). 0 keeps nothing. `None` when nothing would be summarized.
-pub fn find_cut_at(tokens: &[u64], cut_points: &[bool], keep_recent_tokens: u64) -> Option<usize> {
+/// messages, and at least `keep_recent_messages` of them, stay verbatim
+/// (whichever keeps more), cutting only where `cut_points` allows (before
+/// a user or assistant message, so that no tool result is separated from
+/// its call). 0 and 0 keep nothing. `None` when nothing would be
+/// summarized.
+pub fn find_cut_at(
+    tokens: &[u64],
+    cut_points: &[bool],
+    keep_recent_tokens: u64,
+    keep_recent_messages: usize,
+) -> Option<usize> {
     debug_assert_eq!(tokens.len(), cut_points.len());
     if tokens.is_empty() {
         return None;
     }
+    let by_messages = tokens.len().checked_sub(keep_recent_messages)?;
     if keep_recent_tokens == 0 {
-        return Some(tokens.len());
+        return (0..=by_messages)
+            .rev()
+            .find(|&i| i == tokens.len() || cut_points[i])
+            .filter(|&c| c > 0);
     }
     // The newest index at which the kept tail reaches the budget.
     let mut kept = 0u64;
@@ -75,7 +86,7 @@ pub fn find_cut_at(tokens: &[u64], cut_points: &[bool], keep_recent_tokens: u64)
     for i in (0..tokens.len()).rev() {
         kept += tokens[i];
         if kept >= keep_recent_tokens {
-            target = Some(i);
+            target = Some(i.min(by_messages));
             break;
         }
     }
@@ -173,7 +184,7 @@ mod tests {
         }
         let tokens = vec![10; messages.len()];
         let cut_points: Vec<bool> = messages.iter().map(Message::is_cut_point).collect();
-        let got = find_cut_at(&tokens, &cut_points, keep);
+        let got = find_cut_at(&tokens, &cut_points, keep, 0);
         assert_eq!(got, expected_cut, "shape {shape} keep {keep}");
         if let Some(cut) = got {
             if cut < messages.len() {
@@ -197,6 +208,22 @@ mod tests {
         check("Attt", 10, None); // the only cut point is the start
         check("uaua", 0, Some(4)); // keep nothing
         check("uAtuAtAt", 25, Some(4));
+    }
+
+    /// `keepRecentMessages` keeps at least that many, whatever the tokens.
+    #[test]
+    fn a_message_count_keeps_at_least_that_many() {
+        let points = |shape: &str| -> Vec<bool> { shape.chars().map(|c| c != 't').collect() };
+        let tokens = vec![10; 6];
+        // Tokens alone would keep 2; four messages are kept.
+        assert_eq!(find_cut_at(&tokens, &points("uauaua"), 20, 4), Some(2));
+        // Tokens keep more than the count: tokens decide.
+        assert_eq!(find_cut_at(&tokens, &points("uauaua"), 50, 1), Some(1));
+        // Walks back to a cut point: never starts at a tool result.
+        assert_eq!(find_cut_at(&tokens, &points("uAttua"), 0, 4), Some(1));
+        // More than there are: nothing to compact.
+        assert_eq!(find_cut_at(&tokens, &points("uauaua"), 0, 6), None);
+        assert_eq!(find_cut_at(&tokens, &points("uauaua"), 0, 0), Some(6));
     }
 
     #[test]

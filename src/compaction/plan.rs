@@ -57,14 +57,24 @@ pub struct CheckpointPlan {
 }
 
 /// Plans a checkpoint keeping at least `keep_recent_tokens` of the newest
-/// entries (0 keeps nothing).
-pub fn plan_checkpoint(view: &[ViewEntry], keep_recent_tokens: u64) -> Option<CheckpointPlan> {
+/// entries and at least `keep_recent_messages` of them (0 and 0 keep
+/// nothing).
+pub fn plan_checkpoint(
+    view: &[ViewEntry],
+    keep_recent_tokens: u64,
+    keep_recent_messages: usize,
+) -> Option<CheckpointPlan> {
     let first = view
         .iter()
         .position(|e| e.kind != EntryKind::CheckpointSummary)?;
     let tokens: Vec<u64> = view.iter().map(|e| e.tokens).collect();
     let cut_points: Vec<bool> = view.iter().map(ViewEntry::is_cut_point).collect();
-    let cut = super::find_cut_at(&tokens, &cut_points, keep_recent_tokens)?;
+    let cut = super::find_cut_at(
+        &tokens,
+        &cut_points,
+        keep_recent_tokens,
+        keep_recent_messages,
+    )?;
     if cut <= first {
         return None;
     }
@@ -119,20 +129,23 @@ pub struct PrunePlan {
     pub freed: u64,
 }
 
-/// Protects the newest `protect` tokens of tool output and prunes the
-/// older outputs, but only when that frees at least `minimum` tokens.
-/// `placeholder_tokens` is what a pruned result still costs.
+/// Protects the newest `protect` tokens of tool output and the newest
+/// `protect_messages` entries, and prunes the older outputs, but only when
+/// that frees at least `minimum` tokens. `placeholder_tokens` is what a
+/// pruned result still costs.
 pub fn plan_prune(
     view: &[ViewEntry],
     placeholder_tokens: u64,
     protect: u64,
+    protect_messages: usize,
     minimum: u64,
 ) -> Option<PrunePlan> {
     let mut protected = 0u64;
     let mut indices = Vec::new();
     let mut freed = 0u64;
+    let newest = view.len().saturating_sub(protect_messages);
     for (i, entry) in view.iter().enumerate().rev() {
-        if entry.kind != EntryKind::Message || entry.message.role() != Role::Tool {
+        if entry.kind != EntryKind::Message || entry.message.role() != Role::Tool || i >= newest {
             continue;
         }
         if protected < protect {
@@ -211,7 +224,7 @@ mod tests {
     #[test]
     fn checkpoint_cuts() {
         let check = |shape: &str, keep: u64, expected: Option<(usize, Option<usize>)>| {
-            let got = plan_checkpoint(&view(shape, 10), keep).map(|p| (p.cut, p.turn_start));
+            let got = plan_checkpoint(&view(shape, 10), keep, 0).map(|p| (p.cut, p.turn_start));
             assert_eq!(got, expected, "{shape} keep {keep}");
         };
         check("uaua", 100, None);
@@ -246,7 +259,7 @@ mod tests {
         // 12 tool results of 10k tokens each (weight applies to all entries).
         let shape = "u".to_string() + &"At".repeat(12);
         let v = view(&shape, 10_000);
-        let plan = plan_prune(&v, 100, 40_000, 20_000).unwrap();
+        let plan = plan_prune(&v, 100, 40_000, 0, 20_000).unwrap();
         // The newest four results (40,000 tokens) are protected.
         assert_eq!(plan.indices.len(), 8);
         assert_eq!(plan.indices, vec![2, 4, 6, 8, 10, 12, 14, 16]);
@@ -254,16 +267,16 @@ mod tests {
         // Freeing less than the minimum does nothing.
         let small = view(&("u".to_string() + &"At".repeat(6)), 10_000);
         assert_eq!(
-            plan_prune(&small, 100, 40_000, 20_000).map(|p| p.freed),
+            plan_prune(&small, 100, 40_000, 0, 20_000).map(|p| p.freed),
             None,
             "2 × 9,900 < 20,000"
         );
         let just = view(&("u".to_string() + &"At".repeat(7)), 10_000);
         assert_eq!(
-            plan_prune(&just, 100, 40_000, 20_000).map(|p| p.freed),
+            plan_prune(&just, 100, 40_000, 0, 20_000).map(|p| p.freed),
             Some(29_700)
         );
         // Already pruned results are not pruned again.
-        assert_eq!(plan_prune(&view("uApApApAp", 10_000), 100, 0, 0), None);
+        assert_eq!(plan_prune(&view("uApApApAp", 10_000), 100, 0, 0, 0), None);
     }
 }

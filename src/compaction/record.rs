@@ -101,6 +101,13 @@ pub struct CompactionRecord {
     /// summary's `<images>` section, their data still in the log.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub images: Vec<String>,
+    /// What the provider counted for the compacted history
+    /// (`summarizer.recount`); fed to the calibration when it is applied.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provider_tokens_after: Option<u64>,
+    /// Why the provider was not asked, or could not answer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recount_note: Option<String>,
 }
 
 fn zero_is_unknown<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {

@@ -30,6 +30,12 @@ pub struct Config {
     pub default_context_window: u64,
     /// Newest tokens kept verbatim when compacting.
     pub keep_recent_tokens: u64,
+    /// At least this many of the newest messages stay verbatim in every
+    /// compaction, whatever `keepRecentTokens` keeps (the larger tail wins;
+    /// 0: only `keepRecentTokens` decides). Every strategy respects it:
+    /// `checkpoint` cuts no later, `incremental` and `prune` leave those
+    /// messages alone.
+    pub keep_recent_messages: usize,
     /// Compact automatically when a trigger fires.
     pub auto_compact: bool,
     /// Auto-compact at this percentage of the context window (0 disables).
@@ -119,6 +125,7 @@ impl Default for Config {
             context_window: None,
             default_context_window: 128_000,
             keep_recent_tokens: 20_000,
+            keep_recent_messages: 0,
             auto_compact: true,
             auto_compact_percent: 90.0,
             auto_compact_token_limit: 0,
@@ -147,6 +154,19 @@ impl Default for Config {
 }
 
 impl Config {
+    /// This configuration with a request's `keepRecentMessages` over it.
+    pub fn with_kept_messages(&self, messages: Option<usize>) -> std::borrow::Cow<'_, Config> {
+        match messages {
+            Some(keep_recent_messages) if keep_recent_messages != self.keep_recent_messages => {
+                std::borrow::Cow::Owned(Config {
+                    keep_recent_messages,
+                    ..self.clone()
+                })
+            }
+            _ => std::borrow::Cow::Borrowed(self),
+        }
+    }
+
     /// The default session directory.
     pub fn sessions_dir(&self) -> PathBuf {
         if let Some(dir) = &self.data_dir {

@@ -69,6 +69,11 @@ pub struct SummarizerConfig {
     pub stream: bool,
     /// `test` provider only: milliseconds to wait per chunk.
     pub delay_ms: u64,
+    /// After a checkpoint compaction, ask the provider what the compacted
+    /// history costs (Anthropic's `count_tokens`, free), report it as
+    /// `providerTokensAfter` and feed it to the calibration. Needs the
+    /// `anthropic` provider; with others the result says why not.
+    pub recount: bool,
 }
 
 impl Default for SummarizerConfig {
@@ -86,6 +91,7 @@ impl Default for SummarizerConfig {
             context_window: None,
             stream: true,
             delay_ms: 0,
+            recount: false,
         }
     }
 }

@@ -298,6 +298,14 @@ impl Part {
             |key: &str| matches!(self.fields.get(key), None | Some(Value::String(_)));
         let has_data = string("data") || self.stored.is_some();
         let problem = match kind {
+            // Anthropic's shape, sent as is: say where its fields go.
+            "image" | "document" if self.fields.contains_key("source") && !has_data => {
+                return Err(format!(
+                    "an {kind} part takes `mediaType` with `data` (base64), or `url`, not \
+                     Anthropic's `source` (its `media_type` and `data` or `url` move up; see \
+                     docs/protocol.md, Content parts)"
+                ))
+            }
             "text" if !string("text") => Some("a text part needs `text` (a string)"),
             "image" if !(has_data || string("url")) => {
                 Some("an image part needs `data` (base64) or `url`")
@@ -529,6 +537,10 @@ mod tests {
         check(
             json!({"type": "image"}),
             "content[0]: an image part needs `data` (base64) or `url`",
+        );
+        check(
+            json!({"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "iVBO"}}),
+            "content[0]: an image part takes `mediaType` with `data` (base64), or `url`, not Anthropic's `source`",
         );
         check(json!({"text": "x"}), "a part needs a `type`");
         check(json!({"type": "thinking"}), "`thinking`");

@@ -23,6 +23,7 @@ use crate::compaction::{
 };
 use crate::compaction::{Strategy, Trigger};
 use crate::config::Config;
+use crate::conversation::Message;
 use crate::session::Session;
 use crate::store::LogEntry;
 use crate::summarize::driver::{self, DriverSettings};
@@ -39,6 +40,7 @@ pub fn plan_options(
     PlanOptions {
         strategy,
         keep_recent_tokens,
+        keep_recent_messages: config.keep_recent_messages,
         retention_window: config.retention_window,
         prune_protect_tokens: config.prune_protect_tokens,
         prune_minimum_tokens: config.prune_minimum_tokens,
@@ -125,6 +127,9 @@ pub fn overflow_keep(config: &Config, session: &Session) -> u64 {
 pub struct JobSummarizer {
     summarizer: Box<dyn Summarizer>,
     settings: DriverSettings,
+    /// `summarizer.recount`: the provider to ask, and where kept images'
+    /// data is.
+    recount: Option<(crate::config::SummarizerConfig, crate::store::Blobs)>,
 }
 
 impl JobSummarizer {
@@ -133,6 +138,38 @@ impl JobSummarizer {
         JobSummarizer {
             summarizer: summarize::from_config(&config.summarizer),
             settings: DriverSettings::from_config(config, encoding),
+            recount: config.summarizer.recount.then(|| {
+                let blobs = crate::store::Blobs::in_data_dir(&config.sessions_dir());
+                (config.summarizer.clone(), blobs)
+            }),
+        }
+    }
+
+    /// Asks the provider what the compacted history costs (a checkpoint's
+    /// summary and kept tail, with the system prompt and tools), into the
+    /// record: its count, or why there is none.
+    async fn recount(&self, job: &CompactionJob, record: &mut CompactionRecord) {
+        let Some((config, blobs)) = &self.recount else {
+            return;
+        };
+        if job.strategy != Strategy::Checkpoint {
+            record.recount_note = Some("a recount covers checkpoint compactions".into());
+            return;
+        }
+        let mut messages = vec![record.view_message(&job.summary_prefix)];
+        messages.extend(job.kept_messages.iter().map(|m| Message::clone(m)));
+        super::blobs::restore_data(blobs, &mut messages);
+        let counted = summarize::recount::recount(
+            config,
+            job.model.as_deref(),
+            job.system_prompt.as_deref(),
+            &job.tool_definitions,
+            &messages,
+        )
+        .await;
+        match counted {
+            Ok(tokens) => record.provider_tokens_after = Some(tokens),
+            Err(why) => record.recount_note = Some(why),
         }
     }
 
@@ -328,12 +365,14 @@ pub async fn write(
         .map_err(|e| format!("preparing the compaction failed: {e}"))?;
     let summaries = summarizer.run(&job, progress).await;
     let duration_ms = started.elapsed().as_millis() as u64;
-    tokio::task::spawn_blocking(move || {
+    let mut written = tokio::task::spawn_blocking(move || {
         let record = record(&job, &summaries, trigger, duration_ms);
         Written { job, record }
     })
     .await
-    .map_err(|e| format!("recording the compaction failed: {e}"))
+    .map_err(|e| format!("recording the compaction failed: {e}"))?;
+    summarizer.recount(&written.job, &mut written.record).await;
+    Ok(written)
 }
 
 /// A settled job: what it did, and the job (what it summarized, kept and

@@ -18,6 +18,7 @@ mod pipeline {
         PlanOptions {
             strategy,
             keep_recent_tokens: keep,
+            keep_recent_messages: 0,
             retention_window: 2,
             prune_protect_tokens: 40_000,
             prune_minimum_tokens: 20_000,

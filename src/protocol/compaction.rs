@@ -18,6 +18,9 @@ pub struct CompactParams {
     /// Overrides the configured `keepRecentTokens` for this compaction.
     #[serde(default)]
     pub keep_recent_tokens: Option<u64>,
+    /// Overrides the configured `keepRecentMessages` for this compaction.
+    #[serde(default)]
+    pub keep_recent_messages: Option<usize>,
     /// Overrides the configured strategy for this compaction.
     #[serde(default)]
     pub strategy: Option<Strategy>,
@@ -75,6 +78,14 @@ pub struct CompactResult {
     /// transcript does not say.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub duration_ms: Option<u64>,
+    /// With `summarizer.recount`: what the provider counted for the
+    /// compacted history (next to `tokensAfter`, compactd's figure).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provider_tokens_after: Option<u64>,
+    /// With `summarizer.recount`: why the provider was not asked, or could
+    /// not answer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recount_note: Option<String>,
 }
 
 impl CompactResult {
@@ -104,6 +115,8 @@ impl CompactResult {
             handoff_prompt: None,
             usage: record.usage,
             duration_ms: record.duration_ms,
+            provider_tokens_after: record.provider_tokens_after,
+            recount_note: record.recount_note.clone(),
         }
     }
 
@@ -165,6 +178,8 @@ pub struct PreviewParams {
     pub strategy: Option<Strategy>,
     #[serde(default)]
     pub keep_recent_tokens: Option<u64>,
+    #[serde(default)]
+    pub keep_recent_messages: Option<usize>,
 }
 
 /// A dry run: what a compaction would do, without calling a summarizer.

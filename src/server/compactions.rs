@@ -76,6 +76,8 @@ pub(crate) struct RunningJob {
 pub(crate) struct CompactionRequest {
     pub strategy: Strategy,
     pub keep_recent_tokens: u64,
+    /// Overrides the configured `keepRecentMessages`.
+    pub keep_recent_messages: Option<usize>,
     pub instructions: Option<String>,
     pub trigger: Trigger,
     /// The client's `workDoneToken`; without one, a token is created
@@ -159,6 +161,7 @@ impl Compactions {
                 return;
             }
         };
+        let config = &*config.with_kept_messages(request.keep_recent_messages);
         let planned = engine::compaction::plan(
             config,
             &open.session,
@@ -335,6 +338,7 @@ impl Compactions {
         let request = CompactionRequest {
             strategy: start_now.strategy,
             keep_recent_tokens: start_now.keep_recent_tokens,
+            keep_recent_messages: None,
             instructions: None,
             trigger: Trigger::Threshold,
             progress: None,

@@ -386,6 +386,9 @@ impl Session {
             files: self.file_ledger.sections(),
             encoding: self.encoding,
             summary_prefix: &self.summary_prefix,
+            system_prompt: self.system_prompt.as_deref(),
+            tool_definitions: self.tool_definitions.as_deref().unwrap_or(&[]),
+            model: self.model.as_deref(),
         }
     }
 
@@ -411,8 +414,16 @@ impl Session {
 
     /// Applies a compaction (new or replayed from the log).
     pub fn apply_compaction(&mut self, record: CompactionRecord) {
+        let recounted = record.provider_tokens_after;
         self.compactions.push(record);
         self.rebuild_view();
+        // The provider's count of the compacted history is a sample of how
+        // it counts, as a response's usage is.
+        if let Some(reported) = recounted {
+            let estimate = self.estimated_tokens();
+            self.calibration
+                .observe(self.model.as_deref(), estimate, reported);
+        }
     }
 
     /// Sets the latest compaction's `tokens_after` to the context the

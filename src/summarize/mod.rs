@@ -8,6 +8,7 @@ pub mod http;
 pub mod offline;
 pub mod openai;
 pub mod prompt;
+pub mod recount;
 pub mod sse;
 mod summarizer;
 

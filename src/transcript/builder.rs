@@ -174,6 +174,8 @@ fn record(
         pruned_message_ids: Vec::new(),
         created_at: foreign.created_at,
         images: Vec::new(),
+        provider_tokens_after: None,
+        recount_note: None,
         duration_ms: foreign.duration_ms,
     })
 }

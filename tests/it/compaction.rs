@@ -133,3 +133,114 @@ fn interrupted_calls_in_the_kept_history_get_a_synthetic_result() {
     assert_eq!(messages[6]["toolCallId"], "x-c4");
     assert_eq!(messages[6]["isError"], true);
 }
+
+/// Six turns of a request, a call with a long result and an answer.
+fn long_session() -> Vec<Value> {
+    (0..6)
+        .flat_map(|n| {
+            [
+                json!({"id": format!("u{n}"), "role": "user", "content": format!("step {n}: read file {n}")}),
+                json!({"id": format!("a{n}"), "role": "assistant", "content": "Reading.", "toolCalls": [call(&format!("c{n}"), "read", json!({"path": format!("f{n}.rs")}))]}),
+                json!({"id": format!("t{n}"), "role": "tool", "toolCallId": format!("c{n}"), "content": format!("fn f{n}() {{}}\n").repeat(300)}),
+                json!({"id": format!("r{n}"), "role": "assistant", "content": format!("File {n} read.")}),
+            ]
+        })
+        .collect()
+}
+
+/// The messages of the history that are the session's, as sent.
+fn kept_verbatim(server: &mut Server, id: &str, sent: &[Value]) -> Vec<String> {
+    let history = server
+        .request("conversation/history", json!({"sessionId": id}))
+        .unwrap();
+    history["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| sent.contains(m))
+        .map(|m| m["id"].as_str().unwrap().to_string())
+        .collect()
+}
+
+/// One request answered by a long run of calls and results: what
+/// `incremental` replaces whole when nothing keeps its end.
+fn one_long_run() -> Vec<Value> {
+    let mut sent = vec![json!({"id": "u0", "role": "user", "content": "read every file"})];
+    for n in 0..6 {
+        sent.push(json!({"id": format!("a{n}"), "role": "assistant", "content": "Reading.", "toolCalls": [call(&format!("c{n}"), "read", json!({"path": format!("f{n}.rs")}))]}));
+        sent.push(json!({"id": format!("t{n}"), "role": "tool", "toolCallId": format!("c{n}"), "content": format!("fn f{n}() {{}}\n").repeat(300)}));
+    }
+    sent
+}
+
+fn newest(sent: &[Value], n: usize) -> Vec<String> {
+    sent[sent.len() - n..]
+        .iter()
+        .map(|m| m["id"].as_str().unwrap().to_string())
+        .collect()
+}
+
+#[test]
+fn keep_recent_messages_keeps_at_least_that_many_in_every_strategy() {
+    for strategy in ["checkpoint", "incremental", "prune"] {
+        let sent = match strategy {
+            "incremental" => one_long_run(),
+            _ => long_session(),
+        };
+        let newest = |n: usize| newest(&sent, n);
+        let dir = tempfile::tempdir().unwrap();
+        let options = json!({"keepRecentMessages": 6, "retentionWindow": 0,
+            "pruneProtectTokens": 0, "pruneMinimumTokens": 1, "autoCompact": false});
+        let mut server = Server::start(dir.path(), options);
+        let id = server.open(json!({}));
+        server.append(&id, &sent);
+        let compacted = server
+            .request(
+                "conversation/compact",
+                json!({"sessionId": id, "strategy": strategy, "keepRecentTokens": 1}),
+            )
+            .unwrap();
+        assert_eq!(compacted["compacted"], true, "{strategy}: {compacted}");
+        let kept = kept_verbatim(&mut server, &id, &sent);
+        assert!(kept.ends_with(&newest(6)), "{strategy}: {kept:?}");
+        // Without it, the same compaction leaves fewer of them as sent.
+        let dir = tempfile::tempdir().unwrap();
+        let options = json!({"retentionWindow": 0, "pruneProtectTokens": 0, "pruneMinimumTokens": 1, "autoCompact": false});
+        let mut server = Server::start(dir.path(), options);
+        let id = server.open(json!({}));
+        server.append(&id, &sent);
+        server
+            .request(
+                "conversation/compact",
+                json!({"sessionId": id, "strategy": strategy, "keepRecentTokens": 1}),
+            )
+            .unwrap();
+        let kept = kept_verbatim(&mut server, &id, &sent);
+        assert!(
+            !kept.ends_with(&newest(6)),
+            "{strategy} without it: {kept:?}"
+        );
+    }
+    // A request's own count, and the preview's.
+    let sent = long_session();
+    let newest = |n: usize| newest(&sent, n);
+    let dir = tempfile::tempdir().unwrap();
+    let mut server = Server::start(dir.path(), json!({"autoCompact": false}));
+    let id = server.open(json!({}));
+    server.append(&id, &sent);
+    let preview = server
+        .request(
+            "conversation/preview",
+            json!({"sessionId": id, "keepRecentTokens": 1, "keepRecentMessages": 9}),
+        )
+        .unwrap();
+    let kept: Vec<String> = serde_json::from_value(preview["keepMessageIds"].clone()).unwrap();
+    assert!(kept.ends_with(&newest(9)) || kept.len() > 9, "{preview}");
+    server
+        .request(
+            "conversation/compact",
+            json!({"sessionId": id, "keepRecentTokens": 1, "keepRecentMessages": 9}),
+        )
+        .unwrap();
+    assert!(kept_verbatim(&mut server, &id, &sent).ends_with(&newest(9)));
+}

@@ -15,48 +15,13 @@ use proptest::strategy::ValueTree;
 use proptest::test_runner::TestRunner;
 use serde_json::{json, Map, Value};
 
-use crate::support::{transcripts_dir, ScriptedModel, Server};
+use crate::support::{python3_missing, transcripts_dir, ScriptedModel, Server};
 
-const B64: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+#[path = "../../benches/support/png.rs"]
+mod png;
+use png::png;
 
-fn base64(bytes: &[u8]) -> String {
-    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
-    for chunk in bytes.chunks(3) {
-        let b = [
-            chunk[0],
-            *chunk.get(1).unwrap_or(&0),
-            *chunk.get(2).unwrap_or(&0),
-        ];
-        let n = u32::from(b[0]) << 16 | u32::from(b[1]) << 8 | u32::from(b[2]);
-        for i in 0..4 {
-            if i <= chunk.len() {
-                out.push(B64[(n >> (18 - 6 * i) & 63) as usize] as char);
-            } else {
-                out.push('=');
-            }
-        }
-    }
-    out
-}
-
-/// A PNG of `width` × `height` as its header reads, `bytes` long (what
-/// follows the header is filler: compactd reads only the header).
-fn png(width: u32, height: u32, bytes: usize, seed: u8) -> String {
-    let mut data = b"\x89PNG\r\n\x1a\n\0\0\0\x0dIHDR".to_vec();
-    data.extend(width.to_be_bytes());
-    data.extend(height.to_be_bytes());
-    data.extend([8, 6, 0, 0, 0]);
-    let mut x = u32::from(seed) | 1;
-    while data.len() < bytes {
-        x ^= x << 13;
-        x ^= x >> 17;
-        x ^= x << 5;
-        data.push(x as u8);
-    }
-    base64(&data)
-}
-
-fn image(width: u32, height: u32, bytes: usize, seed: u8) -> Value {
+fn image(width: u32, height: u32, bytes: usize, seed: u32) -> Value {
     json!({"type": "image", "mediaType": "image/png", "data": png(width, height, bytes, seed)})
 }
 
@@ -68,7 +33,7 @@ fn part() -> impl Strategy<Value = Value> {
         .prop_map(|kv| kv.map(|(k, v)| (k, json!({ "v": v }))));
     prop_oneof![
         (".{0,40}", extra.clone()).prop_map(|(text, extra)| with(json!({"type": "text", "text": text}), extra)),
-        (1u32..3000, 1u32..3000, prop_oneof![Just(300usize), Just(12_000usize)], any::<u8>())
+        (1u32..3000, 1u32..3000, prop_oneof![Just(300usize), Just(12_000usize)], any::<u32>())
             .prop_map(|(w, h, bytes, seed)| image(w, h, bytes, seed)),
         (".{0,40}", "[A-Za-z0-9+/=]{8,40}", extra.clone()).prop_map(|(thinking, signature, extra)| with(
             json!({"type": "thinking", "thinking": thinking, "signature": signature}),
@@ -242,6 +207,10 @@ fn parts_that_lack_what_their_kind_needs_are_refused_by_name() {
             "content[0]: an image part needs `data` (base64) or `url`",
         ),
         (json!([{"text": "x"}]), "a part needs a `type`"),
+        (
+            json!([{"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "iVBO"}}]),
+            "content[0]: an image part takes `mediaType` with `data` (base64), or `url`, not Anthropic's `source`",
+        ),
         (json!(7), "expected a string or an array of parts"),
         (
             json!([{"type": "image", "data": "x", "$stored": {"length": 1}}]),
@@ -451,12 +420,7 @@ fn assistant_message(response: &Value) -> Value {
 
 #[test]
 fn an_agent_with_thinking_on_runs_its_tool_loop_through_compactds_history() {
-    if std::process::Command::new("python3")
-        .arg("--version")
-        .output()
-        .is_err()
-    {
-        eprintln!("skipping: python3 is missing (the scripted model server needs it)");
+    if python3_missing() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -621,4 +585,93 @@ fn imported_transcripts_keep_their_images_and_signed_thinking() {
             .collect();
         assert_eq!(kept, source, "{file}");
     }
+}
+
+// ---------------------------------------------------------------------
+// The provider's own count of a compacted history.
+
+#[test]
+fn a_recount_asks_the_provider_and_feeds_the_calibration() {
+    if python3_missing() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let scenario = dir.path().join("summaries.json");
+    let summary = "## Task\n- read the files\n\n## Progress\n- all read";
+    std::fs::write(
+        &scenario,
+        json!({"turns": [{"repeat": true, "reply": {"text": summary}}]}).to_string(),
+    )
+    .unwrap();
+    let log = dir.path().join("requests.jsonl");
+    let model = ScriptedModel::start_file(&scenario, &log, &[]);
+    let options = |provider: &str| {
+        json!({"autoCompact": false, "summarizer": {"provider": provider, "model": "claude-haiku-4-5",
+            "baseUrl": model.url, "apiKeyEnv": "SCRIPTED_KEY", "recount": true}})
+    };
+    let env = [("SCRIPTED_KEY", "sk-ant-scripted-0000000000000000000000")];
+    let mut server = Server::spawn_with_env(&dir.path().join("data"), &env);
+    server.initialize(options("anthropic"));
+    let session = server.open(
+        json!({"model": "claude-sonnet-4-5", "contextWindow": 200000,
+        "systemPrompt": "You are a coding agent."}),
+    );
+    let turns: Vec<Value> = (0..8)
+        .flat_map(|n| {
+            [
+                json!({"role": "user", "content": format!("read f{n}.rs")}),
+                json!({"role": "assistant", "content": format!("f{n}.rs holds {}", "words ".repeat(400))}),
+            ]
+        })
+        .collect();
+    server.append(&session, &turns);
+    let compacted = compact_keeping_600(&mut server, &session);
+    assert_eq!(compacted["compacted"], true, "{compacted}");
+    let counted = compacted["providerTokensAfter"]
+        .as_u64()
+        .expect("a recount");
+    let requests: Vec<Value> = std::fs::read_to_string(&log)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let recount = requests
+        .iter()
+        .find(|r| r["api"] == "count_tokens")
+        .expect("count_tokens asked");
+    // The scripted server counts a request's bytes / 4.
+    assert_eq!(counted, recount["bytes"].as_u64().unwrap() / 4);
+    let sent = &recount["body"];
+    assert_eq!(sent["system"], "You are a coding agent.");
+    assert!(sent["messages"][0]["content"][0]["text"]
+        .as_str()
+        .unwrap()
+        .contains(summary));
+    // The calibration took it: the meter now says what the provider said.
+    let history = server
+        .request("conversation/history", json!({"sessionId": session}))
+        .unwrap();
+    let meter = history["meter"]["contextTokens"].as_u64().unwrap();
+    assert!(
+        meter.abs_diff(counted) * 100 <= counted,
+        "meter {meter}, provider {counted}"
+    );
+    // A provider without a count endpoint says so.
+    let mut server = Server::spawn_with_env(&dir.path().join("data2"), &env);
+    server.initialize(options("openai"));
+    let session = server.open(json!({"model": "gpt-4o"}));
+    server.append(&session, &turns);
+    let compacted = compact_keeping_600(&mut server, &session);
+    assert!(compacted.get("providerTokensAfter").is_none());
+    let note = compacted["recountNote"].as_str().unwrap();
+    assert!(note.contains("no endpoint that counts"), "{note}");
+}
+
+fn compact_keeping_600(server: &mut Server, session: &str) -> Value {
+    server
+        .request(
+            "conversation/compact",
+            json!({"sessionId": session, "keepRecentTokens": 600}),
+        )
+        .unwrap()
 }

@@ -712,6 +712,16 @@ pub fn agents_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/agents")
 }
 
+/// Why a test that needs the scripted model server cannot run, printed:
+/// `true` when python3 is missing.
+pub fn python3_missing() -> bool {
+    let missing = Command::new("python3").arg("--version").output().is_err();
+    if missing {
+        eprintln!("skipping: python3 is missing (the scripted model server needs it)");
+    }
+    missing
+}
+
 /// `scripted_model.py` on a free port; stopped when dropped.
 pub struct ScriptedModel {
     child: Child,

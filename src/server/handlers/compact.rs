@@ -41,6 +41,7 @@ pub fn start(context: &mut Context, id: RequestId, params: CompactParams) -> Rep
         keep_recent_tokens: params
             .keep_recent_tokens
             .unwrap_or(state.config.keep_recent_tokens),
+        keep_recent_messages: params.keep_recent_messages,
         instructions,
         trigger: Trigger::Manual,
         progress: params.work_done_token,

@@ -13,7 +13,8 @@ pub fn handle(context: &mut Context, params: PreviewParams) -> RpcResult<Preview
         .unwrap_or(state.config.keep_recent_tokens);
     let session = &state.sessions.get(&params.session_id)?.session;
     let overhead_tokens = state.meter(session).overhead_tokens;
-    let preview = match engine::compaction::preview(&state.config, session, strategy, keep) {
+    let config = state.config.with_kept_messages(params.keep_recent_messages);
+    let preview = match engine::compaction::preview(&config, session, strategy, keep) {
         Ok(preview) => preview,
         Err(NotPlanned {
             reason,

@@ -50,6 +50,7 @@ pub fn start(context: &mut Context, id: RequestId, params: ReportErrorParams) ->
     let request = CompactionRequest {
         strategy: Strategy::Checkpoint,
         keep_recent_tokens: keep,
+        keep_recent_messages: None,
         instructions: None,
         trigger: Trigger::Overflow,
         progress: params.work_done_token,

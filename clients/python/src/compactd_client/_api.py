@@ -59,9 +59,9 @@ class AsyncMethods:
         """`conversation/history`: The history as the model should see it."""
         return await self._request(m.HISTORY, _params(sessionId=session_id))
 
-    async def compact(self, session_id: str, *, goal: Optional[str] = None, instructions: Optional[str] = None, keep_recent_tokens: Optional[int] = None, strategy: Optional[t.Strategy] = None, work_done_token: Optional[t.ProgressToken] = None) -> t.CompactResult:
+    async def compact(self, session_id: str, *, goal: Optional[str] = None, instructions: Optional[str] = None, keep_recent_messages: Optional[int] = None, keep_recent_tokens: Optional[int] = None, strategy: Optional[t.Strategy] = None, work_done_token: Optional[t.ProgressToken] = None) -> t.CompactResult:
         """`conversation/compact`: Compacts a session."""
-        return await self._request(m.COMPACT, _params(sessionId=session_id, goal=goal, instructions=instructions, keepRecentTokens=keep_recent_tokens, strategy=strategy, workDoneToken=work_done_token))
+        return await self._request(m.COMPACT, _params(sessionId=session_id, goal=goal, instructions=instructions, keepRecentMessages=keep_recent_messages, keepRecentTokens=keep_recent_tokens, strategy=strategy, workDoneToken=work_done_token))
 
     async def check(self, session_id: str) -> t.CheckResult:
         """`conversation/check`: Whether a session should compact; starts auto-compaction when a trigger fires."""
@@ -71,9 +71,9 @@ class AsyncMethods:
         """`conversation/setAutoCompact`: Switches auto-compaction for one session."""
         return await self._request(m.SET_AUTO_COMPACT, _params(sessionId=session_id, enabled=enabled))
 
-    async def preview(self, session_id: str, *, keep_recent_tokens: Optional[int] = None, strategy: Optional[t.Strategy] = None) -> t.PreviewResult:
+    async def preview(self, session_id: str, *, keep_recent_messages: Optional[int] = None, keep_recent_tokens: Optional[int] = None, strategy: Optional[t.Strategy] = None) -> t.PreviewResult:
         """`conversation/preview`: What a compaction would do, without a summarizer."""
-        return await self._request(m.PREVIEW, _params(sessionId=session_id, keepRecentTokens=keep_recent_tokens, strategy=strategy))
+        return await self._request(m.PREVIEW, _params(sessionId=session_id, keepRecentMessages=keep_recent_messages, keepRecentTokens=keep_recent_tokens, strategy=strategy))
 
     async def compactions(self, session_id: str) -> t.CompactionsResult:
         """`conversation/compactions`: Every compaction of a session."""
@@ -222,9 +222,9 @@ class SyncMethods:
         """`conversation/history`: The history as the model should see it."""
         return self._request(m.HISTORY, _params(sessionId=session_id), timeout=timeout, cancel=cancel)
 
-    def compact(self, session_id: str, *, goal: Optional[str] = None, instructions: Optional[str] = None, keep_recent_tokens: Optional[int] = None, strategy: Optional[t.Strategy] = None, work_done_token: Optional[t.ProgressToken] = None, timeout: Optional[float] = None, cancel: Optional[Cancellation] = None) -> t.CompactResult:
+    def compact(self, session_id: str, *, goal: Optional[str] = None, instructions: Optional[str] = None, keep_recent_messages: Optional[int] = None, keep_recent_tokens: Optional[int] = None, strategy: Optional[t.Strategy] = None, work_done_token: Optional[t.ProgressToken] = None, timeout: Optional[float] = None, cancel: Optional[Cancellation] = None) -> t.CompactResult:
         """`conversation/compact`: Compacts a session."""
-        return self._request(m.COMPACT, _params(sessionId=session_id, goal=goal, instructions=instructions, keepRecentTokens=keep_recent_tokens, strategy=strategy, workDoneToken=work_done_token), timeout=timeout, cancel=cancel)
+        return self._request(m.COMPACT, _params(sessionId=session_id, goal=goal, instructions=instructions, keepRecentMessages=keep_recent_messages, keepRecentTokens=keep_recent_tokens, strategy=strategy, workDoneToken=work_done_token), timeout=timeout, cancel=cancel)
 
     def check(self, session_id: str, *, timeout: Optional[float] = None, cancel: Optional[Cancellation] = None) -> t.CheckResult:
         """`conversation/check`: Whether a session should compact; starts auto-compaction when a trigger fires."""
@@ -234,9 +234,9 @@ class SyncMethods:
         """`conversation/setAutoCompact`: Switches auto-compaction for one session."""
         return self._request(m.SET_AUTO_COMPACT, _params(sessionId=session_id, enabled=enabled), timeout=timeout, cancel=cancel)
 
-    def preview(self, session_id: str, *, keep_recent_tokens: Optional[int] = None, strategy: Optional[t.Strategy] = None, timeout: Optional[float] = None, cancel: Optional[Cancellation] = None) -> t.PreviewResult:
+    def preview(self, session_id: str, *, keep_recent_messages: Optional[int] = None, keep_recent_tokens: Optional[int] = None, strategy: Optional[t.Strategy] = None, timeout: Optional[float] = None, cancel: Optional[Cancellation] = None) -> t.PreviewResult:
         """`conversation/preview`: What a compaction would do, without a summarizer."""
-        return self._request(m.PREVIEW, _params(sessionId=session_id, keepRecentTokens=keep_recent_tokens, strategy=strategy), timeout=timeout, cancel=cancel)
+        return self._request(m.PREVIEW, _params(sessionId=session_id, keepRecentMessages=keep_recent_messages, keepRecentTokens=keep_recent_tokens, strategy=strategy), timeout=timeout, cancel=cancel)
 
     def compactions(self, session_id: str, *, timeout: Optional[float] = None, cancel: Optional[Cancellation] = None) -> t.CompactionsResult:
         """`conversation/compactions`: Every compaction of a session."""

@@ -306,6 +306,8 @@ class CompactParams(_CompactParamsRequired, total=False):
     goal: Optional[str]
     #: Steers what the summary focuses on.
     instructions: Optional[str]
+    #: Overrides the configured `keepRecentMessages` for this compaction.
+    keepRecentMessages: Optional[int]
     #: Overrides the configured `keepRecentTokens` for this compaction.
     keepRecentTokens: Optional[int]
     #: Overrides the configured strategy for this compaction.
@@ -348,10 +350,16 @@ class CompactResult(_CompactResultRequired, total=False):
     handoffPrompt: Optional[str]
     #: `handoff`: the new session that starts with the handoff message.
     handoffSessionId: Optional[str]
+    #: With `summarizer.recount`: what the provider counted for the
+    #: compacted history (next to `tokensAfter`, compactd's figure).
+    providerTokensAfter: Optional[int]
     #: Tool results whose output `prune` replaced.
     prunedMessageIds: List[str]
     #: Why nothing was compacted.
     reason: Optional[str]
+    #: With `summarizer.recount`: why the provider was not asked, or could
+    #: not answer.
+    recountNote: Optional[str]
     #: What the summarizer's provider reported for its calls.
     usage: Optional[Usage]
 
@@ -440,6 +448,11 @@ class SummarizerConfig(TypedDict, total=False):
     #: conversation's.
     model: Optional[str]
     provider: SummarizerProvider
+    #: After a checkpoint compaction, ask the provider what the compacted
+    #: history costs (Anthropic's `count_tokens`, free), report it as
+    #: `providerTokensAfter` and feed it to the calibration. Needs the
+    #: `anthropic` provider; with others the result says why not.
+    recount: bool
     #: Sampling seed (openai only; servers that support it answer
     #: deterministically).
     seed: Optional[int]
@@ -485,6 +498,12 @@ class Config(TypedDict, total=False):
     #: workspace, and each one that starts later (`conversation/didFollow`).
     #: `off`: follow only what `conversation/follow` asks for.
     follow: FollowMode
+    #: At least this many of the newest messages stay verbatim in every
+    #: compaction, whatever `keepRecentTokens` keeps (the larger tail wins;
+    #: 0: only `keepRecentTokens` decides). Every strategy respects it:
+    #: `checkpoint` cuts no later, `incremental` and `prune` leave those
+    #: messages alone.
+    keepRecentMessages: int
     #: Newest tokens kept verbatim when compacting.
     keepRecentTokens: int
     #: The largest frame (message body) accepted from the client, in bytes.
@@ -618,10 +637,16 @@ class DidCompactNotification(_DidCompactNotificationRequired, total=False):
     handoffPrompt: Optional[str]
     #: `handoff`: the new session that starts with the handoff message.
     handoffSessionId: Optional[str]
+    #: With `summarizer.recount`: what the provider counted for the
+    #: compacted history (next to `tokensAfter`, compactd's figure).
+    providerTokensAfter: Optional[int]
     #: Tool results whose output `prune` replaced.
     prunedMessageIds: List[str]
     #: Why nothing was compacted.
     reason: Optional[str]
+    #: With `summarizer.recount`: why the provider was not asked, or could
+    #: not answer.
+    recountNote: Optional[str]
     #: What the summarizer's provider reported for its calls.
     usage: Optional[Usage]
 
@@ -876,6 +901,7 @@ class _PreviewParamsRequired(TypedDict):
 
 
 class PreviewParams(_PreviewParamsRequired, total=False):
+    keepRecentMessages: Optional[int]
     keepRecentTokens: Optional[int]
     strategy: Optional[Strategy]
 

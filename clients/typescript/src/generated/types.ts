@@ -370,6 +370,10 @@ export interface CompactParams {
    */
   instructions?: string | null;
   /**
+   * Overrides the configured `keepRecentMessages` for this compaction.
+   */
+  keepRecentMessages?: number | null;
+  /**
    * Overrides the configured `keepRecentTokens` for this compaction.
    */
   keepRecentTokens?: number | null;
@@ -413,6 +417,11 @@ export interface CompactResult {
   messagesSummarized: number;
   modifiedFiles: string[];
   /**
+   * With `summarizer.recount`: what the provider counted for the
+   * compacted history (next to `tokensAfter`, compactd's figure).
+   */
+  providerTokensAfter?: number | null;
+  /**
    * Tool results whose output `prune` replaced.
    */
   prunedMessageIds?: string[];
@@ -427,6 +436,11 @@ export interface CompactResult {
    * before `<preserved>` added the rest.
    */
   recall: number;
+  /**
+   * With `summarizer.recount`: why the provider was not asked, or could
+   * not answer.
+   */
+  recountNote?: string | null;
   strategy: Strategy;
   /**
    * Which summarizer wrote the summary (`none` for `prune`).
@@ -576,6 +590,11 @@ export interface DidCompactNotification {
   messagesSummarized: number;
   modifiedFiles: string[];
   /**
+   * With `summarizer.recount`: what the provider counted for the
+   * compacted history (next to `tokensAfter`, compactd's figure).
+   */
+  providerTokensAfter?: number | null;
+  /**
    * Tool results whose output `prune` replaced.
    */
   prunedMessageIds?: string[];
@@ -590,6 +609,11 @@ export interface DidCompactNotification {
    * before `<preserved>` added the rest.
    */
   recall: number;
+  /**
+   * With `summarizer.recount`: why the provider was not asked, or could
+   * not answer.
+   */
+  recountNote?: string | null;
   sessionId: string;
   strategy: Strategy;
   /**
@@ -985,6 +1009,7 @@ export interface PinResult {
   pins: string[];
 }
 export interface PreviewParams {
+  keepRecentMessages?: number | null;
   keepRecentTokens?: number | null;
   sessionId: string;
   strategy?: Strategy | null;
@@ -1183,6 +1208,14 @@ export interface Config {
   fileWatcher?: WatchMode;
   follow?: FollowMode;
   /**
+   * At least this many of the newest messages stay verbatim in every
+   * compaction, whatever `keepRecentTokens` keeps (the larger tail wins;
+   * 0: only `keepRecentTokens` decides). Every strategy respects it:
+   * `checkpoint` cuts no later, `incremental` and `prune` leave those
+   * messages alone.
+   */
+  keepRecentMessages?: number;
+  /**
    * Newest tokens kept verbatim when compacting.
    */
   keepRecentTokens?: number;
@@ -1328,6 +1361,13 @@ export interface SummarizerConfig {
    */
   model?: string | null;
   provider?: SummarizerProvider;
+  /**
+   * After a checkpoint compaction, ask the provider what the compacted
+   * history costs (Anthropic's `count_tokens`, free), report it as
+   * `providerTokensAfter` and feed it to the calibration. Needs the
+   * `anthropic` provider; with others the result says why not.
+   */
+  recount?: boolean;
   /**
    * Sampling seed (openai only; servers that support it answer
    * deterministically).
