@@ -78,13 +78,21 @@ struct Args {
 }
 
 struct Case {
-    name: &'static str,
+    name: String,
     cut: String,
     bytes: Vec<u8>,
     probes: probes::Probes,
     labels: Vec<String>,
+    extra: score::Extra,
     chain: bool,
+    /// Recent tokens kept (else a quarter of the conversation).
+    keep: Option<u64>,
 }
+
+/// The real transcripts of `tests/data/quality/` are compacted at their
+/// end keeping this many recent tokens, as a reader of the whole session
+/// would meet it.
+const FOUND_KEEP: u64 = 2_000;
 
 fn main() {
     let args = Args::parse();
@@ -96,7 +104,8 @@ fn main() {
         return;
     }
     let labels = load_labels();
-    let cases = cases(&args.transcripts, &labels);
+    let mut cases = cases(&args.transcripts, &labels);
+    cases.extend(found_cases());
     for (path, format) in NOT_IMPORTED {
         println!("not scored: {path} ({format}: not a format compactd imports)");
     }
@@ -133,6 +142,7 @@ fn main() {
 
 fn finish(report: &Report, baseline: Option<&Report>, out: &Path) {
     report::print_table(report, baseline);
+    report::print_kinds(report);
     let misses = report::missed_targets(report, baseline);
     if misses.is_empty() {
         println!("\nTargets met on every case.");
@@ -187,14 +197,71 @@ fn cases(dir: &Path, labels: &BTreeMap<String, Vec<String>>) -> Vec<Case> {
             let bytes = raw::prefix(*layout, &bytes, units);
             let probes = probes::derive(&raw::read(*layout, &bytes), &labels);
             cases.push(Case {
-                name,
+                name: name.to_string(),
                 cut: cut.to_string(),
                 chain: cut == "chain",
                 bytes,
                 probes,
                 labels: labels.clone(),
+                extra: score::Extra::default(),
+                keep: None,
             });
         }
+    }
+    cases
+}
+
+/// The real transcripts in `tests/data/quality/transcripts/` (gzip, read
+/// with the system's `gzip`), each with its labels.
+fn found_cases() -> Vec<Case> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/quality");
+    let text = std::fs::read_to_string(dir.join("labels.json")).expect("labels.json");
+    let labels: BTreeMap<String, serde_json::Value> =
+        serde_json::from_str(&text).expect("labels.json");
+    let strings = |v: &serde_json::Value, key: &str, field: &str| -> Vec<String> {
+        v[key]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|x| x[field].as_str().or(x.as_str()).map(str::to_string))
+            .collect()
+    };
+    let mut cases = Vec::new();
+    for (file, label) in labels.iter().filter(|(k, _)| !k.starts_with('_')) {
+        let path = dir.join("transcripts").join(file);
+        let bytes = match std::process::Command::new("gzip")
+            .arg("-dc")
+            .arg(&path)
+            .output()
+        {
+            Ok(out) if out.status.success() => out.stdout,
+            _ => {
+                println!("not scored: {} (gzip could not read it)", path.display());
+                continue;
+            }
+        };
+        let rules = strings(label, "rules", "");
+        let probes = probes::derive(&raw::read(Layout::ClaudeCode, &bytes), &rules);
+        let plans = label["plans"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|p| strings(p, "steps", ""))
+            .collect();
+        cases.push(Case {
+            name: file.trim_end_matches(".jsonl.gz").to_string(),
+            cut: format!("end (keep {}k)", FOUND_KEEP / 1000),
+            bytes,
+            probes,
+            labels: rules,
+            extra: score::Extra {
+                plans,
+                stale_errors: strings(label, "staleErrors", "error"),
+                shell: strings(label, "shell", "command"),
+            },
+            chain: false,
+            keep: Some(FOUND_KEEP),
+        });
     }
     cases
 }
@@ -210,7 +277,7 @@ async fn score_all(
     for case in cases {
         let started = std::time::Instant::now();
         let mut row = Row {
-            transcript: case.name.to_string(),
+            transcript: case.name.clone(),
             cut: case.cut.clone(),
             skipped: None,
             compactions: 0,
@@ -233,6 +300,7 @@ async fn score_all(
                 row.score = score::score(
                     &case.probes,
                     &case.labels,
+                    &case.extra,
                     &outcome.summary,
                     &outcome.context,
                     tokens,
@@ -291,7 +359,9 @@ async fn compact(
         let label = format!("chain (window {}k)", window / 1000);
         return Ok((outcome, label));
     }
-    let keep = (run::tokens(&imported, &base) / 4).min(20_000);
+    let keep = case
+        .keep
+        .unwrap_or_else(|| (run::tokens(&imported, &base) / 4).min(20_000));
     let outcome = run::once(&imported, &base, keep, max_input).await?;
     Ok((outcome, case.cut.clone()))
 }

@@ -144,6 +144,92 @@ pub fn print_table(report: &Report, baseline: Option<&Report>) {
     }
 }
 
+/// The defect kinds of the built-in summary, row by row and in total:
+/// rules in the rules section, rule precision, stale errors listed as
+/// open, approved plans' steps kept, the user's shell commands kept,
+/// repeated lines.
+pub fn print_kinds(report: &Report) {
+    println!(
+        "\n#### What an agent that carries on needs: {}\n",
+        report.summarizer
+    );
+    println!("| transcript | cut | rules in \"User rules\" | rule precision | stale errors listed as open | plan steps kept | user shell commands | repeated lines |");
+    println!("|---|---|---|---|---|---|---|---|");
+    let mut total = Kinds::default();
+    for row in report.rows.iter().filter(|r| r.skipped.is_none()) {
+        let s = &row.score;
+        total.add(s);
+        println!(
+            "| {} | {} | {} | {} | {} | {} | {} | {}/{} |",
+            row.transcript,
+            row.cut,
+            recall(s.rules_listed),
+            recall(s.rule_claims),
+            if s.stale_errors.total == 0 {
+                "–".into()
+            } else {
+                recall(s.stale_errors)
+            },
+            recall(s.plans),
+            recall(s.shell),
+            s.duplicates,
+            s.lines
+        );
+    }
+    println!(
+        "| **all** | | **{}** | **{}** | **{}** | **{}** | **{}** | **{}** |",
+        share(total.rules),
+        share(total.claims),
+        recall(total.stale),
+        share(total.plans),
+        share(total.shell),
+        share_of(total.duplicates, total.lines),
+    );
+}
+
+#[derive(Default)]
+struct Kinds {
+    rules: crate::score::Recall,
+    claims: crate::score::Recall,
+    stale: crate::score::Recall,
+    plans: crate::score::Recall,
+    shell: crate::score::Recall,
+    duplicates: usize,
+    lines: usize,
+}
+
+impl Kinds {
+    fn add(&mut self, s: &Score) {
+        for (sum, part) in [
+            (&mut self.rules, s.rules_listed),
+            (&mut self.claims, s.rule_claims),
+            (&mut self.stale, s.stale_errors),
+            (&mut self.plans, s.plans),
+            (&mut self.shell, s.shell),
+        ] {
+            sum.found += part.found;
+            sum.total += part.total;
+        }
+        self.duplicates += s.duplicates;
+        self.lines += s.lines;
+    }
+}
+
+fn share(r: crate::score::Recall) -> String {
+    if r.total == 0 {
+        "–".into()
+    } else {
+        format!("{} ({}/{})", percent(r.ratio()), r.found, r.total)
+    }
+}
+
+fn share_of(part: usize, whole: usize) -> String {
+    format!(
+        "{:.1}% ({part}/{whole})",
+        part as f64 * 100.0 / whole.max(1) as f64
+    )
+}
+
 /// The targets, row by row: every modified file, the first task
 /// and the latest request present, rule precision at least 0.9, and a
 /// summary no larger than the baseline's. The misses, as sentences.
@@ -163,6 +249,12 @@ pub fn missed_targets(report: &Report, baseline: Option<&Report>) -> Vec<String>
         }
         if s.latest_request == Some(false) {
             misses.push(format!("{case}: the latest request is missing"));
+        }
+        if s.stale_errors.found > 0 {
+            misses.push(format!(
+                "{case}: {} stale errors listed as open",
+                s.stale_errors.found
+            ));
         }
         if s.rule_precision().is_some_and(|p| p < 0.9) {
             misses.push(format!("{case}: rule precision {}", recall(s.rule_claims)));

@@ -46,6 +46,22 @@ pub struct Score {
     /// them are labelled rules.
     pub rule_claims: Recall,
     pub rules: Recall,
+    /// Labelled rules among the lines the summary presents as rules.
+    #[serde(default)]
+    pub rules_listed: Recall,
+    /// Labelled stale failures (fixed later, or abandoned) the summary
+    /// lists as still open: `found` of them is bad.
+    #[serde(default)]
+    pub stale_errors: Recall,
+    /// Steps of approved plans found in the context.
+    #[serde(default)]
+    pub plans: Recall,
+    /// The user's own shell commands found in the context.
+    #[serde(default)]
+    pub shell: Recall,
+    /// Entry lines of the summary (what `duplicates` is out of).
+    #[serde(default)]
+    pub lines: usize,
     pub open_errors: Recall,
     pub summary_tokens: u64,
     /// Entry lines that are pieces of sentences or of lists.
@@ -65,12 +81,22 @@ impl Score {
     }
 }
 
+/// What a real transcript of `tests/data/quality/` was labelled with
+/// beyond its rules.
+#[derive(Debug, Clone, Default)]
+pub struct Extra {
+    pub plans: Vec<Vec<String>>,
+    pub stale_errors: Vec<String>,
+    pub shell: Vec<String>,
+}
+
 /// `summary` is what the summarizer produced (with the retention check's
 /// additions and the file sections), `context` everything the model sees
 /// after the compaction, as text.
 pub fn score(
     probes: &Probes,
     labels: &[String],
+    extra: &Extra,
     summary: &str,
     context: &str,
     tokens: u64,
@@ -122,6 +148,36 @@ pub fn score(
         rules: Recall::of(probes.rules.iter().map(String::as_str), |r| {
             note("rule", r, has(r))
         }),
+        // Rules stated in the kept messages need no place in the summary.
+        rules_listed: Recall::of(
+            probes.rules.iter().map(String::as_str).filter(|r| {
+                let tail = words(&context.replacen(summary, "", 1));
+                !tail.contains(&words(r))
+            }),
+            |r| {
+                let listed = claims.iter().any(|c| same_rule(c, r));
+                note("rule not in the rules section", r, listed)
+            },
+        ),
+        stale_errors: Recall::of(extra.stale_errors.iter().map(String::as_str), |e| {
+            let open = words(&section(summary, "Errors still open"));
+            let listed = !words(e).is_empty() && open.contains(&opening(e, 40));
+            !note("stale error listed as open", e, !listed)
+        }),
+        plans: Recall::of(extra.plans.iter().flatten().map(String::as_str), |step| {
+            let kept = context
+                .lines()
+                .any(|line| mostly_present(step, &words(line)));
+            note("plan step", step, kept)
+        }),
+        shell: Recall::of(extra.shell.iter().map(String::as_str), |c| {
+            note("user shell command", c, has(c))
+        }),
+        lines: summary
+            .lines()
+            .map(str::trim)
+            .filter(|l| !l.is_empty() && !l.starts_with('#') && !l.starts_with('<'))
+            .count(),
         open_errors: Recall::of(probes.open_errors.iter().map(|e| e.line.as_str()), |l| {
             let error = probes.open_errors.iter().find(|e| e.line == l);
             let found =
@@ -143,6 +199,34 @@ pub fn score(
         misses.push(format!("(noise) fragment: {entry}"));
     }
     Score { misses, ..score }
+}
+
+/// The entries of a summary's `## title` section, as one text.
+fn section(summary: &str, title: &str) -> String {
+    let heading = format!("## {title}");
+    let mut lines = summary.lines().skip_while(|l| l.trim() != heading);
+    lines.next();
+    lines
+        .take_while(|l| !l.starts_with("## ") && !l.starts_with('<'))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Most (60%) of the words of four letters or more in `text` are in
+/// `haystack` (words as `words` gives them), one line of the context: a
+/// plan step said in other words of the same things.
+fn mostly_present(text: &str, haystack: &str) -> bool {
+    let present: std::collections::HashSet<&str> = haystack.split(' ').collect();
+    let wanted: Vec<String> = words(text)
+        .split(' ')
+        .filter(|w| w.chars().count() >= 4)
+        .map(str::to_string)
+        .collect();
+    let found = wanted
+        .iter()
+        .filter(|w| present.contains(w.as_str()))
+        .count();
+    !wanted.is_empty() && found * 5 >= wanted.len() * 3
 }
 
 /// A claimed rule is a labelled one when either contains the other.

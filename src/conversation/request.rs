@@ -212,12 +212,112 @@ pub fn looks_pasted(paragraph: &str) -> bool {
                     "Error",
                     "Traceback",
                     "File \"",
+                    "fatal:",
+                    "error:",
+                    "error[",
+                    "warning:",
+                    "hint:",
+                    "remote:",
+                    "npm ERR",
+                    "npm error",
+                    "ERROR",
+                    "WARN",
+                    "FAILED",
+                    "PASSED",
+                    "===",
+                    "___",
+                    "E  ",
                 ]
                 .iter()
                 .any(|p| t.starts_with(p))
+                || located(t)
         })
         .count();
     shaped * 2 > lines.len()
+}
+
+/// A line that opens with where it comes from, as tools print it:
+/// `src/main.rs:12:`, `git@github.com:`, `./x.py:3:`.
+fn located(line: &str) -> bool {
+    let head = line.split_whitespace().next().unwrap_or("");
+    head.ends_with(':') && head.len() > 2 && head.contains(['/', '@', '.'])
+}
+
+/// A tool call the person refused, as the client reports it in the
+/// result: `Some(Some(text))` with what they typed when refusing it,
+/// `Some(None)` without; `None` for any other result.
+pub fn rejection(result: &str) -> Option<Option<String>> {
+    const REFUSED: [&str; 3] = [
+        "The user doesn't want to proceed with this tool use",
+        "The user doesn't want to take this action right now",
+        "User chose to stay in plan mode",
+    ];
+    const SAID: &str = "the user said:";
+    let result = result.trim_start();
+    if !REFUSED.iter().any(|r| result.starts_with(r)) {
+        return None;
+    }
+    let said = result
+        .find(SAID)
+        .map(|at| result[at + SAID.len()..].trim().to_string())
+        .filter(|s| !s.is_empty());
+    Some(said)
+}
+
+/// A command the person ran in the agent's own shell (a `<bash-input>`
+/// line), or its output (`<bash-stdout>`, `<bash-stderr>`), as one user
+/// message or two.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ShellRun {
+    pub command: Option<String>,
+    pub output: String,
+}
+
+pub fn shell_run(content: &str) -> Option<ShellRun> {
+    let inner = |tag: &str| {
+        let (open, close) = (format!("<{tag}>"), format!("</{tag}>"));
+        let start = content.find(&open)? + open.len();
+        let end = content[start..]
+            .find(&close)
+            .map_or(content.len(), |e| start + e);
+        Some(strip_ansi(content[start..end].trim()).into_owned())
+    };
+    let command = inner("bash-input");
+    let stdout = inner("bash-stdout");
+    let stderr = inner("bash-stderr");
+    if command.is_none() && stdout.is_none() && stderr.is_none() {
+        return None;
+    }
+    let output = [stdout, stderr]
+        .into_iter()
+        .flatten()
+        .filter(|o| !o.is_empty())
+        .collect::<Vec<_>>()
+        .join("\n");
+    Some(ShellRun { command, output })
+}
+
+/// A request that withdraws the one before it ("Never mind!", "nvm,
+/// forget it"): `Some(rest)`, with what the person asks instead if
+/// anything.
+pub fn withdraws(request: &str) -> Option<Option<String>> {
+    const WITHDRAW: [&str; 7] = [
+        "never mind",
+        "nevermind",
+        "nvm",
+        "forget it",
+        "forget that",
+        "scratch that",
+        "ignore that",
+    ];
+    let text = request.trim();
+    let lower = text.to_lowercase();
+    let opening = WITHDRAW.iter().find(|w| {
+        lower.starts_with(*w) && !lower[w.len()..].starts_with(|c: char| c.is_alphanumeric())
+    })?;
+    let rest = text[opening.len()..].trim_start_matches(|c: char| !c.is_alphanumeric());
+    let rest = (rest.split_whitespace().count() >= 3).then(|| rest.to_string());
+    Some(rest)
 }
 
 /// Whitespace runs as one space.

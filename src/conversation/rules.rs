@@ -181,11 +181,79 @@ pub fn states_rule(sentence: &str, typed: bool) -> bool {
     {
         return true;
     }
+    if constrains(&lower) {
+        return true;
+    }
     let exclaims = lower.trim_end().ends_with('!');
     let clauses: Vec<&str> = clauses(&lower).collect();
     clauses.into_iter().map(without_fillers).any(|clause| {
         RULE_OPENINGS.iter().any(|o| clause.starts_with(o)) || (exclaims && prohibits(clause))
     })
+}
+
+/// Constraints a task states on what is built: "it must stay dependency
+/// free", "keep it to the same 3 files", "compilation free", "only use
+/// the standard library" (`lower` is padded with spaces).
+fn constrains(lower: &str) -> bool {
+    const OPENINGS: [&str; 8] = [
+        "keep it to ",
+        "keep it in ",
+        "keep it under ",
+        "stick to ",
+        "stick with ",
+        "only use ",
+        "use only ",
+        "limit it to ",
+    ];
+    const ANYWHERE: [&str; 6] = [
+        " must stay ",
+        " must remain ",
+        " no longer than ",
+        " no more than ",
+        " no new dependenc",
+        " no external dependenc",
+    ];
+    // "collaboration(no longer than a tweet)": a bracket opens a clause.
+    let spaced = lower.replace(['(', ')'], " ");
+    let clauses: Vec<&str> = clauses(lower).map(without_fillers).collect();
+    let free = lower
+        .split(|c: char| c.is_whitespace() || matches!(c, ',' | '.' | ';' | ')' | '('))
+        .collect::<Vec<_>>()
+        .windows(2)
+        .any(|w| {
+            let named = |word: &str| {
+                const NOT_NOUNS: [&str; 14] = [
+                    "feel",
+                    "for",
+                    "toll",
+                    "be",
+                    "is",
+                    "are",
+                    "was",
+                    "it's",
+                    "and",
+                    "the",
+                    "a",
+                    "totally",
+                    "completely",
+                    "set",
+                ];
+                !word.is_empty() && !NOT_NOUNS.contains(&word)
+            };
+            (w[1] == "free" && named(w[0]))
+                || w[1]
+                    .strip_suffix("-free")
+                    .is_some_and(|n| named(n) && !n.contains('-'))
+                || w[0]
+                    .strip_suffix("-free")
+                    .is_some_and(|n| named(n) && !n.contains('-'))
+        });
+    // "feel free to …" invites; "free" after a noun constrains.
+    (free && !lower.contains("feel free") && lower.split_whitespace().count() <= 16)
+        || clauses
+            .iter()
+            .any(|c| OPENINGS.iter().any(|o| c.starts_with(o)))
+        || ANYWHERE.iter().any(|a| spaced.contains(a))
 }
 
 /// "no console logs!" but not "no, that's wrong" or "no need to".
@@ -244,10 +312,13 @@ pub fn rules_in(content: &str) -> Vec<String> {
     let typed = typed_count(&paragraphs, request.chars().count() > 800);
     let mut rules: Vec<String> = Vec::new();
     for (i, (paragraph, _)) in paragraphs.iter().enumerate() {
-        if looks_pasted(paragraph) {
+        if looks_pasted(paragraph) || continues_paste(&paragraphs, i) {
             continue;
         }
-        for sentence in sentences(paragraph) {
+        // `**Do not push. Do not merge.**`, `Do **NOT** use`: the marks
+        // would hide a rule's opening and end up in its text.
+        let paragraph = without_emphasis(paragraph);
+        for sentence in sentences(&paragraph) {
             let sentence = collapse(sentence);
             if sentence.split_whitespace().count() >= 2
                 && states_rule(&sentence, i < typed)
@@ -258,6 +329,49 @@ pub fn rules_in(content: &str) -> Vec<String> {
         }
     }
     rules
+}
+
+/// `text` without Markdown emphasis marks: `**`, `__`, and a `*` or `_`
+/// glued to a word (`*not*`, `_only_`); a list's `* ` and a spaced
+/// `a * b` stay.
+pub fn without_emphasis(text: &str) -> String {
+    let text = text.replace("**", "").replace("__", "");
+    let chars: Vec<char> = text.chars().collect();
+    let mut out = String::with_capacity(text.len());
+    for (i, &c) in chars.iter().enumerate() {
+        if c == '*' || c == '_' {
+            let before = i.checked_sub(1).map(|j| chars[j]);
+            let after = chars.get(i + 1).copied();
+            let word = |c: Option<char>| c.is_some_and(char::is_alphanumeric);
+            // `*word` opens, `word*` closes; `snake_case` is no emphasis.
+            let opens = word(after) && !word(before);
+            let closes = word(before) && !word(after);
+            if opens || closes {
+                continue;
+            }
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// A paragraph that goes on with the pasted one before it: output that
+/// wraps its lines mid-sentence (`Please make sure you have the correct
+/// access rights` / `and the repository exists.` after a `git` error).
+/// Typed text does not break a sentence across lines.
+fn continues_paste(paragraphs: &[(&str, bool)], i: usize) -> bool {
+    let Some(before) = i.checked_sub(1).map(|j| paragraphs[j].0) else {
+        return false;
+    };
+    if !looks_pasted(before) {
+        return false;
+    }
+    let lines: Vec<&str> = paragraphs[i].0.lines().map(str::trim).collect();
+    lines.windows(2).any(|pair| {
+        let ends = pair[0].ends_with(['.', '!', '?', ':', ';', ',']);
+        let lower = pair[1].chars().next().is_some_and(char::is_lowercase);
+        !ends && lower
+    })
 }
 
 #[cfg(test)]

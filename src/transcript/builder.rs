@@ -8,8 +8,8 @@ use std::collections::HashMap;
 use super::emit::{Event, ForeignCompaction};
 use super::format::Format;
 use super::imported::{Imported, Skips};
-use crate::compaction::CompactionRecord;
 use crate::compaction::Strategy;
+use crate::compaction::{retention, CompactionRecord};
 use crate::conversation::Message;
 use crate::session::Session;
 use crate::store::{LogEntry, SessionSettings};
@@ -149,6 +149,21 @@ fn record(
     if summarized == 0 {
         return Err("it summarizes no message".into());
     }
+    // The rules of what it replaced, and of the summaries before it, stay
+    // required: a later compaction must keep them even where the agent's
+    // own summary dropped them.
+    let mut retained_rules = session
+        .compactions()
+        .iter()
+        .rev()
+        .find(|r| !r.summary.is_empty())
+        .map(|r| r.retained_rules.clone())
+        .unwrap_or_default();
+    for rule in retention::rule_lines(view[..summarized].iter().copied()) {
+        if !retained_rules.contains(&rule) {
+            retained_rules.push(rule);
+        }
+    }
     Ok(CompactionRecord {
         id: format!("{}-{number}", format.name()),
         strategy: Strategy::Checkpoint,
@@ -168,7 +183,7 @@ fn record(
         degraded_reason: None,
         // What the source's summary kept was not checked here.
         recall: 1.0,
-        retained_rules: Vec::new(),
+        retained_rules,
         usage: None,
         replaces: None,
         pruned_message_ids: Vec::new(),

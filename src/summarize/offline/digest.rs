@@ -10,8 +10,6 @@ use crate::tokens::Encoding;
 /// the 200 by which the retention check knows it.
 const NEXT_CHARS: usize = 260;
 const CONTINUE: &str = "Continue with the latest request: ";
-/// Characters above which a task's own rules are not listed again.
-const LONG_TASK: usize = 600;
 const ANSWERED: &str = "The latest request ";
 const GO_ON: &str = "continue with the messages that follow";
 
@@ -25,9 +23,34 @@ pub(super) const FILES: &str = "Files changed";
 pub(super) const COMMANDS: &str = "Commands";
 pub(super) const ERRORS: &str = "Errors still open";
 pub(super) const PINNED: &str = "Kept verbatim";
+pub(super) const PLAN: &str = "Plan";
+pub(super) const SHELL: &str = "User's shell commands";
 pub(super) const STATE: &str = "Current state";
 pub(super) const NEXT: &str = "Next step";
 pub(super) const FOCUS: &str = "Focus";
+
+/// Openings of assistant sentences that state a decision or a finding.
+pub(super) const DECIDES: [&str; 19] = [
+    "the fix is ",
+    "the fix: ",
+    "the root cause ",
+    "root cause: ",
+    "the problem is ",
+    "the issue is ",
+    "the solution is ",
+    "the approach is ",
+    "approach: ",
+    "decision: ",
+    "i decided ",
+    "we decided ",
+    "i chose ",
+    "we chose ",
+    "i'll use ",
+    "i will use ",
+    "i'll go with ",
+    "we'll go with ",
+    "going with ",
+];
 
 /// What happened to one file.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -75,7 +98,33 @@ pub(super) struct OpenError {
     /// The command, or the tool and the file, that failed.
     pub key: String,
     pub line: String,
+    /// Requests the person made, and calls that succeeded, since it
+    /// failed: a failure the session went well past was abandoned.
+    pub requests_after: usize,
+    pub successes_after: usize,
 }
+
+impl OpenError {
+    pub fn new(key: String, line: String) -> OpenError {
+        OpenError {
+            key,
+            line,
+            requests_after: 0,
+            successes_after: 0,
+        }
+    }
+
+    /// The person moved on to other requests and the work went on without
+    /// it: not open any more, whatever became of it.
+    pub fn passed_over(&self) -> bool {
+        self.requests_after >= PASSED_REQUESTS && self.successes_after >= PASSED_SUCCESSES
+    }
+}
+
+/// How far the session must go past a failure before it no longer counts
+/// as open: two requests of the person, five calls that succeeded.
+pub(super) const PASSED_REQUESTS: usize = 2;
+pub(super) const PASSED_SUCCESSES: usize = 5;
 
 #[derive(Debug, Clone, Default, PartialEq)]
 pub(super) struct Digest {
@@ -107,6 +156,13 @@ pub(super) struct Digest {
     /// Keys that succeeded in this part: they close older open errors.
     pub succeeded: Vec<String>,
     pub pinned: Vec<String>,
+    /// The approved plan: its title and steps.
+    pub plan: Vec<String>,
+    /// The newest task list, each item marked with its state.
+    pub todos: Vec<String>,
+    /// Commands the person ran in the agent's shell, with what their
+    /// output said.
+    pub shell: Vec<String>,
     pub state: Option<String>,
     pub latest: Option<Latest>,
     /// The next step of a summary read back (its request is above it).
@@ -119,6 +175,7 @@ impl Digest {
     /// first request is the task only when nothing came before it.
     pub fn absorb(&mut self, newer: Digest) {
         let empty = *self == Digest::default();
+        let requests = newer.requests.len() + newer.follow_ups + usize::from(newer.task.is_some());
         match newer.task {
             Some(task) if empty || self.task.is_none() && self.earlier.is_empty() => {
                 self.task = Some(task)
@@ -136,8 +193,19 @@ impl Digest {
         self.earlier.extend(newer.earlier);
         append_log(&mut self.progress, newer.progress);
         self.progress_omitted += newer.progress_omitted;
-        append_log(&mut self.decisions, newer.decisions);
+        for decision in newer.decisions {
+            self.add_decision(decision);
+        }
         self.decisions_omitted += newer.decisions_omitted;
+        if !newer.plan.is_empty() {
+            self.plan = newer.plan;
+        }
+        if !newer.todos.is_empty() {
+            self.todos = newer.todos;
+        }
+        append_log(&mut self.shell, newer.shell);
+        let drop = self.shell.len().saturating_sub(SHELL_KEPT);
+        self.shell.drain(..drop);
         for file in newer.files {
             self.add_file(file);
         }
@@ -148,9 +216,14 @@ impl Digest {
         add_counts(&mut self.looked, newer.looked);
         self.quiet_commands += newer.quiet_commands;
         add_counts(&mut self.tools, newer.tools);
-        self.errors.retain(|e| !newer.succeeded.contains(&e.key));
+        self.errors
+            .retain(|e| !newer.succeeded.iter().any(|k| same_work(k, &e.key)));
+        // The newer part went well past the older failures.
+        if requests >= PASSED_REQUESTS && newer.succeeded.len() >= PASSED_SUCCESSES {
+            self.errors.clear();
+        }
         for error in newer.errors {
-            self.errors.retain(|e| e.key != error.key);
+            self.errors.retain(|e| !same_work(&e.key, &error.key));
             self.errors.push(error);
         }
         extend_unique(&mut self.succeeded, newer.succeeded);
@@ -172,6 +245,26 @@ impl Digest {
             }
         } else {
             self.follow_ups += 1;
+        }
+    }
+
+    /// A decision or finding; one that answers the same question as an
+    /// earlier one ("The issue is A", later "The issue is B") replaces it:
+    /// the session moved on from the earlier guess.
+    pub fn add_decision(&mut self, decision: String) {
+        let question = |d: &str| {
+            let lower = d.to_lowercase();
+            DECIDES
+                .iter()
+                .find(|o| lower.starts_with(*o))
+                .map(|o| o.trim().trim_end_matches(':').to_string())
+        };
+        if let Some(asked) = question(&decision) {
+            self.decisions
+                .retain(|d| question(d).as_deref() != Some(asked.as_str()));
+        }
+        if self.decisions.last() != Some(&decision) {
+            self.decisions.push(decision);
         }
     }
 
@@ -204,6 +297,73 @@ impl Digest {
         old.first_error = old.first_error.take().or(note.first_error);
         old.last = note.last;
     }
+}
+
+/// Shell commands the person ran that the summary keeps (the newest).
+const SHELL_KEPT: usize = 6;
+
+/// Two failures or successes are of the same work: the same file or
+/// command, or runs of one command family (`git commit -m a` and `git
+/// commit --no-gpg-sign -m b`, `pytest tests/a.py` and `pytest`), so a
+/// retry that succeeded closes the failure before it.
+pub(super) fn same_work(a: &str, b: &str) -> bool {
+    a == b || command_family(a).is_some_and(|f| command_family(b) == Some(f))
+}
+
+/// A command's program and, for a program of subcommands, the
+/// subcommand: `cargo test`, `git commit`, `npm run build`, `pytest`.
+/// Variables set in front and runners (`uv run`, `npx`, `python -m`)
+/// are skipped. `None` for what is no command (a file path).
+pub(super) fn command_family(command: &str) -> Option<String> {
+    const RUNNERS: [&str; 10] = [
+        "uv run",
+        "poetry run",
+        "pnpm exec",
+        "bundle exec",
+        "npx",
+        "bunx",
+        "python -m",
+        "python3 -m",
+        "sudo",
+        "time",
+    ];
+    const SUBCOMMANDS: [&str; 14] = [
+        "git", "cargo", "npm", "pnpm", "yarn", "go", "uv", "docker", "kubectl", "gh", "bun",
+        "deno", "make", "dotnet",
+    ];
+    let mut rest = command.trim();
+    if rest.contains('\n') || (rest.starts_with(['/', '.', '~']) && !rest.contains(' ')) {
+        return None;
+    }
+    loop {
+        let before = rest;
+        while let Some((word, after)) = rest.split_once(' ') {
+            if !word.contains('=') || word.starts_with('-') {
+                break;
+            }
+            rest = after.trim_start();
+        }
+        for runner in RUNNERS {
+            if let Some(after) = rest.strip_prefix(runner).filter(|a| a.starts_with(' ')) {
+                rest = after.trim_start();
+            }
+        }
+        if rest == before {
+            break;
+        }
+    }
+    let mut words = rest.split_whitespace();
+    let program = words.next()?;
+    let program = program.rsplit('/').next().unwrap_or(program);
+    if !SUBCOMMANDS.contains(&program) {
+        return Some(program.to_string());
+    }
+    let sub: Vec<&str> = words.filter(|w| !w.starts_with('-')).take(2).collect();
+    Some(match sub.as_slice() {
+        ["run", script, ..] => format!("{program} run {script}"),
+        [sub, ..] => format!("{program} {sub}"),
+        [] => program.to_string(),
+    })
 }
 
 fn extend_unique(list: &mut Vec<String>, more: Vec<String>) {
@@ -248,17 +408,11 @@ fn quoted(text: &str) -> String {
         if i > 0 {
             out.push_str("\n  ");
         }
-        out.push_str(line.trim_end());
+        // A shell line continuation means nothing in a quote.
+        out.push_str(line.trim_end().trim_end_matches('\\').trim_end());
     }
     out.push('"');
     out
-}
-
-fn normalized(text: &str) -> String {
-    text.split_whitespace()
-        .collect::<Vec<_>>()
-        .join(" ")
-        .to_lowercase()
 }
 
 fn unquoted(text: &str) -> String {
@@ -464,20 +618,10 @@ impl Digest {
         })
     }
 
-    /// Rules a long task (a prompt template full of them) quotes word for
-    /// word need no entry of their own.
+    /// Every rule, even one the task quotes: a later compaction may
+    /// shorten the task, and the rules must outlive it.
     fn listed_rules(&self) -> Vec<String> {
-        let task = self
-            .task
-            .as_deref()
-            .filter(|t| t.chars().count() > LONG_TASK)
-            .map(normalized)
-            .unwrap_or_default();
-        self.rules
-            .iter()
-            .filter(|r| task.is_empty() || !task.contains(&normalized(r)))
-            .map(|r| quoted(r))
-            .collect()
+        self.rules.iter().map(|r| quoted(r)).collect()
     }
 
     fn sections(&self) -> Vec<(&'static str, Vec<String>)> {
@@ -509,6 +653,8 @@ impl Digest {
             ),
             (RULES, self.listed_rules()),
             (PINNED, self.pinned.iter().map(|p| quoted(p)).collect()),
+            (PLAN, self.plan.iter().chain(&self.todos).cloned().collect()),
+            (SHELL, self.shell.clone()),
             (EARLIER, self.earlier.clone()),
             (
                 PROGRESS,
@@ -781,6 +927,14 @@ impl Digest {
                 }
             }
             RULES => extend_unique(&mut self.rules, vec![unquoted(&entry)]),
+            PLAN if [super::plans::DONE, super::plans::DOING, super::plans::TODO]
+                .iter()
+                .any(|m| entry.starts_with(m)) =>
+            {
+                self.todos.push(entry)
+            }
+            PLAN => self.plan.push(entry),
+            SHELL => self.shell.push(entry),
             PINNED => extend_unique(&mut self.pinned, vec![unquoted(&entry)]),
             // The old format listed every tool call ("`edit` a.rs → ok").
             PROGRESS if entry.starts_with('`') && entry.contains(" → ") => {}
@@ -805,10 +959,9 @@ impl Digest {
             },
             COMMANDS => self.parse_command(entry),
             ERRORS => match entry.strip_prefix('`').and_then(|r| r.split_once("`: ")) {
-                Some((key, line)) => self.errors.push(OpenError {
-                    key: key.to_string(),
-                    line: line.to_string(),
-                }),
+                Some((key, line)) => self
+                    .errors
+                    .push(OpenError::new(key.to_string(), line.to_string())),
                 None => self.earlier.push(entry),
             },
             STATE => self.state = Some(entry),
@@ -866,6 +1019,8 @@ fn is_ours(title: &str) -> bool {
         REQUESTS,
         RULES,
         PINNED,
+        PLAN,
+        SHELL,
         EARLIER,
         PROGRESS,
         DECISIONS,
@@ -909,6 +1064,8 @@ const SHRINK: &[Shrink] = &[
     |d| clip_all(d.state.as_mut_slice(), 160),
     |d| d.earlier.truncate(10),
     |d| d.commands.retain(|c| c.failures > 0),
+    |d| d.todos.retain(|t| !t.starts_with(super::plans::DONE)),
+    |d| d.shell.truncate(3),
     |d| keep_newest(&mut d.requests, &mut d.requests_omitted, 10),
     |d| keep_newest(&mut d.progress, &mut d.progress_omitted, 0),
     |d| d.earlier.clear(),

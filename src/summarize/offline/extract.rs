@@ -6,16 +6,23 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use super::digest::{CommandNote, Digest, FileNote, Latest, OpenError, Outcome, CHANGE_FAILED};
-use super::wording::{clip, error_line, typed_part};
-use crate::conversation::request::{collapse, request_text, strip_ansi};
+use super::digest::{
+    same_work, CommandNote, Digest, FileNote, Latest, OpenError, Outcome, CHANGE_FAILED, DECIDES,
+};
+use super::plans;
+use super::wording::{clip, error_line, test_failure, typed_part};
+use crate::conversation::request::{
+    collapse, rejection, request_text, shell_run, strip_ansi, withdraws,
+};
 use crate::conversation::rules::{rules_in, sentences};
 use crate::conversation::{Message, MessageBody, ToolCall};
 use crate::files::{FileOp, FileTools};
 
+/// What a client writes where the person stopped a tool call.
+const INTERRUPTED: &str = "[Request interrupted by user";
+
 /// Characters of an outcome, of a line the summary quotes.
 const OUTCOME_CHARS: usize = 200;
-const LINE_CHARS: usize = 160;
 const STATE_CHARS: usize = 200;
 const TASK_CHARS: usize = 2000;
 const LONG_TASK_CHARS: usize = 200;
@@ -28,63 +35,172 @@ pub(super) fn digest_of(messages: &[Arc<Message>]) -> Digest {
         .filter(|m| !m.is_synthetic_result())
         .filter_map(|m| m.answers().map(|id| (id, m)))
         .collect();
-    let tools = FileTools::default();
-    let mut digest = Digest::default();
-    let mut requests: Vec<String> = Vec::new();
-    let mut turn = Turn::default();
+    let mut reading = Reading {
+        results,
+        ..Reading::default()
+    };
     for message in messages.iter().map(Arc::as_ref) {
         match &message.body {
-            MessageBody::User { content } => {
-                let Some(request) = request_text(content) else {
-                    continue;
-                };
-                close_turn(&mut digest, std::mem::take(&mut turn));
-                for rule in rules_in(content) {
-                    if !digest.rules.contains(&rule) {
-                        digest.rules.push(rule);
-                    }
-                }
-                digest.decisions.extend(user_decisions(&request));
-                requests.push(request);
-            }
+            MessageBody::User { content } => reading.user(content),
             MessageBody::Assistant {
                 content,
                 tool_calls,
                 ..
-            } => {
-                let content = strip_ansi(content);
-                let said = !content.trim().is_empty();
-                if said {
-                    digest.decisions.extend(decisions(&content));
-                    turn.text = Some(content.into_owned());
+            } => reading.assistant(content, tool_calls),
+            MessageBody::Tool { content, .. } => {
+                // What the person typed when they refused a tool call is a
+                // request of theirs.
+                if let Some(Some(said)) = rejection(content) {
+                    reading.close_turn();
+                    reading.requests.push((said, false));
                 }
-                for call in tool_calls {
-                    let result = results.get(call.id.as_str()).copied();
-                    note_call(&mut digest, &tools, call, result);
-                }
-                turn.worked |= !tool_calls.is_empty();
-                turn.answered = said && tool_calls.is_empty();
             }
             _ => {}
         }
     }
-    // A turn that ended with an answer is where things stand: its outcome
-    // under Progress says it. A turn still under way has a state instead.
-    let answered = turn.answered;
-    if !answered {
-        digest.state = turn.text.as_deref().and_then(state);
+    reading.finish()
+}
+
+/// The digest as the messages are read in order.
+#[derive(Default)]
+struct Reading<'a> {
+    results: HashMap<&'a str, &'a Message>,
+    tools: FileTools,
+    digest: Digest,
+    /// The requests so far, each with whether a turn answered it.
+    requests: Vec<(String, bool)>,
+    turn: Turn,
+    /// A numbered plan the assistant proposed, until the reply to it.
+    proposed: Option<String>,
+}
+
+impl Reading<'_> {
+    fn close_turn(&mut self) {
+        close_turn(
+            &mut self.digest,
+            std::mem::take(&mut self.turn),
+            &mut self.requests,
+        );
     }
-    close_turn(&mut digest, turn);
-    digest.latest = requests.last().map(|latest| Latest {
-        request: latest.clone(),
-        answered,
-    });
-    let mut requests = requests.into_iter();
-    digest.task = requests.next().map(|task| task_text(&task));
-    for request in requests {
-        digest.add_request(request);
+
+    fn user(&mut self, content: &str) {
+        if let Some(run) = shell_run(content) {
+            note_shell(&mut self.digest, run);
+            return;
+        }
+        let Some(request) = request_text(content) else {
+            return;
+        };
+        let proposal = self.proposed.take();
+        self.close_turn();
+        let digest = &mut self.digest;
+        if let Some(plan) = proposal.filter(|_| plans::accepts(&request)) {
+            digest.plan = plans::steps(&plan);
+        }
+        if let Some(rest) = withdraws(&request) {
+            // The question before it is gone; what follows the "never
+            // mind" is the request.
+            if self.requests.len() > 1 {
+                self.requests.pop();
+            }
+            self.requests.extend(rest.map(|rest| (rest, false)));
+            return;
+        }
+        for error in &mut digest.errors {
+            error.requests_after += 1;
+        }
+        for rule in rules_in(content) {
+            if !digest.rules.contains(&rule) {
+                digest.rules.push(rule);
+            }
+        }
+        for decision in user_decisions(&request) {
+            digest.add_decision(decision);
+        }
+        self.requests.push((request, false));
     }
-    digest
+
+    fn assistant(&mut self, content: &str, tool_calls: &[ToolCall]) {
+        let content = strip_ansi(content);
+        let said = !content.trim().is_empty();
+        if said {
+            for decision in decisions(&content) {
+                self.digest.add_decision(decision);
+            }
+            if plans::proposes_plan(&content) && tool_calls.is_empty() {
+                self.proposed = Some(content.to_string());
+            }
+            self.turn.text = Some(content.to_string());
+        }
+        for call in tool_calls {
+            let result = self.results.get(call.id.as_str()).copied();
+            if !note_plan(&mut self.digest, call, result, &content) {
+                let changed = note_call(&mut self.digest, &self.tools, call, result);
+                self.turn.files.extend(changed);
+            }
+        }
+        self.turn.worked |= !tool_calls.is_empty();
+        self.turn.answered = said && tool_calls.is_empty();
+    }
+
+    /// A turn that ended with an answer is where things stand: its outcome
+    /// under Progress says it. A turn still under way has a state instead.
+    fn finish(mut self) -> Digest {
+        if !self.turn.answered {
+            self.digest.state = self.turn.text.as_deref().and_then(state);
+        }
+        self.close_turn();
+        let mut digest = self.digest;
+        digest.errors.retain(|e| !e.passed_over());
+        digest.latest = self.requests.last().map(|(latest, answered)| Latest {
+            request: latest.clone(),
+            answered: *answered,
+        });
+        let mut requests = self.requests.into_iter().map(|(request, _)| request);
+        digest.task = requests.next().map(|task| task_text(&task));
+        for request in requests {
+            digest.add_request(request);
+        }
+        digest
+    }
+}
+
+/// A plan tool's plan (once approved) and a todo tool's task list: `true`
+/// when the call was one (the Plan section says what it did).
+fn note_plan(digest: &mut Digest, call: &ToolCall, result: Option<&Message>, said: &str) -> bool {
+    if let Some(list) = plans::task_list(&call.name, &call.arguments) {
+        digest.todos = list;
+        return true;
+    }
+    let Some(plan) = plans::presented_plan(&call.name, &call.arguments, said) else {
+        return false;
+    };
+    let approved = result.is_some_and(|m| !m.is_error_result() && rejection(m.text()).is_none());
+    if approved {
+        digest.plan = plans::steps(&plan);
+    }
+    true
+}
+
+/// A command the person ran in the agent's shell, with the line of its
+/// output that matters: what failed, else its last line.
+fn note_shell(digest: &mut Digest, run: crate::conversation::request::ShellRun) {
+    let line = match (&run.command, run.output.trim()) {
+        (None, "") => return,
+        (_, "") => "no output".to_string(),
+        (_, output) => test_failure(output).unwrap_or_else(|| error_line(output)),
+    };
+    let entry = match &run.command {
+        Some(command) => format!("`{}`: {line}", clip(&collapse(command), 80)),
+        None => format!("(output) {line}"),
+    };
+    match digest.shell.last_mut() {
+        // The output of the command just listed.
+        Some(last) if run.command.is_none() && last.ends_with(": no output") => {
+            *last = format!("{}: {line}", last.trim_end_matches(": no output"));
+        }
+        _ => digest.shell.push(entry),
+    }
 }
 
 /// The turn under way: its last assistant text, whether that text ended
@@ -94,6 +210,8 @@ struct Turn {
     text: Option<String>,
     answered: bool,
     worked: bool,
+    /// Files the turn changed.
+    files: Vec<String>,
 }
 
 /// The first request as the task entry holds it: word for word (the
@@ -113,46 +231,122 @@ pub(super) fn task_text(request: &str) -> String {
 /// turn that did some work (used a tool) and ended with an answer counts:
 /// an interrupted one ends mid-work, and a conversational answer is not
 /// progress.
-fn close_turn(digest: &mut Digest, turn: Turn) {
+/// The request the turn answered is marked so.
+fn close_turn(digest: &mut Digest, turn: Turn, requests: &mut [(String, bool)]) {
+    if let Some((_, answered)) = requests.last_mut() {
+        *answered |= turn.answered;
+    }
     if !(turn.answered && turn.worked) {
         return;
     }
-    if let Some(outcome) = turn.text.as_deref().and_then(outcome) {
+    let said = turn.text.as_deref().and_then(outcome);
+    let outcome = match (said, changed(&turn.files)) {
+        // "I have successfully completed the refactoring": say what.
+        (Some(line), Some(files)) if vague(&line) => {
+            Some(format!("{} ({files})", line.trim_end_matches('.')))
+        }
+        (Some(line), _) => Some(line),
+        (None, files) => files.map(|f| format!("Changed {f}.")),
+    };
+    if let Some(outcome) = outcome {
         if digest.progress.last() != Some(&outcome) {
             digest.progress.push(outcome);
         }
     }
 }
 
-/// One tool call and its result, into files, commands, tools and errors.
-fn note_call(digest: &mut Digest, tools: &FileTools, call: &ToolCall, result: Option<&Message>) {
+/// "changed a.rs, b.rs" (file names, the first five).
+fn changed(files: &[String]) -> Option<String> {
+    let mut names: Vec<&str> = Vec::new();
+    for file in files {
+        let name = file.rsplit('/').next().unwrap_or(file);
+        if !names.contains(&name) {
+            names.push(name);
+        }
+    }
+    match names.len() {
+        0 => None,
+        n if n > 5 => Some(format!(
+            "changed {} and {} more",
+            names[..5].join(", "),
+            n - 5
+        )),
+        _ => Some(format!("changed {}", names.join(", "))),
+    }
+}
+
+/// A claim of success that names nothing ("I have successfully completed
+/// the comprehensive refactoring"): no file, code, identifier or number.
+fn vague(line: &str) -> bool {
+    const CLAIMS: [&str; 8] = [
+        "success",
+        "complete",
+        "done",
+        "finished",
+        "all the changes",
+        "the changes",
+        "as requested",
+        "everything",
+    ];
+    let lower = line.to_lowercase();
+    let names = line.contains('`')
+        || line.split_whitespace().any(|w| {
+            let w = w.trim_matches(|c: char| !c.is_alphanumeric());
+            w.contains(['.', '_', '/', ':'])
+                || w.chars().any(|c| c.is_ascii_digit())
+                || w.chars().skip(1).any(char::is_uppercase)
+        });
+    !names && CLAIMS.iter().any(|c| lower.contains(c))
+}
+
+/// One tool call and its result, into files, commands, tools and errors;
+/// the files it changed. A call the person refused is no failure: it did
+/// not run.
+fn note_call(
+    digest: &mut Digest,
+    tools: &FileTools,
+    call: &ToolCall,
+    result: Option<&Message>,
+) -> Vec<String> {
     let outcome = match result {
         None => Outcome::NoResult,
+        // Refused, or stopped by the person: it did not finish.
+        Some(m) if rejection(m.text()).is_some() || m.text().contains(INTERRUPTED) => {
+            Outcome::NoResult
+        }
         Some(m) if m.is_error_result() => Outcome::Failed(error_line(m.text())),
         Some(_) => Outcome::Ok,
     };
     let ops = file_ops(tools, call);
+    let mut changed = Vec::new();
     for (op, path) in ops.iter().filter(|(op, _)| op.is_modification()) {
         note_file(digest, &call.name, *op, path, &outcome);
-    }
-    if ops.iter().any(|(op, _)| op.is_modification()) {
-        return;
+        if outcome == Outcome::Ok {
+            changed.push(path.clone());
+        }
     }
     if !ops.is_empty() {
-        // A read the file sections list.
-        count(&mut digest.tools, &call.name);
-        return;
+        if changed.is_empty() && !ops.iter().any(|(op, _)| op.is_modification()) {
+            // A read the file sections list.
+            count(&mut digest.tools, &call.name);
+        }
+        return changed;
     }
     if let Some(command) = shell_command(call) {
-        // Not every agent marks a failing test run as an error.
+        // Not every agent marks a failing test run as an error; where one
+        // does, the line that names the failing test says most.
+        let tests = runs_tests(&command_core(command));
         let outcome = match (&outcome, result) {
-            (Outcome::Ok, Some(m)) if runs_tests(&command_core(command)) => {
-                failed_tests(m.text()).map_or(Outcome::Ok, Outcome::Failed)
+            (Outcome::Ok, Some(m)) if tests => {
+                test_failure(m.text()).map_or(Outcome::Ok, Outcome::Failed)
+            }
+            (Outcome::Failed(line), Some(m)) if tests => {
+                Outcome::Failed(test_failure(m.text()).unwrap_or(line.clone()))
             }
             _ => outcome,
         };
         note_command(digest, command, &outcome);
-        return;
+        return changed;
     }
     count(&mut digest.tools, &call.name);
     if let (Some(path), Outcome::Ok) = (read_elsewhere(call), &outcome) {
@@ -161,6 +355,7 @@ fn note_call(digest: &mut Digest, tools: &FileTools, call: &ToolCall, result: Op
         }
     }
     settle(digest, call.name.clone(), &outcome);
+    changed
 }
 
 /// The file a reading tool the shipped mapping does not know (SWE-agent's
@@ -190,14 +385,14 @@ fn count(list: &mut Vec<(String, u32)>, name: &str) {
 fn settle(digest: &mut Digest, key: String, outcome: &Outcome) {
     match outcome {
         Outcome::Failed(line) => {
-            digest.errors.retain(|e| e.key != key);
-            digest.errors.push(OpenError {
-                key,
-                line: line.clone(),
-            });
+            digest.errors.retain(|e| !same_work(&e.key, &key));
+            digest.errors.push(OpenError::new(key, line.clone()));
         }
         Outcome::Ok => {
-            digest.errors.retain(|e| e.key != key);
+            digest.errors.retain(|e| !same_work(&e.key, &key));
+            for error in &mut digest.errors {
+                error.successes_after += 1;
+            }
             if !digest.succeeded.contains(&key) {
                 digest.succeeded.push(key);
             }
@@ -412,22 +607,6 @@ fn runs_tests(core: &str) -> bool {
             && words.iter().skip(1).any(named_test))
 }
 
-/// The line of a test run's output that reports failing tests (cargo's
-/// "test … FAILED", "test result: FAILED", a tally such as "2 failed"),
-/// for runs no tool marked as an error.
-fn failed_tests(output: &str) -> Option<String> {
-    let output = strip_ansi(output);
-    let line = output.lines().map(str::trim).find(|line| {
-        let words: Vec<&str> = line.split_whitespace().collect();
-        words.contains(&"FAILED")
-            || words.windows(2).any(|w| {
-                w[1].trim_matches(|c: char| !c.is_alphanumeric()) == "failed"
-                    && w[0].parse::<u32>().is_ok_and(|n| n > 0)
-            })
-    })?;
-    Some(clip(line, LINE_CHARS))
-}
-
 /// Sentences of assistant prose: headings, tables, code and bold-only
 /// lines left out, emphasis marks removed; each with whether it came from
 /// a list item.
@@ -624,29 +803,6 @@ fn state(text: &str) -> Option<String> {
         .collect();
     (!sentences.is_empty()).then(|| finished(&sentences.join(" "), STATE_CHARS))
 }
-
-/// Openings of assistant sentences that state a decision or a finding.
-const DECIDES: [&str; 19] = [
-    "the fix is ",
-    "the fix: ",
-    "the root cause ",
-    "root cause: ",
-    "the problem is ",
-    "the issue is ",
-    "the solution is ",
-    "the approach is ",
-    "approach: ",
-    "decision: ",
-    "i decided ",
-    "we decided ",
-    "i chose ",
-    "we chose ",
-    "i'll use ",
-    "i will use ",
-    "i'll go with ",
-    "we'll go with ",
-    "going with ",
-];
 
 fn decisions(text: &str) -> Vec<String> {
     prose(text)

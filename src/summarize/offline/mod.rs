@@ -11,6 +11,7 @@
 
 mod digest;
 mod extract;
+mod plans;
 mod wording;
 
 use std::time::Duration;

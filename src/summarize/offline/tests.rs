@@ -466,3 +466,367 @@ fn a_summary_of_a_few_short_messages_does_not_outgrow_them() {
     );
     assert!(text.starts_with("## Task\n- \"p request 0"), "{text}");
 }
+
+// ---------------------------------------------------------------------
+// What an agent that carries on needs, kind by kind (made-up examples of
+// the defects found on real sessions).
+
+fn bash(id: &str, command: &str) -> Vec<ToolCall> {
+    vec![call(id, "bash", json!({"command": command}))]
+}
+
+/// The entries of one section of a summary.
+fn section(summary: &str, title: &str) -> Vec<String> {
+    let heading = format!("## {title}\n");
+    let Some(start) = summary.find(&heading) else {
+        return Vec::new();
+    };
+    summary[start + heading.len()..]
+        .lines()
+        .take_while(|l| !l.starts_with("## "))
+        .filter_map(|l| l.strip_prefix("- "))
+        .map(str::to_string)
+        .collect()
+}
+
+#[test]
+fn rules_in_emphasis_keep_every_sentence_of_the_run() {
+    let text = check(
+        vec![
+            Message::user(
+                "u1",
+                "Clean up the release branch. **Do not push. Do not merge. Do not touch master.**\n\nDo **NOT** use the MCP tools for this.",
+            ),
+            Message::assistant("a1", "Understood.", vec![]),
+        ],
+        None,
+        &[],
+        &[],
+    );
+    let rules = section(&text, "User rules");
+    assert!(!rules.join("").contains("**"), "{rules:?}");
+    for rule in [
+        "Do not push.",
+        "Do not merge.",
+        "Do not touch master.",
+        "Do NOT use the MCP tools for this.",
+    ] {
+        assert!(rules.iter().any(|r| r.contains(rule)), "{rule}: {rules:?}");
+    }
+}
+
+#[test]
+fn constraints_stated_in_a_task_are_rules() {
+    let task = format!(
+        "Build a semantic search page for the docs.\n\n{}\n\nIt must stay dependency free (except for transformers.js).\n\nKeep it to the same 3 files.\n\n- compilation free\n- works offline",
+        "The page loads the index, embeds the query and ranks the sections. ".repeat(12)
+    );
+    let text = check(
+        vec![
+            Message::user("u1", &task),
+            Message::assistant("a1", "Starting with the index.", vec![]),
+        ],
+        None,
+        &[],
+        &[],
+    );
+    let rules = section(&text, "User rules").join("\n");
+    for rule in [
+        "It must stay dependency free (except for transformers.js).",
+        "Keep it to the same 3 files.",
+        "compilation free",
+    ] {
+        assert!(rules.contains(rule), "{rule}: {rules}");
+    }
+}
+
+#[test]
+fn pasted_output_is_not_the_user_speaking() {
+    let text = check(
+        vec![
+            Message::user(
+                "u1",
+                "push fails:\n\ngit@github.com: Permission denied (publickey).\nfatal: Could not read from remote repository.\n\nPlease make sure you have the correct access rights\nand the repository exists.\n\nnever force push though",
+            ),
+            Message::assistant("a1", "Checking the remote.", vec![]),
+        ],
+        None,
+        &[],
+        &[],
+    );
+    let rules = section(&text, "User rules");
+    assert_eq!(rules, ["\"never force push though\""], "{text}");
+}
+
+#[test]
+fn a_failure_a_later_run_fixed_is_not_open() {
+    let messages = vec![
+        Message::user("u1", "Commit the fix and run the tests"),
+        Message::assistant("a1", "", bash("c1", "git commit -m 'Fix parser'")),
+        Message::tool_result(
+            "t1",
+            "c1",
+            "error: gpg failed to sign the data\nfatal: failed to write commit object",
+            true,
+        ),
+        Message::assistant(
+            "a2",
+            "",
+            bash("c2", "git commit --no-gpg-sign -m 'Fix parser'"),
+        ),
+        Message::tool_result("t2", "c2", "[main e6a3b21] Fix parser", false),
+        Message::assistant("a3", "", bash("c3", "uv run pytest tests/test_parse.py -x")),
+        Message::tool_result(
+            "t3",
+            "c3",
+            "tests/test_parse.py::test_empty FAILED\n1 failed, 3 passed",
+            true,
+        ),
+        Message::assistant("a4", "", bash("c4", "uv run pytest")),
+        Message::tool_result("t4", "c4", "12 passed in 0.4s", false),
+        Message::assistant("a5", "Committed and the suite passes.", vec![]),
+    ];
+    let text = check(
+        messages,
+        None,
+        &["git commit"],
+        &["## Errors still open", "still open"],
+    );
+    assert!(section(&text, "Errors still open").is_empty(), "{text}");
+}
+
+#[test]
+fn a_refused_call_is_no_error_and_what_the_user_typed_is_a_request() {
+    let refused = "The user doesn't want to proceed with this tool use. The tool use was rejected (eg. if it was a file edit, the new_string was NOT written to the file). To tell you how to proceed, the user said:\nWait, first copy the favicon into public/";
+    let text = check(
+        vec![
+            Message::user("u1", "Set up the site's icons"),
+            Message::assistant(
+                "a1",
+                "",
+                vec![call(
+                    "c1",
+                    "Write",
+                    json!({"file_path": "public/icon.svg", "content": "<svg/>"}),
+                )],
+            ),
+            Message::tool_result("t1", "c1", refused, true),
+            Message::user("u2", "[Request interrupted by user for tool use]"),
+        ],
+        None,
+        &["Wait, first copy the favicon into public/"],
+        &["## Errors still open", "last change failed"],
+    );
+    assert_eq!(
+        section(&text, "Later requests"),
+        ["\"Wait, first copy the favicon into public/\""]
+    );
+    assert_eq!(
+        section(&text, "Next step"),
+        ["Continue with the last request above."]
+    );
+}
+
+#[test]
+fn a_failing_test_run_reports_the_failure_not_the_line_before() {
+    let output = "collected 3 items\n\ntests/test_errors.py::test_y PASSED [ 17%]\ntests/test_version.py::test_x FAILED [ 33%]\n\n    def test_x():\n>       assert version() == '2.0.0'\nE       AssertionError: assert '1.0.0' == '2.0.0'\n\n1 failed, 2 passed in 0.1s";
+    let text = check(
+        vec![
+            Message::user("u1", "Bump the version"),
+            Message::assistant("a1", "", bash("c1", "pytest -v")),
+            Message::tool_result("t1", "c1", output, true),
+        ],
+        None,
+        &["test_x FAILED", "assert '1.0.0' == '2.0.0'"],
+        &["test_y PASSED"],
+    );
+    assert_eq!(section(&text, "Errors still open").len(), 1, "{text}");
+}
+
+#[test]
+fn a_later_finding_replaces_the_guess_it_answers() {
+    check(
+        vec![
+            Message::user("u1", "Why does the upload hang?"),
+            Message::assistant(
+                "a1",
+                "The issue is a missing timeout on the socket read.",
+                bash("c1", "grep -rn timeout src"),
+            ),
+            Message::tool_result("t1", "c1", "src/net.rs:3: timeout: 30", false),
+            Message::assistant(
+                "a2",
+                "The issue is the retry loop never yielding to the runtime.",
+                vec![],
+            ),
+        ],
+        None,
+        &["The issue is the retry loop never yielding to the runtime."],
+        &["missing timeout"],
+    );
+}
+
+#[test]
+fn an_approved_plan_keeps_its_steps_and_what_is_done() {
+    let plan = "# Plan: Session Share Plugin\n\n1. Create the plugin manifest\n2. Write publish.sh using gh\n3. Document it in README.md";
+    check(
+        vec![
+            Message::user("u1", "Plan a plugin that publishes the session"),
+            Message::assistant("a1", "", vec![call("c1", "ExitPlanMode", json!({"plan": plan}))]),
+            Message::tool_result("t1", "c1", "User has approved your plan. You can now start coding.", false),
+            Message::assistant("a2", "", vec![call("c2", "TodoWrite", json!({"todos": [
+                {"content": "Create the plugin manifest", "status": "completed"},
+                {"content": "Write publish.sh", "status": "in_progress"},
+                {"content": "Document it", "status": "pending"}]}))]),
+            Message::tool_result("t2", "c2", "Todos have been modified successfully.", false),
+        ],
+        None,
+        &[
+            "## Plan\n- Plan: Session Share Plugin\n- 1. Create the plugin manifest\n- 2. Write publish.sh using gh\n- 3. Document it in README.md\n- [x] Create the plugin manifest\n- [>] Write publish.sh\n- [ ] Document it",
+        ],
+        &["ExitPlanMode"],
+    );
+    // A plan the user sent back is no plan; one the assistant wrote and the
+    // user accepted is.
+    let refused = "User chose to stay in plan mode and continue planning";
+    check(
+        vec![
+            Message::user("u1", "Plan it"),
+            Message::assistant(
+                "a1",
+                "",
+                vec![call("c1", "ExitPlanMode", json!({"plan": plan}))],
+            ),
+            Message::tool_result("t1", "c1", refused, true),
+        ],
+        None,
+        &[],
+        &["## Plan"],
+    );
+    check(
+        vec![
+            Message::user("u1", "How would you split the module?"),
+            Message::assistant("a1", "My plan:\n1. Move the parser to parse.rs\n2. Move the printer to print.rs\n3. Re-export both from lib.rs", vec![]),
+            Message::user("u2", "yes, go ahead"),
+        ],
+        None,
+        &["## Plan\n- 1. Move the parser to parse.rs"],
+        &[],
+    );
+}
+
+#[test]
+fn the_users_own_shell_commands_and_their_output_are_kept() {
+    let text = check(
+        vec![
+            Message::user("u1", "<bash-input>npm run lint</bash-input>"),
+            Message::user("u2", "<bash-stdout>\n> lint\n> eslint src\n\nsrc/app.ts\n  3:7  error  'x' is assigned a value but never used  no-unused-vars\n\n1 problem (1 error, 0 warnings)</bash-stdout><bash-stderr></bash-stderr>"),
+            Message::user("u3", "please fix these"),
+        ],
+        None,
+        &["## User's shell commands\n- `npm run lint`: 3:7 error 'x' is assigned a value but never used no-unused-vars"],
+        &["Nothing of note"],
+    );
+    assert!(section(&text, "Task").join("").contains("please fix these"));
+}
+
+#[test]
+fn a_vague_closing_message_says_what_was_changed() {
+    check(
+        vec![
+            Message::user("u1", "Refactor the storage layer"),
+            Message::assistant(
+                "a1",
+                "",
+                vec![call("c1", "edit", json!({"path": "src/store.rs"}))],
+            ),
+            Message::tool_result("t1", "c1", "ok", false),
+            Message::assistant(
+                "a2",
+                "",
+                vec![call("c2", "write", json!({"path": "src/store/log.rs"}))],
+            ),
+            Message::tool_result("t2", "c2", "ok", false),
+            Message::assistant(
+                "a3",
+                "I have successfully completed the comprehensive refactoring!",
+                vec![],
+            ),
+        ],
+        None,
+        &["(changed store.rs, log.rs)"],
+        &[],
+    );
+}
+
+#[test]
+fn a_withdrawn_question_is_not_the_next_step() {
+    let text = check(
+        vec![
+            Message::user("u1", "Add a --verbose flag to the CLI"),
+            Message::assistant(
+                "a1",
+                "",
+                vec![call("c1", "edit", json!({"path": "src/cli.rs"}))],
+            ),
+            Message::tool_result("t1", "c1", "ok", false),
+            Message::assistant("a2", "Added the flag.", vec![]),
+            Message::user(
+                "u2",
+                "Why does the build take so long on CI machines these days?",
+            ),
+            Message::user("u3", "Never mind!"),
+        ],
+        None,
+        &[],
+        &["build take so long"],
+    );
+    assert!(!section(&text, "Next step").is_empty(), "{text}");
+}
+
+#[test]
+fn quotes_lose_shell_line_continuations() {
+    check(
+        vec![
+            Message::user("u1", "run this for me:\ncargo build \\\n  --release"),
+            Message::assistant("a1", "Building.", vec![]),
+        ],
+        None,
+        &["cargo build\n", "--release"],
+        &["\\"],
+    );
+}
+
+#[test]
+fn a_failure_the_session_went_well_past_is_not_open() {
+    let mut messages = vec![
+        Message::user("u1", "Find a browser to preview the export"),
+        Message::assistant("a1", "", bash("c1", "chromium --version")),
+        Message::tool_result("t1", "c1", "chromium: command not found", true),
+    ];
+    for n in 2..=3 {
+        messages.push(Message::user(
+            format!("u{n}"),
+            format!("Now do step {n} of the export please"),
+        ));
+        for k in 0..3 {
+            let id = format!("c{n}{k}");
+            messages.push(Message::assistant(
+                format!("a{n}{k}"),
+                "",
+                bash(&id, &format!("./export.sh --part {n}{k}")),
+            ));
+            messages.push(Message::tool_result(format!("t{n}{k}"), &id, "ok", false));
+        }
+    }
+    let text = check(
+        messages.clone(),
+        None,
+        &["`chromium --version`: failed"],
+        &[],
+    );
+    assert!(section(&text, "Errors still open").is_empty(), "{text}");
+    // Right after it, it is open.
+    let text = check(messages[..3].to_vec(), None, &[], &[]);
+    assert_eq!(section(&text, "Errors still open").len(), 1, "{text}");
+}

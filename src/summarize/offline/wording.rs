@@ -82,7 +82,7 @@ pub fn error_line(text: &str) -> String {
     let lines: Vec<&str> = text
         .lines()
         .map(str::trim)
-        .filter(|l| !l.is_empty() && l.chars().count() <= 240)
+        .filter(|l| !l.is_empty() && l.chars().count() <= 240 && !passed(l))
         .collect();
     let exception = |l: &&&str| {
         let head = l.split(':').next().unwrap_or("");
@@ -106,4 +106,51 @@ pub fn error_line(text: &str) -> String {
         .copied()
         .unwrap_or("(no output)");
     clip(line.trim_matches(['=', '-', ' ']), LINE_CHARS)
+}
+
+/// A test runner's line for a test that passed (`test_errors.py::test_y
+/// PASSED [17%]`, `test parse_error ... ok`): it names no failure, whatever
+/// the test is called.
+fn passed(line: &str) -> bool {
+    line.contains(" PASSED") || line.ends_with(" ... ok") || line.starts_with("ok ")
+}
+
+/// The failure a test run reports: the line naming the failing test
+/// (pytest's `FAILED tests/x.py::test_x - assert …` summary, a `test_x
+/// FAILED` progress line, cargo's `test x ... FAILED`, a tally such as "2
+/// failed"), with the assertion that failed when the output shows it
+/// (`E   assert '1.0.0' == '2.0.0'`, a panic's message). `None` when no
+/// test failed.
+pub fn test_failure(output: &str) -> Option<String> {
+    let output = strip_ansi(output);
+    let lines: Vec<&str> = output.lines().map(str::trim).collect();
+    let failed = |line: &&str| {
+        let words: Vec<&str> = line.split_whitespace().collect();
+        words.contains(&"FAILED")
+            || words.windows(2).any(|w| {
+                w[1].trim_matches(|c: char| !c.is_alphanumeric()) == "failed"
+                    && w[0].parse::<u32>().is_ok_and(|n| n > 0)
+            })
+    };
+    // pytest's short summary names the test and the assertion on one line.
+    if let Some(summary) = lines
+        .iter()
+        .find(|l| l.starts_with("FAILED ") && l.contains(" - "))
+    {
+        return Some(clip(summary, LINE_CHARS));
+    }
+    let named = lines
+        .iter()
+        .find(|l| failed(l) && !l.starts_with("test result") && !l.contains("passed"))
+        .or_else(|| lines.iter().find(|l| failed(l)))?;
+    let assertion = lines
+        .iter()
+        .find(|l| l.starts_with("E ") || l.contains("panicked at") || l.starts_with("assertion"));
+    Some(match assertion {
+        Some(assertion) => clip(
+            &format!("{named} … {}", assertion.trim_start_matches("E ").trim()),
+            LINE_CHARS,
+        ),
+        None => clip(named, LINE_CHARS),
+    })
 }

@@ -1,0 +1,218 @@
+//! Plans and task lists, as the digest keeps them: the plan a person
+//! approved (a plan tool's text, or a numbered plan the assistant wrote and
+//! the person accepted) as its steps, and the newest task list a todo tool
+//! keeps, each item with its state. Pure.
+
+use serde_json::Value;
+
+use super::wording::clip;
+use crate::conversation::request::collapse;
+
+/// Steps and items kept, and their length.
+const STEPS: usize = 12;
+const STEP_CHARS: usize = 140;
+
+/// How a task list item stands, as the summary marks it.
+pub(super) const DONE: &str = "[x] ";
+pub(super) const DOING: &str = "[>] ";
+pub(super) const TODO: &str = "[ ] ";
+
+/// The plan a plan tool presents for approval (`ExitPlanMode`'s `plan`),
+/// `fallback` when its argument is empty (the plan was the text before it).
+pub(super) fn presented_plan(name: &str, arguments: &Value, fallback: &str) -> Option<String> {
+    if !name.eq_ignore_ascii_case("ExitPlanMode") {
+        return None;
+    }
+    let plan = arguments
+        .get("plan")
+        .and_then(Value::as_str)
+        .filter(|p| !p.trim().is_empty())
+        .unwrap_or(fallback);
+    (!plan.trim().is_empty()).then(|| plan.to_string())
+}
+
+/// The task list a todo tool sets (`TodoWrite`'s `todos` with `content`
+/// and `status`; `update_plan`'s `plan` with `step` and `status`), as
+/// marked lines.
+pub(super) fn task_list(name: &str, arguments: &Value) -> Option<Vec<String>> {
+    let (items, text) = match name {
+        "TodoWrite" | "todo_write" | "todowrite" => (arguments.get("todos")?, "content"),
+        "update_plan" => (arguments.get("plan")?, "step"),
+        _ => return None,
+    };
+    let lines = items
+        .as_array()?
+        .iter()
+        .filter_map(|item| {
+            let text = item.get(text).and_then(Value::as_str)?;
+            let mark = match item.get("status").and_then(Value::as_str) {
+                Some("completed") => DONE,
+                Some("in_progress") => DOING,
+                _ => TODO,
+            };
+            Some(format!("{mark}{}", clip(text, STEP_CHARS)))
+        })
+        .collect();
+    Some(lines)
+}
+
+/// A plan's steps: its numbered items (a step's own sub-items left out),
+/// else its bulleted items, else its headings; the title first when it
+/// has one.
+pub(super) fn steps(plan: &str) -> Vec<String> {
+    let mut title = None;
+    let (mut numbered, mut bulleted, mut headings) = (Vec::new(), Vec::new(), Vec::new());
+    let mut in_code = false;
+    for line in plan.lines() {
+        let trimmed = line.trim();
+        if trimmed.starts_with("```") {
+            in_code = !in_code;
+            continue;
+        }
+        let top = !line.starts_with([' ', '\t']);
+        if in_code || trimmed.is_empty() {
+            continue;
+        }
+        if let Some(heading) = trimmed.strip_prefix('#') {
+            let heading = heading.trim_start_matches('#').trim();
+            match title {
+                None if trimmed.starts_with("# ") => title = Some(heading.to_string()),
+                _ => headings.push(heading.to_string()),
+            }
+        } else if let Some(item) = numbered_item(trimmed).filter(|_| top) {
+            numbered.push(item.to_string());
+        } else if let Some(item) = trimmed.strip_prefix("- ").or(trimmed.strip_prefix("* ")) {
+            if top {
+                bulleted.push(item.to_string());
+            }
+        }
+    }
+    let chosen = [numbered, bulleted, headings]
+        .into_iter()
+        .find(|list| !list.is_empty())
+        .unwrap_or_default();
+    let mut out: Vec<String> = title.into_iter().map(|t| clean(&t)).collect();
+    out.extend(
+        chosen
+            .iter()
+            .take(STEPS)
+            .enumerate()
+            .map(|(i, step)| format!("{}. {}", i + 1, clean(step))),
+    );
+    if chosen.len() > STEPS {
+        out.push(format!("… {} more steps", chosen.len() - STEPS));
+    }
+    out
+}
+
+fn clean(text: &str) -> String {
+    clip(&collapse(&text.replace("**", "")), STEP_CHARS)
+}
+
+/// `1. step` or `2) step`: the step.
+fn numbered_item(line: &str) -> Option<&str> {
+    let digits = line.chars().take_while(char::is_ascii_digit).count();
+    if !(1..=2).contains(&digits) {
+        return None;
+    }
+    let rest = &line[digits..];
+    rest.strip_prefix(". ")
+        .or_else(|| rest.strip_prefix(") "))
+        .map(str::trim)
+}
+
+/// Assistant text that proposes a plan: it says so and lists at least
+/// three numbered steps.
+pub(super) fn proposes_plan(text: &str) -> bool {
+    let lower = text.to_lowercase();
+    let numbered = text
+        .lines()
+        .filter(|l| !l.starts_with([' ', '\t']) && numbered_item(l.trim()).is_some())
+        .count();
+    lower.contains("plan") && numbered >= 3
+}
+
+/// A reply that accepts what was proposed ("yes", "ok go ahead",
+/// "sounds good, do it", "approved").
+pub(super) fn accepts(reply: &str) -> bool {
+    const YES: [&str; 14] = [
+        "yes",
+        "yep",
+        "yeah",
+        "ok",
+        "okay",
+        "sure",
+        "go ahead",
+        "proceed",
+        "sounds good",
+        "lgtm",
+        "approved",
+        "do it",
+        "let's do it",
+        "go for it",
+    ];
+    let lower = reply.trim().to_lowercase();
+    let words = lower.split_whitespace().count();
+    words <= 12 && YES.iter().any(|y| lower.starts_with(y) || lower == *y)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_plan_is_its_title_and_top_level_steps() {
+        let plan = "# Plan: Session Share Plugin\n\n## Context\nWhy.\n\n1. **Create** the plugin manifest\n   - sub item\n2. Write `publish.sh`\n3. Document it in README.md\n\n```\n1. not a step\n```";
+        assert_eq!(
+            steps(plan),
+            [
+                "Plan: Session Share Plugin",
+                "1. Create the plugin manifest",
+                "2. Write `publish.sh`",
+                "3. Document it in README.md",
+            ]
+        );
+        // Without numbered items: bullets, else headings.
+        assert_eq!(
+            steps("## Step one\ntext\n## Step two"),
+            ["1. Step one", "2. Step two"]
+        );
+    }
+
+    #[test]
+    fn task_lists_mark_what_is_done() {
+        let todos = json!({"todos": [
+            {"content": "Add the parser", "status": "completed", "activeForm": "Adding"},
+            {"content": "Run the tests", "status": "in_progress"},
+            {"content": "Update the docs", "status": "pending"}]});
+        assert_eq!(
+            task_list("TodoWrite", &todos).unwrap(),
+            [
+                "[x] Add the parser",
+                "[>] Run the tests",
+                "[ ] Update the docs"
+            ]
+        );
+        let codex = json!({"plan": [{"step": "Read the code", "status": "completed"}]});
+        assert_eq!(
+            task_list("update_plan", &codex).unwrap(),
+            ["[x] Read the code"]
+        );
+        assert!(task_list("Read", &todos).is_none());
+    }
+
+    #[test]
+    fn a_proposed_plan_and_its_acceptance() {
+        assert!(proposes_plan(
+            "Here's my plan:\n1. Parse\n2. Check\n3. Write"
+        ));
+        assert!(!proposes_plan("Steps:\n1. Parse\n2. Check\n3. Write"));
+        assert!(accepts("yes, go ahead"));
+        assert!(accepts("ok"));
+        assert!(!accepts("no, first read the docs"));
+        assert!(!accepts(
+            "okay but before that I want you to read every file in the repository and tell me what each does"
+        ));
+    }
+}
