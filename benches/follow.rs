@@ -6,7 +6,10 @@
 //!   30 appends at each size: the lines written, then the mirror's poll);
 //! - `compactd statusline` on a 20 MB transcript as whole-process runs:
 //!   the first (no cache), then the median of 30 unchanged renders and of
-//!   30 renders each after one more response (the release binary).
+//!   30 renders each after one more response (the release binary);
+//! - `compactd hook claude-code` on the same 20 MB transcript, for each
+//!   event it answers (PreCompact, SessionStart after a compaction,
+//!   PostCompact), as whole-process runs (median of 5).
 //!
 //! Under `cargo test` (no `--bench`) it runs a 1 MB smoke check instead.
 //! The transcripts are synthetic but shaped like Claude Code 2.1.330's: a
@@ -134,10 +137,12 @@ fn follow_at(dir: &Path, mb: u64, appends: usize) -> (Duration, Duration, usize)
     (load, median(samples), open.session.message_count())
 }
 
-fn statusline(bin: &Path, home: &Path, input: &str) -> Duration {
+/// `bin` with `args` run as a whole process in `home`, `input` on its
+/// stdin: how long it took and what it printed (it must succeed).
+fn run(bin: &Path, args: &[&str], home: &Path, input: &str) -> (Duration, String) {
     let started = Instant::now();
     let mut child = Command::new(bin)
-        .args(["--no-user-config", "statusline"])
+        .args(args)
         .env("HOME", home)
         .env("XDG_DATA_HOME", home.join("data"))
         .stdin(Stdio::piped())
@@ -152,12 +157,56 @@ fn statusline(bin: &Path, home: &Path, input: &str) -> Duration {
         .unwrap();
     let output = child.wait_with_output().unwrap();
     let elapsed = started.elapsed();
-    assert!(output.status.success());
-    assert!(
-        String::from_utf8_lossy(&output.stdout).starts_with("⛁ "),
-        "{output:?}"
-    );
+    assert!(output.status.success(), "{output:?}");
+    (
+        elapsed,
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+    )
+}
+
+fn statusline(bin: &Path, home: &Path, input: &str) -> Duration {
+    let (elapsed, printed) = run(bin, &["--no-user-config", "statusline"], home, input);
+    assert!(printed.starts_with("⛁ "), "{printed}");
     elapsed
+}
+
+/// One whole-process run of `compactd hook claude-code` for `event` on
+/// `transcript`: its time and what it printed.
+fn hook(bin: &Path, home: &Path, transcript: &Path, event: &str) -> (Duration, String) {
+    let input = json!({"session_id": "s", "transcript_path": transcript, "cwd": home,
+        "hook_event_name": event, "source": "compact", "trigger": "auto",
+        "compact_summary": "The user asked for work on the repository."})
+    .to_string();
+    run(
+        bin,
+        &["--no-user-config", "hook", "claude-code"],
+        home,
+        &input,
+    )
+}
+
+/// Each hook event on the transcript of `mb` (median of `runs`), with the
+/// characters it printed.
+fn hooks_at(dir: &Path, mb: u64, runs: usize) -> Vec<(&'static str, Duration, usize)> {
+    let bin = PathBuf::from(env!("CARGO_BIN_EXE_compactd"));
+    let path = dir.join(format!("statusline-{mb}mb.jsonl"));
+    ["PreCompact", "SessionStart", "PostCompact"]
+        .into_iter()
+        .map(|event| {
+            let runs: Vec<(Duration, String)> =
+                (0..runs).map(|_| hook(&bin, dir, &path, event)).collect();
+            let printed = runs[0].1.chars().count();
+            assert!(
+                printed > 0 && printed <= 10_100,
+                "{event}: {printed} characters"
+            );
+            (
+                event,
+                median(runs.into_iter().map(|(d, _)| d).collect()),
+                printed,
+            )
+        })
+        .collect()
 }
 
 /// The status line on a transcript of `mb`: first run, unchanged runs,
@@ -198,6 +247,9 @@ fn main() {
             ms(unchanged),
             ms(grown)
         );
+        for (event, took, printed) in hooks_at(dir.path(), 1, 1) {
+            println!("hook {event} (1 MB): {}, {printed} characters", ms(took));
+        }
         return;
     }
     println!("following a Claude Code transcript (median of 30 appends of one response, ~9 KB):");
@@ -219,4 +271,8 @@ fn main() {
     println!("  first run (no cache): {}", ms(first));
     println!("  unchanged transcript: {}", ms(unchanged));
     println!("  one more response:    {}", ms(grown));
+    println!("compactd hook claude-code on that transcript (whole process, median of 5 runs):");
+    for (event, took, printed) in hooks_at(dir.path(), 20, 5) {
+        println!("  {event:<13} {} ({printed} characters printed)", ms(took));
+    }
 }

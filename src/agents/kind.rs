@@ -9,7 +9,9 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 use super::folders::Cwds;
+use super::hook::HookCall;
 use super::limits::AutoCompactPoint;
+use super::setup::SetupPlan;
 use crate::config::Config;
 use crate::conversation::Message;
 use crate::transcript::{Format, Imported, Line, Reader};
@@ -62,6 +64,25 @@ pub trait AgentKind: Send + Sync + 'static {
     /// The line its status-line command (`compactd statusline`) prints for
     /// the JSON it sends on stdin; `None` when it runs none.
     fn status_line(&self, _input: &str, _env: &StatusLineEnv) -> Option<Result<String, String>> {
+        None
+    }
+
+    /// A call of its hooks (`compactd hook <agent>`), from the JSON it
+    /// sends on stdin; `None` for an event compactd does not take part in.
+    fn hook_call(&self, _input: &Value) -> Option<HookCall> {
+        None
+    }
+
+    /// compactd's `text` for a hook call, as the agent takes it (plain
+    /// stdout, or its JSON).
+    fn hook_answer(&self, _call: &HookCall, text: &str) -> String {
+        text.to_string()
+    }
+
+    /// What `compactd setup <agent>` writes to its settings (`command`
+    /// runs compactd), in the user's settings or, with `project`, the
+    /// workspace's; `None` when it takes no setup.
+    fn setup(&self, _homes: &Homes, _project: Option<&Path>, _compactd: &str) -> Option<SetupPlan> {
         None
     }
 }

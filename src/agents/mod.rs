@@ -5,10 +5,11 @@
 //! and reader, where it compacts by itself (with the rule and its source),
 //! and the name people know it by. One registry (`Agent::all`) lists them;
 //! everything else (discovery, following, limits, the meter, import's
-//! format detection, the editors' lists) iterates it, so adding an agent is
-//! one module and one line here. This is an edge: it reads the agents'
-//! files and never writes them (a status line caches what it read in
-//! compactd's own data directory).
+//! format detection, the editors' lists, hooks, setup) iterates it, so
+//! adding an agent is one module and one line here. This is an edge: it
+//! reads the agents' files and writes only their settings, and only when
+//! `compactd setup` is asked to (`setup.rs`; a status line caches what it
+//! read in compactd's own data directory).
 
 pub mod claude_code;
 pub mod codex;
@@ -16,9 +17,11 @@ pub mod discover;
 #[cfg(test)]
 mod fake;
 mod folders;
+pub mod hook;
 mod kind;
 pub mod limits;
 pub mod pi;
+pub mod setup;
 
 use std::ffi::OsString;
 use std::path::PathBuf;

@@ -82,6 +82,83 @@ pub enum Command {
     /// transcript is cached under the data directory, so a render reads only
     /// what the transcript gained.
     Statusline(StatuslineArgs),
+    /// Take part in an agent's own compaction: the command its hooks run
+    /// (`compactd setup` registers it).
+    ///
+    /// Reads the hook's JSON on stdin and answers from the session's
+    /// transcript: before the agent compacts, what its summary must keep
+    /// (the task, the latest request, the user's rules, the files); after,
+    /// compactd's record of the session for the model's next request; and
+    /// once the agent's summary is written, what it dropped. Always exits
+    /// 0 and prints nothing when anything goes wrong, so the agent is
+    /// never held up.
+    Hook(HookArgs),
+    /// Register compactd in an agent's settings: its compaction hooks and
+    /// (Claude Code) its status line.
+    ///
+    /// Merges into the settings file as it is (other hooks and settings
+    /// kept as written); running it again changes nothing; --uninstall
+    /// removes exactly what it added and restores the file byte for byte
+    /// when nothing else changed. A file it cannot parse is left alone with
+    /// an error (exit 1).
+    Setup(SetupArgs),
+    /// List the agents' sessions of the current directory (Claude Code,
+    /// Codex, pi), newest first: agent, last change, size, path, title.
+    Sessions(SessionsArgs),
+    /// Follow an agent's session and print its meter line each time it
+    /// changes, as the agent works (Ctrl-C stops): the context as the next
+    /// request counts it, the window, where the agent compacts by itself,
+    /// the files changed; and each compaction the agent makes, with what
+    /// its summary dropped.
+    ///
+    /// Follows the newest session of the current directory, of the agent
+    /// named, or the transcript given.
+    Follow(FollowArgs),
+}
+
+/// `compactd sessions`.
+#[derive(Args, Debug, Clone)]
+pub struct SessionsArgs {
+    /// Only this agent's sessions (`claude-code`, `codex`, `pi`).
+    #[arg(value_name = "AGENT")]
+    pub agent: Option<String>,
+}
+
+/// `compactd follow`.
+#[derive(Args, Debug, Clone)]
+pub struct FollowArgs {
+    /// An agent (its newest session here) or a transcript's path.
+    #[arg(value_name = "AGENT|PATH")]
+    pub target: Option<String>,
+    /// Print the meter line once and exit.
+    #[arg(long)]
+    pub once: bool,
+}
+
+/// `compactd hook`.
+#[derive(Args, Debug, Clone)]
+pub struct HookArgs {
+    /// The agent whose hook runs this (`claude-code`).
+    #[arg(value_name = "AGENT")]
+    pub agent: String,
+}
+
+/// `compactd setup`.
+#[derive(Args, Debug, Clone)]
+pub struct SetupArgs {
+    /// The agent to set up (`claude-code`).
+    #[arg(value_name = "AGENT")]
+    pub agent: String,
+    /// Write the project's settings (in the current directory) instead of
+    /// the user's.
+    #[arg(long)]
+    pub project: bool,
+    /// Print the changes; write nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Remove what setup added.
+    #[arg(long)]
+    pub uninstall: bool,
 }
 
 /// `compactd serve`.

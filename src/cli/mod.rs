@@ -1,15 +1,19 @@
 //! Command-line work that is not serving: `compact`, `stats` and `replay`
-//! on transcripts, and `statusline` for Claude Code. Output goes to stdout; notes, progress and errors to
+//! on transcripts, `statusline` for Claude Code, `hook` and `setup` for the
+//! agents' own compactions. Output goes to stdout; notes, progress and errors to
 //! stderr.
 
 pub mod args;
 mod compact;
 mod connect;
 mod error;
+mod hook;
 mod load;
 mod out;
 mod progress;
 mod replay;
+mod sessions;
+mod setup;
 mod stats;
 mod statusline;
 
@@ -25,6 +29,9 @@ pub fn run(command: Command, no_user_config: bool) -> ExitCode {
     if let Command::Statusline(args) = &command {
         return statusline::run(args, no_user_config);
     }
+    if let Command::Hook(args) = &command {
+        return hook::run(args, no_user_config);
+    }
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -35,7 +42,10 @@ pub fn run(command: Command, no_user_config: bool) -> ExitCode {
         Command::Compact(args) => runtime.block_on(compact::run(&args, no_user_config)),
         Command::Stats(args) => stats::run(&args, no_user_config),
         Command::Replay(args) => runtime.block_on(replay::run(&args, no_user_config)),
-        Command::Statusline(_) => unreachable!("rendered above"),
+        Command::Statusline(_) | Command::Hook(_) => unreachable!("answered above"),
+        Command::Setup(args) => setup::run(&args),
+        Command::Sessions(args) => sessions::sessions(&args),
+        Command::Follow(args) => sessions::follow(&args, no_user_config),
     };
     // `connect`'s stdin reader may still be blocked on a read the OS will
     // not finish until the client closes our stdin.

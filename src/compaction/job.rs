@@ -450,18 +450,8 @@ impl PlannedJob {
                 rules.push(rule);
             }
         }
-        let mut required: Vec<Required> = job
-            .files
-            .modified
-            .iter()
-            .cloned()
-            .map(Required::Path)
-            .collect();
-        required.extend(latest_request.map(Required::LatestRequest));
-        required.extend(rules.iter().cloned().map(Required::Rule));
-        required.extend(task.map(Required::Verbatim));
-        required.extend(pins.into_iter().map(Required::Verbatim));
-        job.required = required;
+        job.required =
+            retention::required(&job.files.modified, latest_request, &rules, task, &pins);
         job.retained_rules = rules;
         job.input = main.map(|s| summary_input(s, &options, job.encoding));
         job.turn_prefix = prefix.map(|s| summary_input(s, &options, job.encoding));
@@ -569,6 +559,7 @@ impl CompactionJob {
             images: self.images.clone(),
             provider_tokens_after: None,
             recount_note: None,
+            dropped: Vec::new(),
         };
         note_summarizers(&mut record, [main, turn_prefix]);
         self.set_target(&mut record);

@@ -108,6 +108,11 @@ pub struct CompactionRecord {
     /// Why the provider was not asked, or could not answer.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub recount_note: Option<String>,
+    /// An agent's own compaction: what its summary left out of what must
+    /// survive ("3 of 7 modified files", "the task"), as compactd checks
+    /// its own summaries.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub dropped: Vec<String>,
 }
 
 fn zero_is_unknown<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {

@@ -130,6 +130,56 @@ pub fn check<'a>(
     RetentionOutcome { recall, missing }
 }
 
+/// What must survive a compaction, in the order the check reports it:
+/// the modified files, the latest request, the rules, the task, the pins.
+pub fn required(
+    modified: &[String],
+    latest_request: Option<String>,
+    rules: &[String],
+    task: Option<String>,
+    pins: &[String],
+) -> Vec<Required> {
+    let mut required: Vec<Required> = modified.iter().cloned().map(Required::Path).collect();
+    required.extend(latest_request.map(Required::LatestRequest));
+    required.extend(rules.iter().cloned().map(Required::Rule));
+    required.extend(task.map(Required::Verbatim));
+    required.extend(pins.iter().cloned().map(Required::Verbatim));
+    required
+}
+
+/// What a summary left out, by kind: "2 of 5 modified files", "1 of 3
+/// rules", "the task" (the first verbatim item), "the latest request".
+pub fn describe_missing(required: &[Required], missing: &[Required]) -> Vec<String> {
+    let count = |kind: fn(&Required) -> bool| {
+        let total = required.iter().filter(|r| kind(r)).count();
+        (missing.iter().filter(|r| kind(r)).count(), total)
+    };
+    let mut out = Vec::new();
+    for (noun, kind) in [
+        (
+            "modified files",
+            (|r: &Required| matches!(r, Required::Path(_))) as fn(&Required) -> bool,
+        ),
+        ("rules", |r| matches!(r, Required::Rule(_))),
+    ] {
+        match count(kind) {
+            (0, _) => {}
+            (n, total) => out.push(format!("{n} of {total} {noun}")),
+        }
+    }
+    let task = required.iter().find(|r| matches!(r, Required::Verbatim(_)));
+    if task.is_some_and(|t| missing.contains(t)) {
+        out.push("the task".into());
+    }
+    if missing
+        .iter()
+        .any(|r| matches!(r, Required::LatestRequest(_)))
+    {
+        out.push("the latest request".into());
+    }
+    out
+}
+
 /// Whether `text` carries `request` as the retention check looks for a
 /// latest request: by its opening.
 pub fn carries_request(text: &str, request: &str) -> bool {

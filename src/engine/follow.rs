@@ -38,6 +38,38 @@ pub struct FollowEnv<'a> {
     pub session_env: &'a SessionEnv,
 }
 
+/// What a follow outside the server (a command) needs, owned: the
+/// configuration, its tool mapping, the agents' folders, the session
+/// environment of `workspace`.
+pub struct FollowSetup {
+    pub config: Config,
+    tools: FileTools,
+    homes: Homes,
+    session_env: SessionEnv,
+}
+
+impl FollowSetup {
+    pub fn new(config: Config, homes: Homes, workspace: &Path) -> FollowSetup {
+        let tools = FileTools::new(&config.file_tools);
+        let session_env = SessionEnv::new(&config, disk::workspace(vec![workspace.to_path_buf()]));
+        FollowSetup {
+            config,
+            tools,
+            homes,
+            session_env,
+        }
+    }
+
+    pub fn env(&self) -> FollowEnv<'_> {
+        FollowEnv {
+            config: &self.config,
+            tools: &self.tools,
+            homes: &self.homes,
+            session_env: &self.session_env,
+        }
+    }
+}
+
 /// The session id of a followed transcript: the same for the same file,
 /// so following it again finds compactd's own log of it.
 pub fn session_id(agent: Agent, path: &Path) -> String {
@@ -275,6 +307,17 @@ pub fn transcript_meter(
 ) -> EngineResult<Meter> {
     let (session, mirror) = mirror_of(agent, path, workspace, Vec::new(), env)?;
     Ok(meter(env.config, &session, &mirror))
+}
+
+/// The session a transcript holds, read whole as a follow reads it (no
+/// log, no lock, nothing written): what an agent's hook asks about.
+pub fn transcript_session(
+    agent: Agent,
+    path: &Path,
+    workspace: &Path,
+    env: &FollowEnv,
+) -> EngineResult<Session> {
+    mirror_of(agent, path, workspace, Vec::new(), env).map(|(session, _)| session)
 }
 
 /// compactd's log of a followed transcript: its own compactions, and the

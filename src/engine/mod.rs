@@ -16,6 +16,7 @@ pub mod create;
 pub mod disk;
 pub mod follow;
 pub mod meter;
+pub mod recap;
 
 use crate::config::Config;
 use crate::files::Workspace;

@@ -86,6 +86,12 @@ pub struct CompactResult {
     /// not answer.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub recount_note: Option<String>,
+    /// An agent's own compaction (a followed or imported session): what
+    /// its summary left out of what must survive, by kind ("3 of 7
+    /// modified files", "1 of 2 rules", "the task", "the latest request");
+    /// absent when it kept all. `recall` is the share it kept.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub dropped: Vec<String>,
 }
 
 impl CompactResult {
@@ -117,6 +123,7 @@ impl CompactResult {
             duration_ms: record.duration_ms,
             provider_tokens_after: record.provider_tokens_after,
             recount_note: record.recount_note.clone(),
+            dropped: record.dropped.clone(),
         }
     }
 
@@ -232,6 +239,10 @@ pub struct CompactionInfo {
     pub created_at: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub usage: Option<Usage>,
+    /// An agent's own compaction: what its summary left out (see
+    /// `CompactResult::dropped`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub dropped: Vec<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]

@@ -280,6 +280,23 @@ impl Meter {
     }
 }
 
+/// 950, 90.4k, 200k, 1M, 1.5M.
+pub fn human(n: u64) -> String {
+    let scaled = |value: f64, unit: &str| {
+        let text = if value < 100.0 {
+            format!("{value:.1}")
+        } else {
+            format!("{value:.0}")
+        };
+        format!("{}{unit}", text.trim_end_matches(".0"))
+    };
+    match n {
+        0..=999 => n.to_string(),
+        1_000..=999_999 => scaled(n as f64 / 1_000.0, "k"),
+        _ => scaled(n as f64 / 1_000_000.0, "M"),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -314,5 +331,22 @@ mod tests {
         assert_eq!(Encoding::O200k.count("hello world"), 2);
         assert_eq!(Encoding::Cl100k.count("hello world"), 2);
         assert_eq!(Encoding::O200k.count(""), 0);
+    }
+
+    #[test]
+    fn numbers_read_like_a_status_bar() {
+        let cases = [
+            (950, "950"),
+            (90_400, "90.4k"),
+            (90_449, "90.4k"),
+            (200_000, "200k"),
+            (177_000, "177k"),
+            (14_667, "14.7k"),
+            (1_000_000, "1M"),
+            (1_500_000, "1.5M"),
+        ];
+        for (n, text) in cases {
+            assert_eq!(human(n), text, "{n}");
+        }
     }
 }

@@ -8,9 +8,11 @@ use std::collections::HashMap;
 use super::emit::{Event, ForeignCompaction};
 use super::format::Format;
 use super::imported::{Imported, Skips};
+use crate::compaction::retention;
+use crate::compaction::CompactionRecord;
 use crate::compaction::Strategy;
-use crate::compaction::{retention, CompactionRecord};
-use crate::conversation::Message;
+use crate::conversation::{Message, MessageBody};
+use crate::files::FileTools;
 use crate::session::Session;
 use crate::store::{LogEntry, SessionSettings};
 
@@ -164,6 +166,19 @@ fn record(
             retained_rules.push(rule);
         }
     }
+    // The agent's summary checked as compactd checks its own: against the
+    // files changed so far, the rules, the task and the latest request it
+    // replaced (the summary alone: the same whether the rest of the
+    // transcript is read yet or not).
+    let all: Vec<&Message> = session.all_messages().collect();
+    let required = retention::required(
+        &modified_files(&all),
+        retention::latest_request(view[..summarized].iter().copied()),
+        &retained_rules,
+        retention::first_request(all.iter().copied()),
+        &[],
+    );
+    let outcome = retention::check(&foreign.summary, std::iter::empty(), &required);
     Ok(CompactionRecord {
         id: format!("{}-{number}", format.name()),
         strategy: Strategy::Checkpoint,
@@ -181,8 +196,7 @@ fn record(
         chunks: 1,
         degraded: false,
         degraded_reason: None,
-        // What the source's summary kept was not checked here.
-        recall: 1.0,
+        recall: outcome.recall,
         retained_rules,
         usage: None,
         replaces: None,
@@ -191,8 +205,39 @@ fn record(
         images: Vec::new(),
         provider_tokens_after: None,
         recount_note: None,
+        dropped: retention::describe_missing(&required, &outcome.missing),
         duration_ms: foreign.duration_ms,
     })
+}
+
+/// The files the messages' tool calls changed (by the shipped tool
+/// mapping, a call whose result is no error), by file name: an agent's
+/// summary names a file as it likes, the name is what it cannot leave out.
+fn modified_files(messages: &[&Message]) -> Vec<String> {
+    let tools = FileTools::default();
+    let failed: std::collections::HashSet<&str> = messages
+        .iter()
+        .filter(|m| m.is_error_result())
+        .filter_map(|m| m.answers())
+        .collect();
+    let mut files: Vec<String> = Vec::new();
+    for message in messages {
+        let MessageBody::Assistant { tool_calls, .. } = &message.body else {
+            continue;
+        };
+        for call in tool_calls
+            .iter()
+            .filter(|c| !failed.contains(c.id.as_str()))
+        {
+            for (op, path) in tools.ops(call) {
+                let name = path.rsplit(['/', '\\']).next().unwrap_or(&path).to_string();
+                if op.is_modification() && !files.contains(&name) {
+                    files.push(name);
+                }
+            }
+        }
+    }
+    files
 }
 
 fn merge_settings(base: &mut SessionSettings, change: SessionSettings) {

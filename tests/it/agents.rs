@@ -409,3 +409,189 @@ fn real_claude_code_sends_its_status_line_json_to_compactd_statusline() {
     drop(rendered);
     let _ = std::fs::OpenOptions::new().write(true).open(&fifo);
 }
+
+// ---------------------------------------------------------------------
+// compactd inside Claude Code's own compactions, through its hooks.
+
+/// The task, with two rules; what must outlive a compaction.
+const HOOKED_TASK: &str =
+    "Edit a.txt and write c.md. Never use sudo. Keep it to the files in this folder.";
+
+/// What the model's first request after each compaction holds of the
+/// session: the task, the rules and the files, as `(item, present)`.
+fn kept_items(request: &str) -> Vec<(&'static str, bool)> {
+    [
+        ("the task", "Edit a.txt and write c.md."),
+        ("rule: never use sudo", "Never use sudo."),
+        (
+            "rule: keep to this folder",
+            "Keep it to the files in this folder.",
+        ),
+        ("modified a.txt", "a.txt"),
+        ("modified c.md", "c.md"),
+        ("read src/b.py", "src/b.py"),
+    ]
+    .into_iter()
+    .map(|(item, needle)| (item, request.contains(needle)))
+    .collect()
+}
+
+/// Runs the real Claude Code through a session of tools, a `/compact`, a
+/// reply near its window and a prompt that compacts automatically, with
+/// compactd's hooks set up (`compactd setup claude-code`) or not. Gives
+/// each compaction's summarization request and the model request right
+/// after it, as text, and the session's transcript.
+fn claude_code_compactions(hooks: bool) -> Option<(Vec<(String, String)>, PathBuf)> {
+    let claude = match claude() {
+        Ok(claude) => claude,
+        Err(why) => {
+            eprintln!("skipping: {why}");
+            return None;
+        }
+    };
+    let temp = tempfile::tempdir().unwrap().keep();
+    let ws = workspace(&temp);
+    let home = temp.join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    if hooks {
+        let setup = Command::new(env!("CARGO_BIN_EXE_compactd"))
+            .args(["setup", "claude-code"])
+            .env("HOME", &home)
+            .env_remove("CLAUDE_CONFIG_DIR")
+            .output()
+            .unwrap();
+        assert!(setup.status.success(), "{setup:?}");
+    }
+    let log = temp.join("requests.jsonl");
+    let model = ScriptedModel::start("claude-code-hooks.json", &log, &ws);
+    let run = |args: &[&str]| -> Value {
+        let mut command = claude_command(&claude, &home, &model, &ws);
+        command.args(["-p"]).args(args).args([
+            "--output-format",
+            "json",
+            "--allowedTools",
+            "Read,Edit,Write,Bash",
+        ]);
+        let output = output_within(&mut command, MODEL_PATIENCE);
+        assert!(output.status.success(), "{output:?}");
+        serde_json::from_slice(&output.stdout).unwrap()
+    };
+    let first = run(&[HOOKED_TASK]);
+    let session = first["session_id"].as_str().unwrap().to_string();
+    for prompt in [
+        "/compact",
+        "note the size of this context",
+        "what is left to do?",
+    ] {
+        run(&["--resume", &session, prompt]);
+    }
+    let requests: Vec<Value> = std::fs::read_to_string(&log)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .filter(|r: &Value| r["api"] == "anthropic")
+        .collect();
+    let mut pairs = Vec::new();
+    for (i, request) in requests.iter().enumerate() {
+        if request["compaction"] != true {
+            continue;
+        }
+        let next = requests[i + 1..]
+            .iter()
+            .find(|r| {
+                r["compaction"] != true
+                    && r["body"]["messages"]
+                        .as_array()
+                        .is_some_and(|m| m.len() > 1)
+            })
+            .map(|r| r["body"].to_string())
+            .unwrap_or_default();
+        pairs.push((request["body"].to_string(), next));
+    }
+    let transcript = claude_dir(&home, &ws).join(format!("{session}.jsonl"));
+    Some((pairs, transcript))
+}
+
+#[test]
+fn real_claude_code_compacts_with_what_compactd_knows() {
+    let Some((without, _)) = claude_code_compactions(false) else {
+        return;
+    };
+    let (with, transcript) = claude_code_compactions(true).unwrap();
+    assert_eq!(without.len(), 2, "a /compact and an automatic compaction");
+    assert_eq!(with.len(), 2, "a /compact and an automatic compaction");
+    let mut table = vec![
+        "| after | without compactd's hooks | with them |".to_string(),
+        "|---|---|---|".to_string(),
+    ];
+    for (kind, ((_, plain), (summarizing, next))) in ["/compact", "auto-compaction"]
+        .iter()
+        .zip(without.iter().zip(&with))
+    {
+        // The summarization request carries compactd's instructions…
+        assert!(
+            summarizing.contains("compactd follows this session")
+                && summarizing.contains("Never use sudo."),
+            "{kind}: the PreCompact instructions are missing from the summarization request"
+        );
+        // …and the next request compactd's record, where the same lossy
+        // summary alone keeps less.
+        let kept = kept_items(next);
+        let plain = kept_items(plain);
+        let count = |items: &[(&str, bool)]| items.iter().filter(|(_, k)| *k).count();
+        assert!(
+            kept.iter().all(|(_, k)| *k),
+            "{kind}: missing from the context after compacting: {:?}",
+            kept.iter().filter(|(_, k)| !k).collect::<Vec<_>>()
+        );
+        assert!(
+            count(&plain) < kept.len(),
+            "{kind}: the summary alone kept everything"
+        );
+        table.push(format!(
+            "| {kind} | {}/{} | {}/{} |",
+            count(&plain),
+            plain.len(),
+            count(&kept),
+            kept.len()
+        ));
+    }
+    println!("{}", table.join("\n"));
+    for (_, next) in &with {
+        assert!(
+            next.contains("compactd's record of this session"),
+            "the SessionStart context"
+        );
+    }
+
+    // compactd's own reading of the transcript records each of Claude
+    // Code's compactions with what its summary dropped.
+    let temp = tempfile::tempdir().unwrap();
+    let mut server = Server::spawn(&temp.path().join("data"));
+    server.initialize_params(json!({}), json!({}));
+    let imported = server
+        .request("conversation/import", json!({"path": transcript}))
+        .unwrap();
+    let listed = server
+        .request(
+            "conversation/compactions",
+            json!({"sessionId": imported["sessionId"]}),
+        )
+        .unwrap();
+    let compactions = listed["compactions"].as_array().unwrap();
+    assert_eq!(compactions.len(), 2, "{listed}");
+    for compaction in compactions {
+        assert_eq!(
+            compaction["dropped"],
+            json!([
+                "2 of 2 modified files",
+                "2 of 2 rules",
+                "the task",
+                "the latest request"
+            ]),
+            "{compaction}"
+        );
+        assert!(compaction["recall"].as_f64().unwrap() < 0.2, "{compaction}");
+    }
+    server.shutdown_and_exit();
+}

@@ -32,5 +32,6 @@ mod shared;
 mod statusline;
 mod store;
 mod summarizers;
+mod terminal;
 mod tokens;
 mod transcripts;

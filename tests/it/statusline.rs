@@ -4,13 +4,10 @@
 //! transcript of that session (trimmed fixture), plus the cache, colours
 //! and failures. `agents.rs` runs it under a live interactive Claude Code.
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use serde_json::{json, Value};
-
-use crate::support::PATIENCE;
 
 fn fixture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -56,20 +53,11 @@ impl Home {
             .env("XDG_DATA_HOME", self.path().join("data"))
             .env_remove("NO_COLOR")
             .env_remove("CLAUDE_CONFIG_DIR")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
             .stderr(Stdio::piped());
         for (k, v) in env {
             command.env(k, v);
         }
-        let mut child = command.spawn().unwrap();
-        child
-            .stdin
-            .take()
-            .unwrap()
-            .write_all(input.as_bytes())
-            .unwrap();
-        let output = crate::support::wait_with_patience(child, PATIENCE);
+        let output = crate::support::output_with_stdin(&mut command, input);
         assert!(output.status.success(), "{output:?}");
         let stdout = String::from_utf8(output.stdout).unwrap();
         assert_eq!(stdout.lines().count(), 1, "{stdout:?}");

@@ -451,6 +451,23 @@ pub fn output_within(command: &mut Command, patience: Duration) -> std::process:
 
 /// Waits for a spawned child's output; one still running after `patience`
 /// is killed and fails the test instead of hanging it.
+/// `command` run with `input` on its stdin and its stdout piped, within
+/// `PATIENCE`.
+pub fn output_with_stdin(command: &mut Command, input: &str) -> std::process::Output {
+    let mut child = command
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(input.as_bytes())
+        .unwrap();
+    wait_with_patience(child, PATIENCE)
+}
+
 pub fn wait_with_patience(child: Child, patience: Duration) -> std::process::Output {
     let pid = child.id();
     let (tx, rx) = mpsc::channel();

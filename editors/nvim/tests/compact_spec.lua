@@ -162,3 +162,20 @@ describe('cancellation', function()
     assert.are.equal('', compactd.statusline())
   end)
 end)
+
+describe('the compacted notice', function()
+  before_each(H.reset)
+
+  it("says what an agent's own summary dropped", function()
+    require('compactd.ui').compacted_notice({
+      compacted = true,
+      trigger = 'auto',
+      messagesSummarized = 12,
+      tokensBefore = 900,
+      tokensAfter = 90,
+      dropped = { '2 of 5 modified files', 'the task' },
+    })
+    local notice = H.wait_notice('its summary dropped')
+    assert.matches('its summary dropped 2 of 5 modified files, the task$', notice.message)
+  end)
+end)

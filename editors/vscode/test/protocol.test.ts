@@ -97,6 +97,11 @@ describe('against the real server', () => {
       compactedMessage(result),
       `Conversation compacted: ${result.messagesSummarized} messages → summary; tokens ${result.tokensBefore} → ${result.tokensAfter}`,
     );
+    // An agent's own compaction says what its summary dropped.
+    assert.equal(
+      compactedMessage({ messagesSummarized: 3, tokensBefore: 10, tokensAfter: 2, dropped: ['2 of 5 modified files', 'the task'] }, 'Claude Code'),
+      'Claude Code compacted its conversation: 3 messages → summary; tokens 10 → 2; its summary dropped 2 of 5 modified files, the task',
+    );
 
     const seen = server.events.slice(start);
     const index = (what: string, match: (e: Event) => boolean) => {

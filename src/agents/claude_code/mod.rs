@@ -8,6 +8,8 @@
 //!   200 characters keeps 200 and gets `-` and the base-36 absolute value of
 //!   Java's `String.hashCode` of the path. Subagent transcripts in
 //!   `<session>/subagents/` are not sessions of their own.
+//! - **Hooks**: `hooks.rs` (PreCompact, SessionStart after a compaction,
+//!   PostCompact; what `compactd setup claude-code` writes).
 //! - **Transcript**: `transcript.rs` (its reader; `meta.rs` tells prompts
 //!   from slash commands and harness text); `status.rs` is what the status
 //!   line keeps of one between renders, `status_line.rs` the line itself.
@@ -26,6 +28,7 @@
 
 mod auto_compact;
 mod home;
+mod hooks;
 mod meta;
 pub mod status;
 mod status_line;
@@ -37,6 +40,8 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 use super::folders::{jsonl_files, under, Cwds};
+use super::hook::HookCall;
+use super::setup::SetupPlan;
 use super::{Agent, AgentKind, AutoCompactPoint, Homes, LimitsInput, StatusLineEnv};
 use crate::transcript::{Imported, Line, Reader};
 use auto_compact::point;
@@ -101,5 +106,17 @@ impl AgentKind for ClaudeCode {
 
     fn status_line(&self, input: &str, env: &StatusLineEnv) -> Option<Result<String, String>> {
         Some(status_line::render(input, env, Agent(&ClaudeCode)))
+    }
+
+    fn hook_call(&self, input: &Value) -> Option<HookCall> {
+        hooks::call(input)
+    }
+
+    fn hook_answer(&self, call: &HookCall, text: &str) -> String {
+        hooks::answer(call, text)
+    }
+
+    fn setup(&self, homes: &Homes, project: Option<&Path>, compactd: &str) -> Option<SetupPlan> {
+        Some(hooks::setup(homes, project, compactd))
     }
 }

@@ -27,6 +27,7 @@ pub fn handle(context: &mut Context, params: SessionParams) -> RpcResult<Compact
             duration_ms: r.duration_ms,
             created_at: r.created_at,
             usage: r.usage,
+            dropped: r.dropped.clone(),
         })
         .collect();
     Ok(CompactionsResult {

@@ -341,6 +341,11 @@ class _CompactResultRequired(TypedDict):
 
 class CompactResult(_CompactResultRequired, total=False):
     degradedReason: Optional[str]
+    #: An agent's own compaction (a followed or imported session): what
+    #: its summary left out of what must survive, by kind ("3 of 7
+    #: modified files", "1 of 2 rules", "the task", "the latest request");
+    #: absent when it kept all. `recall` is the share it kept.
+    dropped: List[str]
     #: How long it took; absent for an agent's own compaction whose
     #: transcript does not say.
     durationMs: Optional[int]
@@ -392,6 +397,9 @@ class _CompactionInfoRequired(TypedDict):
 class CompactionInfo(_CompactionInfoRequired, total=False):
     #: Milliseconds since the Unix epoch; absent when unknown.
     createdAt: Optional[int]
+    #: An agent's own compaction: what its summary left out (see
+    #: `CompactResult::dropped`).
+    dropped: List[str]
     #: How long it took; absent when unknown (an agent's own compaction
     #: whose transcript does not say).
     durationMs: Optional[int]
@@ -628,6 +636,11 @@ class _DidCompactNotificationRequired(TypedDict):
 #: `conversation/didCompact`: a compaction was applied.
 class DidCompactNotification(_DidCompactNotificationRequired, total=False):
     degradedReason: Optional[str]
+    #: An agent's own compaction (a followed or imported session): what
+    #: its summary left out of what must survive, by kind ("3 of 7
+    #: modified files", "1 of 2 rules", "the task", "the latest request");
+    #: absent when it kept all. `recall` is the share it kept.
+    dropped: List[str]
     #: How long it took; absent for an agent's own compaction whose
     #: transcript does not say.
     durationMs: Optional[int]

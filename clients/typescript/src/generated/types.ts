@@ -400,6 +400,13 @@ export interface CompactResult {
   degraded: boolean;
   degradedReason?: string | null;
   /**
+   * An agent's own compaction (a followed or imported session): what
+   * its summary left out of what must survive, by kind ("3 of 7
+   * modified files", "1 of 2 rules", "the task", "the latest request");
+   * absent when it kept all. `recall` is the share it kept.
+   */
+  dropped?: string[];
+  /**
    * How long it took; absent for an agent's own compaction whose
    * transcript does not say.
    */
@@ -500,6 +507,11 @@ export interface CompactionInfo {
   createdAt?: number | null;
   degraded: boolean;
   /**
+   * An agent's own compaction: what its summary left out (see
+   * `CompactResult::dropped`).
+   */
+  dropped?: string[];
+  /**
    * How long it took; absent when unknown (an agent's own compaction
    * whose transcript does not say).
    */
@@ -572,6 +584,13 @@ export interface DidCompactNotification {
    */
   degraded: boolean;
   degradedReason?: string | null;
+  /**
+   * An agent's own compaction (a followed or imported session): what
+   * its summary left out of what must survive, by kind ("3 of 7
+   * modified files", "1 of 2 rules", "the task", "the latest request");
+   * absent when it kept all. `recall` is the share it kept.
+   */
+  dropped?: string[];
   /**
    * How long it took; absent for an agent's own compaction whose
    * transcript does not say.

@@ -27,6 +27,10 @@ function M.compacted_notice(result)
   if result.degraded then
     text = text .. '; degraded: ' .. (result.degradedReason or 'see :CompactSummary')
   end
+  -- An agent's own compaction: what its summary left out.
+  if type(result.dropped) == 'table' and #result.dropped > 0 then
+    text = text .. '; its summary dropped ' .. table.concat(result.dropped, ', ')
+  end
   M.info(text)
   -- An open summary buffer follows the latest compaction.
   local summary = vim.fn.bufnr(M.summary_name(result.sessionId))

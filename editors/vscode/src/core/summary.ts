@@ -2,15 +2,18 @@
 
 import type { CompactResult, DidCompactNotification, PreviewResult } from 'compactd-client';
 
-type Compaction = Pick<CompactResult, 'messagesSummarized' | 'tokensBefore' | 'tokensAfter'>;
+type Compaction = Pick<CompactResult, 'messagesSummarized' | 'tokensBefore' | 'tokensAfter'> & { dropped?: string[] | null };
 
 /**
  * The same line the CLI prints: `Conversation compacted: N messages → summary; tokens A → B`;
- * for a followed agent's own compaction, `Claude Code compacted its conversation: …`.
+ * for a followed agent's own compaction, `Claude Code compacted its conversation: …`, and
+ * what its summary dropped (`; its summary dropped 2 of 5 modified files, the task`).
  */
 export function compactedMessage(c: Compaction, agentName?: string): string {
   const what = agentName ? `${agentName} compacted its conversation` : 'Conversation compacted';
-  return `${what}: ${c.messagesSummarized} messages → summary; tokens ${c.tokensBefore} → ${c.tokensAfter}`;
+  const line = `${what}: ${c.messagesSummarized} messages → summary; tokens ${c.tokensBefore} → ${c.tokensAfter}`;
+  // An agent's own compaction: what its summary left out of what must survive.
+  return c.dropped?.length ? `${line}; its summary dropped ${c.dropped.join(', ')}` : line;
 }
 
 /** A summary as a Markdown document: what was compacted, then the summary as the model sees it. */

@@ -1,0 +1,112 @@
+//! Claude Code's hooks, as compactd takes part in its compactions
+//! (measured with 2.1.33x against a scripted model; `../shared/NOTES.md`):
+//!
+//! - `PreCompact` (stdin `{session_id, transcript_path, cwd, hook_event_name,
+//!   trigger, custom_instructions}`): plain stdout with exit 0 is added to
+//!   the summarization prompt, after the user's own `/compact` text.
+//! - `SessionStart` with `source: "compact"`: `hookSpecificOutput.
+//!   additionalContext` reaches the model's next request.
+//! - `PostCompact` (stdin adds `compact_summary`): it only observes; stdout
+//!   goes to the user.
+//!
+//! Output is capped at 10,000 characters. The order seen: PreCompact →
+//! SessionStart(compact) → PostCompact. `compactd setup claude-code`
+//! registers all three (and the status line) in its `settings.json`.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::{json, Value};
+
+use super::home::config_dir;
+use crate::agents::hook::{HookCall, HookEvent};
+use crate::agents::setup::SetupPlan;
+use crate::agents::Homes;
+
+/// The call, when it is one of the three events.
+pub(super) fn call(input: &Value) -> Option<HookCall> {
+    let text = |key: &str| input.get(key).and_then(Value::as_str);
+    let event = match (text("hook_event_name")?, text("source")) {
+        ("PreCompact", _) => HookEvent::BeforeCompact,
+        ("SessionStart", Some("compact")) => HookEvent::AfterCompactContext,
+        ("PostCompact", _) => HookEvent::AfterCompact {
+            summary: text("compact_summary").unwrap_or("").to_string(),
+        },
+        _ => return None,
+    };
+    Some(HookCall {
+        event,
+        transcript: PathBuf::from(text("transcript_path")?),
+        workspace: PathBuf::from(text("cwd").unwrap_or("")),
+    })
+}
+
+/// SessionStart's context goes in its JSON; the others print text.
+pub(super) fn answer(call: &HookCall, text: &str) -> String {
+    match call.event {
+        HookEvent::AfterCompactContext => json!({"hookSpecificOutput": {
+            "hookEventName": "SessionStart",
+            "additionalContext": text,
+        }})
+        .to_string(),
+        _ => text.to_string(),
+    }
+}
+
+/// The hooks and the status line, in `~/.claude/settings.json` (or
+/// `$CLAUDE_CONFIG_DIR/settings.json`), or the project's
+/// `.claude/settings.json`.
+pub(super) fn setup(homes: &Homes, project: Option<&Path>, compactd: &str) -> SetupPlan {
+    let path = match project {
+        Some(root) => root.join(".claude").join("settings.json"),
+        None => config_dir(homes).join("settings.json"),
+    };
+    SetupPlan {
+        path,
+        command: format!("{compactd} hook {}", super::NAME),
+        hooks: vec![
+            ("PreCompact", None),
+            ("SessionStart", Some("compact")),
+            ("PostCompact", None),
+        ],
+        status_line: Some(format!("{compactd} statusline")),
+        timeout: 30,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_three_events_and_nothing_else() {
+        let base = json!({"session_id": "s", "transcript_path": "/t.jsonl", "cwd": "/w"});
+        let with = |extra: Value| {
+            let mut input = base.clone();
+            input
+                .as_object_mut()
+                .unwrap()
+                .extend(extra.as_object().unwrap().clone());
+            call(&input)
+        };
+        assert_eq!(
+            with(json!({"hook_event_name": "PreCompact", "trigger": "auto"}))
+                .unwrap()
+                .event,
+            HookEvent::BeforeCompact
+        );
+        let start = with(json!({"hook_event_name": "SessionStart", "source": "compact"})).unwrap();
+        assert_eq!(start.event, HookEvent::AfterCompactContext);
+        let answer: Value = serde_json::from_str(&answer(&start, "ctx")).unwrap();
+        assert_eq!(answer["hookSpecificOutput"]["additionalContext"], "ctx");
+        assert!(with(json!({"hook_event_name": "SessionStart", "source": "startup"})).is_none());
+        assert_eq!(
+            with(json!({"hook_event_name": "PostCompact", "compact_summary": "S"}))
+                .unwrap()
+                .event,
+            HookEvent::AfterCompact {
+                summary: "S".into()
+            }
+        );
+        assert!(with(json!({"hook_event_name": "Stop"})).is_none());
+    }
+}

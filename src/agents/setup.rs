@@ -1,0 +1,575 @@
+//! `compactd setup <agent>`: what an agent's settings file must hold for
+//! compactd to take part in its compactions (its hooks, its status line),
+//! merged into the file as it is. Everything else in the file is kept as
+//! written, key order and formatting included (values compactd does not
+//! touch are copied byte for byte); running it twice changes nothing;
+//! `uninstall` removes exactly what it added, and gives back the file
+//! byte for byte when nothing else changed since (a copy of the file as it
+//! was is kept beside it until then). A file that is not a JSON object is
+//! left alone with an error.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use serde::de::{Deserializer, MapAccess, Visitor};
+use serde::Deserialize;
+use serde_json::value::RawValue;
+use serde_json::{json, Value};
+
+/// What an agent's settings file must hold.
+#[derive(Debug, Clone)]
+pub struct SetupPlan {
+    /// The settings file.
+    pub path: PathBuf,
+    /// The hook command (`/path/to/compactd hook claude-code`).
+    pub command: String,
+    /// The events it is registered for, each with its matcher.
+    pub hooks: Vec<(&'static str, Option<&'static str>)>,
+    /// The status line command, set only where the file has none.
+    pub status_line: Option<String>,
+    /// Seconds the agent gives a hook.
+    pub timeout: u64,
+}
+
+/// What `install` or `uninstall` did (or, on a dry run, would do).
+#[derive(Debug, Clone, PartialEq)]
+pub struct SetupReport {
+    pub path: PathBuf,
+    /// One line per change; empty when there was nothing to do.
+    pub changes: Vec<String>,
+    /// The file's new text (`None`: the file is removed).
+    pub text: Option<String>,
+}
+
+/// Whether a hook command is compactd's for this plan: its program is a
+/// `compactd` and it runs `hook <agent>` (whatever the binary's path when
+/// it was set up).
+fn is_ours(plan: &SetupPlan, command: &str) -> bool {
+    let tail = plan
+        .command
+        .split_once(" hook ")
+        .map_or("", |(_, agent)| agent);
+    let mut words = command.split_whitespace();
+    let program = words.next().unwrap_or("");
+    let name = Path::new(program)
+        .file_name()
+        .and_then(|n| n.to_str())
+        .unwrap_or("");
+    name.starts_with("compactd") && words.next() == Some("hook") && words.next() == Some(tail)
+}
+
+fn is_our_status_line(value: &Value) -> bool {
+    let command = value["command"].as_str().unwrap_or("");
+    let mut words = command.split_whitespace();
+    let program = words.next().unwrap_or("");
+    Path::new(program)
+        .file_name()
+        .and_then(|n| n.to_str())
+        .is_some_and(|n| n.starts_with("compactd"))
+        && words.next() == Some("statusline")
+}
+
+/// The copy of the file as it was before compactd first changed it.
+fn backup_path(path: &Path) -> PathBuf {
+    let mut name = path.file_name().unwrap_or_default().to_os_string();
+    name.push(".before-compactd");
+    path.with_file_name(name)
+}
+
+/// Adds what `plan` needs to its file; writes unless `dry_run`.
+pub fn install(plan: &SetupPlan, dry_run: bool) -> Result<SetupReport, String> {
+    let original = read(&plan.path)?;
+    let mut doc = Document::parse(original.as_deref().unwrap_or("{}"), &plan.path)?;
+    let mut changes = Vec::new();
+    let mut hooks = doc.take_object("hooks", &plan.path)?;
+    for (event, matcher) in &plan.hooks {
+        let mut groups = hooks.take_array(event, &plan.path)?;
+        let present = groups
+            .iter()
+            .any(|g| group_commands(g).iter().any(|c| is_ours(plan, c)));
+        if !present {
+            groups.push(hook_group(plan, *matcher));
+            changes.push(format!(
+                "add hooks.{event}{}: {}",
+                matcher
+                    .map(|m| format!(" (matcher \"{m}\")"))
+                    .unwrap_or_default(),
+                plan.command
+            ));
+        }
+        hooks.put(event, Item::Array(groups));
+    }
+    doc.put("hooks", Item::Object(hooks));
+    if let Some(command) = &plan.status_line {
+        match doc.get("statusLine") {
+            None => {
+                let line = [
+                    ("type", Item::New(json!("command"))),
+                    ("command", Item::New(json!(command))),
+                ];
+                doc.put("statusLine", Item::Object(Document::of(line)));
+                changes.push(format!("add statusLine: {command}"));
+            }
+            Some(existing) if !is_our_status_line(&existing) => changes.push(format!(
+                "statusLine: kept yours ({}); compactd's is `{command}`",
+                existing["command"].as_str().unwrap_or("?")
+            )),
+            Some(_) => {}
+        }
+    }
+    let added = changes.iter().any(|c| c.starts_with("add "));
+    let text = if added {
+        doc.render()
+    } else {
+        original.clone().unwrap_or_default()
+    };
+    if added && !dry_run {
+        let backup = backup_path(&plan.path);
+        if !backup.exists() {
+            // No file before: an empty copy says so.
+            write(&backup, original.as_deref().unwrap_or(""))?;
+        }
+        write(&plan.path, &text)?;
+    }
+    Ok(SetupReport {
+        path: plan.path.clone(),
+        changes,
+        text: Some(text),
+    })
+}
+
+/// Removes what `install` added; writes unless `dry_run`.
+pub fn uninstall(plan: &SetupPlan, dry_run: bool) -> Result<SetupReport, String> {
+    let Some(original) = read(&plan.path)? else {
+        return Ok(SetupReport {
+            path: plan.path.clone(),
+            changes: Vec::new(),
+            text: None,
+        });
+    };
+    let mut doc = Document::parse(&original, &plan.path)?;
+    let mut changes = Vec::new();
+    if doc.get("hooks").is_some() {
+        let mut hooks = doc.take_object("hooks", &plan.path)?;
+        for (event, _) in &plan.hooks {
+            if hooks.get(event).is_none() {
+                continue;
+            }
+            let groups = hooks.take_array(event, &plan.path)?;
+            let before = groups.len();
+            let kept: Vec<Item> = groups
+                .into_iter()
+                .filter(|g| !group_commands(g).iter().any(|c| is_ours(plan, c)))
+                .collect();
+            if kept.len() < before {
+                changes.push(format!("remove hooks.{event}: {}", plan.command));
+            }
+            match kept.is_empty() {
+                true => hooks.remove(event),
+                false => hooks.put(event, Item::Array(kept)),
+            }
+        }
+        match hooks.entries.is_empty() {
+            true => doc.remove("hooks"),
+            false => doc.put("hooks", Item::Object(hooks)),
+        }
+    }
+    if plan.status_line.is_some()
+        && doc
+            .get("statusLine")
+            .is_some_and(|s| is_our_status_line(&s))
+    {
+        doc.remove("statusLine");
+        changes.push("remove statusLine".into());
+    }
+    if changes.is_empty() {
+        return Ok(SetupReport {
+            path: plan.path.clone(),
+            changes,
+            text: Some(original),
+        });
+    }
+    // As it was before compactd, byte for byte, when nothing else changed.
+    let backup = backup_path(&plan.path);
+    let rendered = doc.render();
+    let text = match std::fs::read_to_string(&backup) {
+        Ok(before) if before.is_empty() && doc.entries.is_empty() => None,
+        Ok(before) if same_json(&before, &rendered) => Some(before),
+        _ => Some(rendered),
+    };
+    if !dry_run {
+        match &text {
+            Some(text) => write(&plan.path, text)?,
+            None => std::fs::remove_file(&plan.path)
+                .map_err(|e| format!("{}: {e}", plan.path.display()))?,
+        }
+        let _ = std::fs::remove_file(&backup);
+    }
+    Ok(SetupReport {
+        path: plan.path.clone(),
+        changes,
+        text,
+    })
+}
+
+/// `{"matcher": …, "hooks": [{"type": "command", "command": …, "timeout": …}]}`,
+/// in that order.
+fn hook_group(plan: &SetupPlan, matcher: Option<&str>) -> Item {
+    let hook = Document::of([
+        ("type", Item::New(json!("command"))),
+        ("command", Item::New(json!(plan.command))),
+        ("timeout", Item::New(json!(plan.timeout))),
+    ]);
+    let mut group = Document::default();
+    if let Some(matcher) = matcher {
+        group.put("matcher", Item::New(json!(matcher)));
+    }
+    group.put("hooks", Item::Array(vec![Item::Object(hook)]));
+    Item::Object(group)
+}
+
+fn same_json(a: &str, b: &str) -> bool {
+    match (
+        serde_json::from_str::<Value>(a),
+        serde_json::from_str::<Value>(b),
+    ) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => false,
+    }
+}
+
+fn read(path: &Path) -> Result<Option<String>, String> {
+    match std::fs::read_to_string(path) {
+        Ok(text) => Ok(Some(text)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(format!("{}: {e}", path.display())),
+    }
+}
+
+/// Writes through a temporary file in the same folder, so a crash leaves
+/// the old file or the new one.
+fn write(path: &Path, text: &str) -> Result<(), String> {
+    let fail = |e: std::io::Error| format!("{}: {e}", path.display());
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).map_err(fail)?;
+    }
+    let temporary = path.with_extension(format!("compactd-{}.tmp", std::process::id()));
+    std::fs::write(&temporary, text).map_err(fail)?;
+    std::fs::rename(&temporary, path).map_err(fail)
+}
+
+/// The commands of one matcher group (`{"matcher": …, "hooks": [{"command": …}]}`).
+fn group_commands(group: &Item) -> Vec<String> {
+    let value = group.value();
+    value["hooks"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|h| h["command"].as_str().map(str::to_string))
+        .collect()
+}
+
+/// A JSON value as the file has it (copied back byte for byte), or one
+/// compactd made or changed.
+#[derive(Debug)]
+enum Item {
+    Raw(Box<RawValue>),
+    New(Value),
+    Object(Document),
+    Array(Vec<Item>),
+}
+
+impl Item {
+    fn value(&self) -> Value {
+        match self {
+            Item::Raw(raw) => serde_json::from_str(raw.get()).unwrap_or(Value::Null),
+            Item::New(value) => value.clone(),
+            Item::Object(doc) => Value::Object(
+                doc.entries
+                    .iter()
+                    .map(|(k, v)| (k.clone(), v.value()))
+                    .collect(),
+            ),
+            Item::Array(items) => Value::Array(items.iter().map(Item::value).collect()),
+        }
+    }
+
+    fn render(&self, depth: usize, out: &mut String) {
+        match self {
+            Item::Raw(raw) => out.push_str(raw.get()),
+            Item::New(value) => {
+                let text = serde_json::to_string_pretty(value).unwrap_or_default();
+                out.push_str(&text.replace('\n', &format!("\n{}", indent(depth))));
+            }
+            Item::Object(doc) => doc.render_at(depth, out),
+            Item::Array(items) if items.is_empty() => out.push_str("[]"),
+            Item::Array(items) => {
+                out.push('[');
+                for (i, item) in items.iter().enumerate() {
+                    out.push_str(if i == 0 { "\n" } else { ",\n" });
+                    out.push_str(&indent(depth + 1));
+                    item.render(depth + 1, out);
+                }
+                out.push('\n');
+                out.push_str(&indent(depth));
+                out.push(']');
+            }
+        }
+    }
+}
+
+fn indent(depth: usize) -> String {
+    "  ".repeat(depth)
+}
+
+/// A JSON object, its keys in the file's order.
+#[derive(Debug, Default)]
+struct Document {
+    entries: Vec<(String, Item)>,
+}
+
+/// An object's entries, read in order with their values raw.
+struct Ordered(Vec<(String, Box<RawValue>)>);
+
+impl<'de> Deserialize<'de> for Ordered {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Ordered, D::Error> {
+        struct Entries;
+        impl<'de> Visitor<'de> for Entries {
+            type Value = Ordered;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a JSON object")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Ordered, A::Error> {
+                let mut entries = Vec::new();
+                while let Some((key, value)) = map.next_entry::<String, Box<RawValue>>()? {
+                    entries.push((key, value));
+                }
+                Ok(Ordered(entries))
+            }
+        }
+        deserializer.deserialize_map(Entries)
+    }
+}
+
+impl Document {
+    fn of<const N: usize>(entries: [(&str, Item); N]) -> Document {
+        Document {
+            entries: entries
+                .into_iter()
+                .map(|(k, v)| (k.to_string(), v))
+                .collect(),
+        }
+    }
+
+    fn parse(text: &str, path: &Path) -> Result<Document, String> {
+        let Ordered(entries) = serde_json::from_str(text).map_err(|e| {
+            format!(
+                "{} is not a JSON object compactd can merge into ({e}); it was left as it is",
+                path.display()
+            )
+        })?;
+        Ok(Document::raw(entries))
+    }
+
+    /// An object's entries as the file has them.
+    fn raw(entries: Vec<(String, Box<RawValue>)>) -> Document {
+        Document {
+            entries: entries
+                .into_iter()
+                .map(|(k, v)| (k, Item::Raw(v)))
+                .collect(),
+        }
+    }
+
+    fn get(&self, key: &str) -> Option<Value> {
+        self.entries
+            .iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v.value())
+    }
+
+    fn remove(&mut self, key: &str) {
+        self.entries.retain(|(k, _)| k != key);
+    }
+
+    /// Sets `key`, where it was or at the end.
+    fn put(&mut self, key: &str, item: Item) {
+        match self.entries.iter_mut().find(|(k, _)| k == key) {
+            Some((_, slot)) => *slot = item,
+            None => self.entries.push((key.to_string(), item)),
+        }
+    }
+
+    /// The object under `key` (empty when absent), to change and put back.
+    fn take_object(&mut self, key: &str, path: &Path) -> Result<Document, String> {
+        match self.entries.iter_mut().find(|(k, _)| k == key) {
+            None => Ok(Document::default()),
+            Some((_, Item::Raw(raw))) => {
+                let Ordered(entries) = serde_json::from_str(raw.get()).map_err(|_| {
+                    format!(
+                        "{}: `{key}` is not an object; it was left as it is",
+                        path.display()
+                    )
+                })?;
+                Ok(Document::raw(entries))
+            }
+            Some((_, item)) => match std::mem::replace(item, Item::New(Value::Null)) {
+                Item::Object(doc) => Ok(doc),
+                _ => Err(format!("{}: `{key}` is not an object", path.display())),
+            },
+        }
+    }
+
+    /// The array under `key` (empty when absent), its items raw.
+    fn take_array(&mut self, key: &str, path: &Path) -> Result<Vec<Item>, String> {
+        let Some((_, item)) = self.entries.iter_mut().find(|(k, _)| k == key) else {
+            return Ok(Vec::new());
+        };
+        match std::mem::replace(item, Item::New(Value::Null)) {
+            Item::Raw(raw) => {
+                let items: Vec<Box<RawValue>> = serde_json::from_str(raw.get()).map_err(|_| {
+                    format!(
+                        "{}: `hooks.{key}` is not an array; it was left as it is",
+                        path.display()
+                    )
+                })?;
+                Ok(items.into_iter().map(Item::Raw).collect())
+            }
+            Item::Array(items) => Ok(items),
+            _ => Err(format!("{}: `hooks.{key}` is not an array", path.display())),
+        }
+    }
+
+    fn render(&self) -> String {
+        let mut out = String::new();
+        self.render_at(0, &mut out);
+        out.push('\n');
+        out
+    }
+
+    fn render_at(&self, depth: usize, out: &mut String) {
+        if self.entries.is_empty() {
+            out.push_str("{}");
+            return;
+        }
+        out.push('{');
+        for (i, (key, item)) in self.entries.iter().enumerate() {
+            out.push_str(if i == 0 { "\n" } else { ",\n" });
+            out.push_str(&indent(depth + 1));
+            out.push_str(&serde_json::to_string(key).unwrap_or_default());
+            out.push_str(": ");
+            item.render(depth + 1, out);
+        }
+        out.push('\n');
+        out.push_str(&indent(depth));
+        out.push('}');
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn plan(dir: &Path) -> SetupPlan {
+        SetupPlan {
+            path: dir.join(".claude/settings.json"),
+            command: "/opt/bin/compactd hook claude-code".into(),
+            hooks: vec![("PreCompact", None), ("SessionStart", Some("compact"))],
+            status_line: Some("/opt/bin/compactd statusline".into()),
+            timeout: 30,
+        }
+    }
+
+    /// One `check()` for setup: installs into `before` (absent: no file),
+    /// twice, then uninstalls, and gives what was written.
+    fn check(before: Option<&str>) -> (String, SetupReport) {
+        let dir = tempfile::tempdir().unwrap();
+        let plan = plan(dir.path());
+        if let Some(before) = before {
+            write(&plan.path, before).unwrap();
+        }
+        let first = install(&plan, false).unwrap();
+        let installed = std::fs::read_to_string(&plan.path).unwrap();
+        let second = install(&plan, false).unwrap();
+        assert!(
+            !second.changes.iter().any(|c| c.starts_with("add ")),
+            "{second:?}"
+        );
+        assert_eq!(std::fs::read_to_string(&plan.path).unwrap(), installed);
+        uninstall(&plan, false).unwrap();
+        match before {
+            Some(before) => assert_eq!(std::fs::read_to_string(&plan.path).unwrap(), before),
+            None => assert!(!plan.path.exists()),
+        }
+        assert!(!backup_path(&plan.path).exists());
+        (installed, first)
+    }
+
+    #[test]
+    fn merges_keeps_the_rest_and_undoes_exactly() {
+        let before = "{\n    \"model\": \"opus\",\n    \"hooks\": {\n        \"PreCompact\": [\n            {\"hooks\": [{\"type\": \"command\", \"command\": \"echo mine\"}]}\n        ],\n        \"Stop\": []\n    },\n    \"statusLine\": {\"type\": \"command\", \"command\": \"my-line\"}\n}\n";
+        let (installed, report) = check(Some(before));
+        let value: Value = serde_json::from_str(&installed).unwrap();
+        assert_eq!(value["model"], "opus");
+        assert_eq!(
+            value["hooks"]["PreCompact"][0]["hooks"][0]["command"],
+            "echo mine"
+        );
+        assert_eq!(
+            value["hooks"]["PreCompact"][1]["hooks"][0]["command"],
+            "/opt/bin/compactd hook claude-code"
+        );
+        assert_eq!(value["hooks"]["SessionStart"][0]["matcher"], "compact");
+        assert_eq!(value["statusLine"]["command"], "my-line");
+        assert!(
+            report.changes.iter().any(|c| c.contains("kept yours")),
+            "{report:?}"
+        );
+        // The user's own text is kept as written, in its order.
+        assert!(
+            installed.starts_with("{\n  \"model\": \"opus\",\n  \"hooks\""),
+            "{installed}"
+        );
+        assert!(installed
+            .contains("{\"hooks\": [{\"type\": \"command\", \"command\": \"echo mine\"}]}"));
+    }
+
+    #[test]
+    fn a_missing_file_is_created_and_removed_again() {
+        let (installed, _) = check(None);
+        let value: Value = serde_json::from_str(&installed).unwrap();
+        assert_eq!(
+            value["statusLine"]["command"],
+            "/opt/bin/compactd statusline"
+        );
+    }
+
+    #[test]
+    fn a_file_it_cannot_parse_is_left_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        let plan = plan(dir.path());
+        write(&plan.path, "{ \"model\": opus, }").unwrap();
+        let error = install(&plan, false).unwrap_err();
+        assert!(
+            error.contains("is not a JSON object compactd can merge into"),
+            "{error}"
+        );
+        assert_eq!(
+            std::fs::read_to_string(&plan.path).unwrap(),
+            "{ \"model\": opus, }"
+        );
+        write(&plan.path, "{\"hooks\": 3}").unwrap();
+        assert!(install(&plan, false)
+            .unwrap_err()
+            .contains("`hooks` is not an object"));
+    }
+
+    #[test]
+    fn a_dry_run_writes_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let plan = plan(dir.path());
+        let report = install(&plan, true).unwrap();
+        assert_eq!(report.changes.len(), 3, "{report:?}");
+        assert!(!plan.path.exists());
+    }
+}

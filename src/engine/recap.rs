@@ -1,0 +1,254 @@
+//! The recap: what compactd knows about a session that an agent's own
+//! compaction must not lose — the task, the latest request, the user's
+//! rules, the plan, the errors still open, the files read and changed —
+//! taken from the transcript, deterministically. The agents' hooks hand
+//! it over twice: before the agent compacts, as instructions to its
+//! summarizer (`instructions`); after, as context for the model's next
+//! request (`context`). `dropped` checks an agent's summary against it the
+//! way compactd checks its own (`compaction::retention`).
+
+use std::sync::Arc;
+
+use crate::compaction::retention::{self, Required};
+use crate::compaction::FileSections;
+use crate::conversation::Message;
+use crate::session::Session;
+use crate::summarize::offline::summarize_offline_within;
+use crate::summarize::SummaryRequest;
+
+/// What an agent lets a hook add at most (Claude Code caps hook output at
+/// 10,000 characters).
+pub const HOOK_LIMIT: usize = 10_000;
+
+/// The digest's budgets tried, largest first, until the context fits.
+const DIGEST_TOKENS: [u64; 4] = [1_500, 1_000, 600, 300];
+/// Files listed per section, tried largest first.
+const LISTED: [usize; 4] = [50, 20, 10, 5];
+
+#[derive(Debug, Clone, Default)]
+pub struct Recap {
+    pub task: Option<String>,
+    pub latest_request: Option<String>,
+    pub rules: Vec<String>,
+    pub files: FileSections,
+    /// Every message, for compactd's own digest of the session.
+    messages: Vec<Arc<Message>>,
+    pub pins: Vec<String>,
+}
+
+impl Recap {
+    /// The recap of everything the session holds, compacted or not: what
+    /// an earlier compaction of the agent's dropped is still known here.
+    pub fn of(session: &Session) -> Recap {
+        let messages: Vec<&Message> = session.all_messages().collect();
+        let mut rules: Vec<String> = session
+            .compactions()
+            .iter()
+            .flat_map(|r| r.retained_rules.iter().cloned())
+            .collect();
+        for rule in retention::rule_lines(messages.iter().copied()) {
+            if !rules.contains(&rule) {
+                rules.push(rule);
+            }
+        }
+        Recap {
+            task: retention::first_request(messages.iter().copied()),
+            latest_request: retention::latest_request(messages.iter().copied()),
+            rules,
+            files: session.file_ledger.sections(),
+            messages: messages.into_iter().cloned().map(Arc::new).collect(),
+            pins: session.pins().to_vec(),
+        }
+    }
+
+    /// The offline digest of the session within `tokens`.
+    fn digest(&self, tokens: u64) -> String {
+        let request = SummaryRequest {
+            previous_summary: None,
+            messages: self.messages.clone(),
+            partial_summaries: Vec::new(),
+            instructions: None,
+            max_tool_output_chars: 2_000,
+            compact_prompt: None,
+            update_prompt: None,
+        };
+        summarize_offline_within(&request, Some(tokens))
+    }
+
+    /// The files, at most `listed` per section.
+    fn file_sections(&self, listed: usize) -> String {
+        let mut files = self.files.clone();
+        for (list, omitted) in [
+            (&mut files.read, &mut files.marks.omitted_read),
+            (&mut files.modified, &mut files.marks.omitted_modified),
+        ] {
+            if list.len() > listed {
+                *omitted += list.len() - listed;
+                list.truncate(listed);
+            }
+        }
+        files.render()
+    }
+
+    /// What the model should know after the agent compacted: compactd's
+    /// digest (task, requests, rules, plan, progress, errors, next step)
+    /// and the file sections, within `limit` characters — the digest
+    /// shrinks, then the file lists, most important first.
+    pub fn context(&self, limit: usize) -> String {
+        const HEAD: &str = "compactd's record of this session before it was compacted (taken from the transcript; the summary may have left some of it out):\n\n";
+        let mut last = String::new();
+        for tokens in DIGEST_TOKENS {
+            let digest = self.digest(tokens);
+            for listed in LISTED {
+                let text = format!("{HEAD}{digest}\n{}", self.file_sections(listed));
+                if text.chars().count() <= limit {
+                    return text.trim_end().to_string();
+                }
+                last = text;
+            }
+        }
+        clip_lines(&last, limit)
+    }
+
+    /// What the agent's summarizer is asked to keep, before it compacts.
+    pub fn instructions(&self, limit: usize) -> String {
+        let mut out = String::from(
+            "compactd follows this session. Your summary must keep these, word for word where quoted:\n",
+        );
+        if let Some(task) = &self.task {
+            out.push_str(&format!("- The task: \"{}\"\n", clip(task, 600)));
+        }
+        if let Some(latest) = self
+            .latest_request
+            .as_ref()
+            .filter(|l| Some(*l) != self.task.as_ref())
+        {
+            out.push_str(&format!(
+                "- The latest request: \"{}\"\n",
+                clip(latest, 400)
+            ));
+        }
+        if !self.rules.is_empty() {
+            out.push_str("- The user's rules, each verbatim:\n");
+            for rule in &self.rules {
+                out.push_str(&format!("  - \"{}\"\n", clip(rule, 300)));
+            }
+        }
+        for pin in &self.pins {
+            out.push_str(&format!("- Keep verbatim: \"{}\"\n", clip(pin, 300)));
+        }
+        for (what, list) in [
+            ("Every file modified", &self.files.modified),
+            ("Files read", &self.files.read),
+        ] {
+            if !list.is_empty() {
+                out.push_str(&format!("- {what}, by its path: {}\n", list.join(", ")));
+            }
+        }
+        out.push_str("- The errors still open, and the next step.\n");
+        clip_lines(&out, limit)
+    }
+
+    /// What must survive a compaction, as the retention check looks for it.
+    pub fn required(&self) -> Vec<Required> {
+        retention::required(
+            &self.files.modified,
+            self.latest_request.clone(),
+            &self.rules,
+            self.task.clone(),
+            &self.pins,
+        )
+    }
+
+    /// What `summary` left out, by kind: "2 of 5 modified files", "1 of 3
+    /// rules", "the task", "the latest request". Empty when it kept all.
+    pub fn dropped(&self, summary: &str) -> Vec<String> {
+        let required = self.required();
+        let outcome = retention::check(summary, std::iter::empty(), &required);
+        retention::describe_missing(&required, &outcome.missing)
+    }
+}
+
+fn clip(text: &str, chars: usize) -> String {
+    let text = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    match text.char_indices().nth(chars) {
+        Some((cut, _)) => format!("{}…", &text[..cut]),
+        None => text,
+    }
+}
+
+/// `text` cut at the last whole line within `limit` characters.
+fn clip_lines(text: &str, limit: usize) -> String {
+    let mut out = String::new();
+    for line in text.lines() {
+        if out.chars().count() + line.chars().count() + 1 > limit {
+            break;
+        }
+        out.push_str(line);
+        out.push('\n');
+    }
+    out.trim_end().to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::conversation::ToolCall;
+    use serde_json::json;
+
+    fn session() -> Session {
+        let mut session = Session::new("s".into(), None, None, None, String::new());
+        session.push(vec![
+            Message::user("u1", "Port the parser to nom. Never touch Cargo.lock."),
+            Message::assistant(
+                "a1",
+                "",
+                vec![ToolCall {
+                    id: "c1".into(),
+                    name: "edit".into(),
+                    arguments: json!({"path": "src/parse.rs"}),
+                }],
+            ),
+            Message::tool_result("t1", "c1", "ok", false),
+            Message::user("u2", "Now run the benchmarks please"),
+        ]);
+        session
+    }
+
+    #[test]
+    fn a_recap_holds_the_task_rules_and_requests_and_fits() {
+        let recap = Recap::of(&session());
+        assert_eq!(recap.rules, ["Never touch Cargo.lock."]);
+        let context = recap.context(HOOK_LIMIT);
+        for needle in [
+            "Port the parser to nom",
+            "Never touch Cargo.lock.",
+            "Now run the benchmarks please",
+        ] {
+            assert!(context.contains(needle), "{needle}: {context}");
+        }
+        assert!(recap.context(300).chars().count() <= 300);
+        let instructions = recap.instructions(HOOK_LIMIT);
+        assert!(
+            instructions.contains("\"Never touch Cargo.lock.\""),
+            "{instructions}"
+        );
+        assert!(instructions.contains("The latest request: \"Now run the benchmarks please\""));
+    }
+
+    #[test]
+    fn a_summary_is_checked_against_the_recap() {
+        let recap = Recap::of(&session());
+        let lossy = "The user wants a parser port.";
+        assert_eq!(
+            recap.dropped(lossy),
+            ["1 of 1 rules", "the task", "the latest request"]
+        );
+        let full = recap.context(HOOK_LIMIT);
+        assert!(
+            recap.dropped(&full).is_empty(),
+            "{:?}",
+            recap.dropped(&full)
+        );
+    }
+}

@@ -1,0 +1,281 @@
+//! compactd for a terminal and inside an agent's own settings, through
+//! the binary: `setup`, `hook`, `sessions`, `follow`.
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::mpsc;
+
+use serde_json::{json, Value};
+
+use crate::follow::claude_dir;
+use crate::support::{output_with_stdin, PATIENCE};
+
+fn compactd(home: &Path) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_compactd"));
+    command
+        .arg("--no-user-config")
+        .env("HOME", home)
+        .env("XDG_DATA_HOME", home.join("data"))
+        .env_remove("CLAUDE_CONFIG_DIR");
+    command
+}
+
+fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/claude-code")
+        .join(name)
+}
+
+const FIXTURE: &str = "5217d838-5181-433d-a8b8-c96b9ad7bfb3.jsonl";
+
+// ---------------------------------------------------------------------
+// `compactd setup claude-code`
+
+/// One `check()` for setup: `args` run in a home whose settings file holds
+/// `before` (none when `None`); the exit status, stdout and the file after.
+fn setup(home: &Path, args: &[&str]) -> (bool, String, Option<String>) {
+    let out = compactd(home)
+        .args(["setup", "claude-code"])
+        .args(args)
+        .output()
+        .unwrap();
+    let settings = std::fs::read_to_string(home.join(".claude/settings.json")).ok();
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr),
+        settings,
+    )
+}
+
+#[test]
+fn setup_merges_into_existing_settings_twice_is_once_and_uninstall_restores_them() {
+    let home = tempfile::tempdir().unwrap();
+    let before = "{\n\t\"model\": \"opus\",\n\t\"hooks\": {\"PreCompact\": [{\"hooks\": [{\"type\": \"command\", \"command\": \"./mine.sh\"}]}], \"Stop\": [{\"hooks\": [{\"type\": \"command\", \"command\": \"say done\"}]}]},\n\t\"env\": {\"A\": \"1\"}\n}\n";
+    std::fs::create_dir_all(home.path().join(".claude")).unwrap();
+    std::fs::write(home.path().join(".claude/settings.json"), before).unwrap();
+
+    let (ok, printed, after) = setup(home.path(), &["--dry-run"]);
+    assert!(ok && printed.contains("would change"), "{printed}");
+    assert_eq!(after.as_deref(), Some(before), "a dry run writes nothing");
+
+    let (ok, printed, installed) = setup(home.path(), &[]);
+    assert!(ok, "{printed}");
+    let installed = installed.unwrap();
+    let value: Value = serde_json::from_str(&installed).unwrap();
+    let ours = format!("{} hook claude-code", env!("CARGO_BIN_EXE_compactd"));
+    assert_eq!(value["model"], "opus");
+    assert_eq!(value["env"], json!({"A": "1"}));
+    assert_eq!(value["hooks"]["Stop"][0]["hooks"][0]["command"], "say done");
+    assert_eq!(
+        value["hooks"]["PreCompact"][0]["hooks"][0]["command"],
+        "./mine.sh"
+    );
+    assert_eq!(
+        value["hooks"]["PreCompact"][1]["hooks"][0]["command"],
+        ours.as_str()
+    );
+    assert_eq!(value["hooks"]["SessionStart"][0]["matcher"], "compact");
+    assert_eq!(
+        value["hooks"]["PostCompact"][0]["hooks"][0]["command"],
+        ours.as_str()
+    );
+    assert!(value["statusLine"]["command"]
+        .as_str()
+        .unwrap()
+        .ends_with("compactd statusline"));
+
+    let (ok, printed, again) = setup(home.path(), &[]);
+    assert!(ok && printed.contains("nothing to change"), "{printed}");
+    assert_eq!(again.as_deref(), Some(installed.as_str()), "twice is once");
+
+    let (ok, printed, restored) = setup(home.path(), &["--uninstall"]);
+    assert!(ok, "{printed}");
+    assert_eq!(restored.as_deref(), Some(before), "byte for byte");
+    let leftovers: Vec<_> = std::fs::read_dir(home.path().join(".claude"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(leftovers, ["settings.json"]);
+}
+
+#[test]
+fn setup_leaves_a_settings_file_it_cannot_parse_alone() {
+    let home = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(home.path().join(".claude")).unwrap();
+    let broken = "{ \"model\": \"opus\", // a comment\n}";
+    std::fs::write(home.path().join(".claude/settings.json"), broken).unwrap();
+    let (ok, printed, after) = setup(home.path(), &[]);
+    assert!(!ok);
+    assert!(
+        printed.contains("is not a JSON object compactd can merge into"),
+        "{printed}"
+    );
+    assert_eq!(after.as_deref(), Some(broken));
+}
+
+// ---------------------------------------------------------------------
+// `compactd hook claude-code`
+
+fn hook(home: &Path, input: &str) -> (bool, String) {
+    let mut command = compactd(home);
+    command.args(["hook", "claude-code"]).stderr(Stdio::null());
+    let out = output_with_stdin(&mut command, input);
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+    )
+}
+
+#[test]
+fn hooks_answer_from_the_transcript_and_never_fail_the_agent() {
+    let home = tempfile::tempdir().unwrap();
+    let transcript = fixture(FIXTURE);
+    let input = |event: &str| {
+        json!({"session_id": "s", "transcript_path": transcript, "cwd": home.path(),
+            "hook_event_name": event, "source": "compact", "trigger": "manual",
+            "compact_summary": "Nothing much happened."})
+        .to_string()
+    };
+    let (ok, before) = hook(home.path(), &input("PreCompact"));
+    assert!(
+        ok && before.starts_with("compactd follows this session."),
+        "{before}"
+    );
+    let (ok, after) = hook(home.path(), &input("SessionStart"));
+    assert!(ok);
+    let after: Value = serde_json::from_str(&after).unwrap();
+    let context = after["hookSpecificOutput"]["additionalContext"]
+        .as_str()
+        .unwrap();
+    assert_eq!(after["hookSpecificOutput"]["hookEventName"], "SessionStart");
+    assert!(
+        context.starts_with("compactd's record of this session"),
+        "{context}"
+    );
+    assert!(context.chars().count() <= 10_000);
+    let (ok, dropped) = hook(home.path(), &input("PostCompact"));
+    assert!(
+        ok && dropped.contains("Claude Code's summary dropped"),
+        "{dropped}"
+    );
+    // Nothing for what it does not take part in, and nothing harmful on
+    // any error: exit 0, empty stdout.
+    for input in [
+        json!({"hook_event_name": "Stop", "transcript_path": transcript}).to_string(),
+        json!({"hook_event_name": "PreCompact", "transcript_path": "/no/such/file.jsonl", "cwd": "/"}).to_string(),
+        "not json".to_string(),
+        String::new(),
+    ] {
+        assert_eq!(hook(home.path(), &input), (true, String::new()), "{input}");
+    }
+}
+
+// ---------------------------------------------------------------------
+// `compactd sessions` and `compactd follow`
+
+/// A workspace and, in a temporary home, Claude Code's folder for it.
+fn claude_workspace(home: &Path) -> (PathBuf, PathBuf) {
+    let ws = home.join("ws");
+    std::fs::create_dir_all(&ws).unwrap();
+    let ws = ws.canonicalize().unwrap();
+    let dir = claude_dir(home, &ws);
+    std::fs::create_dir_all(&dir).unwrap();
+    (ws, dir)
+}
+
+#[test]
+fn sessions_lists_the_workspaces_agent_sessions() {
+    let home = tempfile::tempdir().unwrap();
+    let (ws, dir) = claude_workspace(home.path());
+    let out = compactd(home.path())
+        .arg("sessions")
+        .current_dir(&ws)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stdout).starts_with("no Claude Code, Codex, pi session of")
+    );
+    std::fs::copy(fixture(FIXTURE), dir.join(FIXTURE)).unwrap();
+    let out = compactd(home.path())
+        .arg("sessions")
+        .current_dir(&ws)
+        .output()
+        .unwrap();
+    let listed = String::from_utf8_lossy(&out.stdout);
+    assert!(listed.starts_with("claude-code "), "{listed}");
+    assert!(
+        listed.contains(&dir.join(FIXTURE).display().to_string()),
+        "{listed}"
+    );
+    let unknown = compactd(home.path())
+        .args(["sessions", "cursor"])
+        .current_dir(&ws)
+        .output()
+        .unwrap();
+    assert_eq!(unknown.status.code(), Some(2));
+}
+
+#[test]
+fn follow_prints_the_meter_as_the_agent_writes_and_its_compactions() {
+    let home = tempfile::tempdir().unwrap();
+    let (ws, dir) = claude_workspace(home.path());
+    let lines: Vec<String> = std::fs::read_to_string(fixture(FIXTURE))
+        .unwrap()
+        .lines()
+        .map(|l| format!("{l}\n"))
+        .collect();
+    // The session up to just before Claude Code's compaction boundary.
+    let boundary = lines
+        .iter()
+        .position(|l| l.contains("compact_boundary"))
+        .unwrap();
+    let path = dir.join(FIXTURE);
+    std::fs::write(&path, lines[..boundary].concat()).unwrap();
+    let mut child = compactd(home.path())
+        .args(["follow", "claude-code"])
+        .current_dir(&ws)
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let (tx, rx) = mpsc::channel();
+    let stdout = child.stdout.take().unwrap();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            if tx.send(line).is_err() {
+                return;
+            }
+        }
+    });
+    let next = || {
+        rx.recv_timeout(PATIENCE)
+            .expect("a line from compactd follow")
+    };
+    assert_eq!(next(), format!("following Claude Code {}", path.display()));
+    let first = next();
+    assert!(
+        first.starts_with("⛁ ") && first.contains("Claude Code compacts at"),
+        "{first}"
+    );
+    // The agent compacts: the line says so, then the meter drops.
+    let mut file = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&path)
+        .unwrap();
+    file.write_all(lines[boundary..].concat().as_bytes())
+        .unwrap();
+    drop(file);
+    let compacted = next();
+    assert!(
+        compacted.starts_with("Claude Code compacted: "),
+        "{compacted}"
+    );
+    let after = next();
+    assert!(
+        after.starts_with("⛁ ") && after != first,
+        "{first} → {after}"
+    );
+    child.kill().unwrap();
+    child.wait().unwrap();
+}
