@@ -18,6 +18,19 @@ pub enum HookEvent {
     AfterCompact { summary: String },
 }
 
+/// The answer to a SessionStart hook in the JSON Claude Code reads (Codex
+/// reads the same); any other event's answer is its text.
+pub fn answer_in_claude_codes_shape(call: &HookCall, text: &str) -> String {
+    match call.event {
+        HookEvent::AfterCompactContext => serde_json::json!({"hookSpecificOutput": {
+            "hookEventName": "SessionStart",
+            "additionalContext": text,
+        }})
+        .to_string(),
+        _ => text.to_string(),
+    }
+}
+
 /// One hook call: the event, the session's transcript and workspace.
 #[derive(Debug, Clone, PartialEq)]
 pub struct HookCall {

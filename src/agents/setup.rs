@@ -29,6 +29,8 @@ pub struct SetupPlan {
     pub status_line: Option<String>,
     /// Seconds the agent gives a hook.
     pub timeout: u64,
+    /// What the user should know once it is written.
+    pub note: Option<String>,
 }
 
 /// What `install` or `uninstall` did (or, on a dry run, would do).
@@ -477,6 +479,7 @@ mod tests {
             hooks: vec![("PreCompact", None), ("SessionStart", Some("compact"))],
             status_line: Some("/opt/bin/compactd statusline".into()),
             timeout: 30,
+            note: None,
         }
     }
 

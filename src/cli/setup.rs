@@ -41,6 +41,9 @@ pub fn run(args: &SetupArgs) -> Result<(), CliError> {
         for change in &report.changes {
             super::out::line(format_args!("  {change}"))?;
         }
+        if let Some(note) = plan.note.as_ref().filter(|_| !args.uninstall) {
+            super::out::line(format_args!("{note}"))?;
+        }
     }
     Ok(())
 }

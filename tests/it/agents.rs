@@ -17,20 +17,25 @@ use serde_json::{json, Value};
 use crate::follow::{claude_dir, follow_line_by_line};
 use crate::support::{agents_dir, file_uri, output_within, ScriptedModel, Server, MODEL_PATIENCE};
 
-/// The claude binary, or why the test is skipped.
-fn claude() -> Result<PathBuf, String> {
-    let claude = agents_dir().join("node_modules/.bin/claude");
-    if !claude.exists() {
+/// A pinned agent's binary in tests/agents, or why the test is skipped.
+fn agent_binary(name: &str) -> Result<PathBuf, String> {
+    let binary = agents_dir().join("node_modules/.bin").join(name);
+    if !binary.exists() {
         return Err(format!(
             "{} is missing: run `npm ci` in {}",
-            claude.display(),
+            binary.display(),
             agents_dir().display()
         ));
     }
     if Command::new("python3").arg("--version").output().is_err() {
         return Err("python3 is missing (the scripted model server needs it)".into());
     }
-    Ok(claude)
+    Ok(binary)
+}
+
+/// The claude binary, or why the test is skipped.
+fn claude() -> Result<PathBuf, String> {
+    agent_binary("claude")
 }
 
 macro_rules! or_skip {
@@ -594,4 +599,121 @@ fn real_claude_code_compacts_with_what_compactd_knows() {
         assert!(compaction["recall"].as_f64().unwrap() < 0.2, "{compaction}");
     }
     server.shutdown_and_exit();
+}
+
+// ---------------------------------------------------------------------
+// compactd inside Codex's own compactions.
+
+/// The codex binary, or why the test is skipped.
+fn codex() -> Result<PathBuf, String> {
+    agent_binary("codex")
+}
+
+const CODEX_TASK: &str = "Run the tests. Never use sudo. Keep it to the files in this folder.";
+
+/// What the model's first request after Codex's compaction holds of the
+/// session: the task, the rules, the failed command and its error.
+fn codex_kept_items(request: &str) -> Vec<(&'static str, bool)> {
+    [
+        ("the task", "Run the tests."),
+        ("rule: never use sudo", "Never use sudo."),
+        (
+            "rule: keep to this folder",
+            "Keep it to the files in this folder.",
+        ),
+        ("the failed command", "sys.exit"),
+        ("its error", "tests failed: 2 of 5"),
+    ]
+    .into_iter()
+    .map(|(item, needle)| (item, request.contains(needle)))
+    .collect()
+}
+
+/// Runs the real Codex through a failing test run and a reply over its
+/// auto-compaction limit, with compactd's hook set up (`compactd setup
+/// codex`) or not: the summarization request and the request after it.
+fn codex_compaction(hooks: bool) -> Option<(String, String)> {
+    let codex = match codex() {
+        Ok(codex) => codex,
+        Err(why) => {
+            eprintln!("skipping: {why}");
+            return None;
+        }
+    };
+    let temp = tempfile::tempdir().unwrap().keep();
+    let ws = temp.join("ws");
+    std::fs::create_dir_all(&ws).unwrap();
+    let codex_home = temp.join("codex-home");
+    std::fs::create_dir_all(&codex_home).unwrap();
+    let log = temp.join("requests.jsonl");
+    let model = ScriptedModel::start("codex-hooks.json", &log, &ws);
+    std::fs::write(
+        codex_home.join("config.toml"),
+        format!(
+            "model = \"scripted-model\"\nmodel_provider = \"local\"\nmodel_auto_compact_token_limit = 5000\napproval_policy = \"never\"\nsandbox_mode = \"danger-full-access\"\n\n[model_providers.local]\nname = \"local\"\nbase_url = \"{}/v1\"\nwire_api = \"responses\"\n",
+            model.url
+        ),
+    )
+    .unwrap();
+    if hooks {
+        let setup = Command::new(env!("CARGO_BIN_EXE_compactd"))
+            .args(["setup", "codex"])
+            .env("CODEX_HOME", &codex_home)
+            .output()
+            .unwrap();
+        assert!(setup.status.success(), "{setup:?}");
+    }
+    let mut command = Command::new(&codex);
+    command
+        .current_dir(&ws)
+        .env("CODEX_HOME", &codex_home)
+        .env("HOME", &temp)
+        .env("OPENAI_API_KEY", "sk-scripted")
+        .args([
+            "exec",
+            "--skip-git-repo-check",
+            "--dangerously-bypass-hook-trust",
+            CODEX_TASK,
+        ]);
+    let output = output_within(&mut command, MODEL_PATIENCE);
+    assert!(output.status.success(), "{output:?}");
+    let requests: Vec<Value> = std::fs::read_to_string(&log)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .filter(|r: &Value| r["api"] == "responses")
+        .collect();
+    let at = requests.iter().position(|r| r["compaction"] == true)?;
+    let next = requests
+        .get(at + 1)
+        .map(|r| r["body"].to_string())
+        .unwrap_or_default();
+    Some((requests[at]["body"].to_string(), next))
+}
+
+#[test]
+fn real_codex_goes_on_after_compacting_with_what_compactd_knows() {
+    let Some((_, without)) = codex_compaction(false) else {
+        return;
+    };
+    let (_, with) = codex_compaction(true).expect("Codex compacted");
+    let (plain, kept) = (codex_kept_items(&without), codex_kept_items(&with));
+    let count = |items: &[(&str, bool)]| items.iter().filter(|(_, k)| *k).count();
+    assert!(
+        kept.iter().all(|(_, k)| *k),
+        "missing after Codex compacted with compactd's hook: {:?}",
+        kept.iter().filter(|(_, k)| !k).collect::<Vec<_>>()
+    );
+    assert!(with.contains("compactd's record of this session"));
+    assert!(
+        count(&plain) < kept.len(),
+        "the summary alone kept everything: {plain:?}"
+    );
+    println!(
+        "| Codex auto-compaction | {}/{} | {}/{} |",
+        count(&plain),
+        plain.len(),
+        count(&kept),
+        kept.len()
+    );
 }

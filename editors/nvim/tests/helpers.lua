@@ -91,6 +91,8 @@ function H.setup(opts)
   local base = {
     cmd = { H.bin, '--no-user-config' },
     dataDir = H.dir .. '/sessions',
+    -- offer_spec.lua answers the setup question; elsewhere nothing asks.
+    offer_setup = false,
   }
   local compactd = require('compactd')
   compactd.setup(vim.tbl_deep_extend('force', base, opts or {}))

@@ -80,6 +80,11 @@ export class ServerConnection implements vscode.Disposable {
     return this.starting;
   }
 
+  /** The compactd binary this window started, when it started one (not a shared compactd it attached to). */
+  localBinary(): string | undefined {
+    return this.attached ? undefined : this.server?.path;
+  }
+
   private async launch(): Promise<LanguageClient> {
     try {
       const attached = await this.attach();

@@ -6,6 +6,7 @@ import type { CompactdApi } from './api';
 import { announceCompaction, registerCommands } from './commands';
 import { currentServerConfiguration, ServerConnection } from './connection';
 import { resumeSessions } from './core/requests';
+import { runSetup, setupQuestion } from './core/setup';
 import { SessionTracker } from './core/sessions';
 import { StatusBarMeter } from './statusBar';
 
@@ -40,6 +41,29 @@ export function activate(context: vscode.ExtensionContext): CompactdApi {
       output.appendLine(`[compactd] compactions of ${sessionId}: ${error instanceof Error ? error.message : String(error)}`);
     }
   };
+  // The first time this window follows a session of an agent whose own
+  // compactions compactd can take part in, offer `compactd setup <agent>`.
+  const offered = new Set<string>();
+  const offerSetup = async (agent: string, agentName: string) => {
+    const binary = server.localBinary();
+    if (!binary || offered.has(agent)) return;
+    offered.add(agent);
+    const declined = context.globalState.get<string[]>('compactd.setupDeclined') ?? [];
+    try {
+      const question = setupQuestion(agent, agentName, await runSetup(binary, agent, true), declined);
+      if (!question) return;
+      const choice = await vscode.window.showInformationMessage(question, 'Set Up', 'Not Now', "Don't Ask Again");
+      if (choice === 'Set Up') {
+        const printed = await runSetup(binary, agent, false);
+        output.appendLine(`[compactd] ${printed}`);
+        void vscode.window.showInformationMessage(`compactd: ${printed.split('\n')[0]}`);
+      } else if (choice === "Don't Ask Again") {
+        await context.globalState.update('compactd.setupDeclined', [...declined, agent]);
+      }
+    } catch (error) {
+      output.appendLine(`[compactd] setup ${agent}: ${error instanceof Error ? error.message : String(error)}`);
+    }
+  };
   const restart = async () => {
     await server.restart();
   };
@@ -61,6 +85,7 @@ export function activate(context: vscode.ExtensionContext): CompactdApi {
       tracker.onDidFollow(n);
       refresh();
       void lastCompaction(n.sessionId);
+      void offerSetup(n.agent, n.agentName);
     }),
     server.onAutoCompactStopped((n) => {
       tracker.setAutoCompact(n.sessionId, false);

@@ -15,7 +15,7 @@
 
 use std::path::{Path, PathBuf};
 
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use super::home::config_dir;
 use crate::agents::hook::{HookCall, HookEvent};
@@ -42,14 +42,7 @@ pub(super) fn call(input: &Value) -> Option<HookCall> {
 
 /// SessionStart's context goes in its JSON; the others print text.
 pub(super) fn answer(call: &HookCall, text: &str) -> String {
-    match call.event {
-        HookEvent::AfterCompactContext => json!({"hookSpecificOutput": {
-            "hookEventName": "SessionStart",
-            "additionalContext": text,
-        }})
-        .to_string(),
-        _ => text.to_string(),
-    }
+    crate::agents::hook::answer_in_claude_codes_shape(call, text)
 }
 
 /// The hooks and the status line, in `~/.claude/settings.json` (or
@@ -70,12 +63,14 @@ pub(super) fn setup(homes: &Homes, project: Option<&Path>, compactd: &str) -> Se
         ],
         status_line: Some(format!("{compactd} statusline")),
         timeout: 30,
+        note: None,
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn the_three_events_and_nothing_else() {

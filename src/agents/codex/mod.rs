@@ -4,6 +4,8 @@
 //!   `config.toml` are there).
 //! - **Sessions**: `sessions/YYYY/MM/DD/rollout-*.jsonl`, whose first line
 //!   (`session_meta`) names the workspace as `cwd`.
+//! - **Hooks**: `hooks.rs` (SessionStart after a compaction; what
+//!   `compactd setup codex` writes).
 //! - **Transcript**: `transcript.rs` (its reader; `compacted.rs` renders
 //!   what one of its compactions replaced the history with).
 //! - **Auto-compaction**: at `min(model_auto_compact_token_limit, 90% of
@@ -17,6 +19,7 @@
 mod auto_compact;
 mod compacted;
 mod home;
+mod hooks;
 pub mod transcript;
 
 use std::io;
@@ -25,6 +28,8 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 use super::folders::{jsonl_files, under, Cwds};
+use super::hook::HookCall;
+use super::setup::SetupPlan;
 use super::{AgentKind, AutoCompactPoint, Homes, LimitsInput};
 use crate::conversation::Message;
 use crate::transcript::{Imported, Line, Reader};
@@ -121,5 +126,17 @@ impl AgentKind for Codex {
             window,
             point(&config, input.stated_window, input.table_window),
         )
+    }
+
+    fn hook_call(&self, input: &Value) -> Option<HookCall> {
+        hooks::call(input)
+    }
+
+    fn hook_answer(&self, call: &HookCall, text: &str) -> String {
+        hooks::answer(call, text)
+    }
+
+    fn setup(&self, homes: &Homes, project: Option<&Path>, compactd: &str) -> Option<SetupPlan> {
+        Some(hooks::setup(homes, project, compactd))
     }
 }

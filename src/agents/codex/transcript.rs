@@ -345,7 +345,8 @@ fn output_text(output: Option<&Value>) -> (String, bool) {
                     .and_then(Value::as_i64);
                 (text.to_string(), code.is_some_and(|c| c != 0))
             }
-            _ => (s.clone(), false),
+            // 0.169's exec_command: "…\nProcess exited with code 127\n…".
+            _ => (s.clone(), exit_code(s).is_some_and(|c| c != 0)),
         },
         Some(Value::Array(_)) => (content_text(output), false),
         Some(Value::Object(map)) => {
@@ -356,9 +357,27 @@ fn output_text(output: Option<&Value>) -> (String, bool) {
     }
 }
 
+/// The code of a "Process exited with code N" line.
+fn exit_code(output: &str) -> Option<i64> {
+    output
+        .lines()
+        .take(8)
+        .find_map(|l| l.trim().strip_prefix("Process exited with code "))
+        .and_then(|code| code.trim().parse().ok())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_command_that_exited_with_a_code_failed() {
+        let failed = "Chunk ID: 0f6024\nWall time: 0.0005 seconds\nProcess exited with code 127\nOutput:\n/bin/bash: line 1: cargo: command not found\n";
+        assert!(output_text(Some(&Value::String(failed.into()))).1);
+        let ok = failed.replace("code 127", "code 0");
+        assert!(!output_text(Some(&Value::String(ok))).1);
+        assert!(!output_text(Some(&Value::String("plain".into()))).1);
+    }
 
     #[test]
     fn its_lines_are_told_apart() {

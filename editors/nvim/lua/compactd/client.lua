@@ -64,6 +64,7 @@ M.handlers = {
   end,
   ['conversation/didFollow'] = function(_, params)
     state.on_did_follow(params)
+    require('compactd.offer').offer(params)
   end,
   ['files/didChange'] = function(_, params)
     vim.api.nvim_exec_autocmds('User', { pattern = 'CompactdFileChanged', modeline = false, data = params })

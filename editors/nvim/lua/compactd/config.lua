@@ -12,6 +12,7 @@ M.plugin_keys = {
   root_markers = true,
   statusline = true,
   open_summary = true,
+  offer_setup = true,
 }
 
 M.defaults = {
@@ -40,6 +41,10 @@ M.defaults = {
   statusline = { warn = 70, error = 90 },
   -- :Compact opens the summary in a scratch buffer when it is done.
   open_summary = true,
+  -- The first time a Claude Code or Codex session is followed, offer
+  -- `compactd setup <agent>` (its hooks; vim.ui.select), unless it is set
+  -- up already or was declined for good.
+  offer_setup = true,
   -- compactd's `follow` setting, with the editors' default (the server's is
   -- `off`): `auto` follows the workspace's newest Claude Code, Codex or pi
   -- session and each one that starts later; `off` only :CompactFollow.
@@ -80,6 +85,7 @@ function M.set(opts)
   check_type('root_markers', opts.root_markers, 'table')
   check_type('statusline', opts.statusline, 'table')
   check_type('open_summary', opts.open_summary, 'boolean')
+  check_type('offer_setup', opts.offer_setup, 'boolean')
   if opts.follow ~= nil and opts.follow ~= 'auto' and opts.follow ~= 'off' then
     error(('compactd: `follow` must be "auto" or "off", got %s'):format(vim.inspect(opts.follow)), 0)
   end

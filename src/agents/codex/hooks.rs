@@ -1,0 +1,72 @@
+//! Codex's hooks (measured with 0.169 against a scripted model;
+//! `../shared/NOTES.md`): `$CODEX_HOME/hooks.json` or the project's
+//! `.codex/hooks.json`, in Claude Code's shape. `SessionStart` with
+//! `source: "compact"` takes `hookSpecificOutput.additionalContext` into
+//! the model's next request; `PreCompact` and `PostCompact` only observe
+//! (PostCompact carries no summary: the rollout's `compacted` item has it,
+//! and a follow records it with what it dropped). Codex runs a hook only
+//! once it is trusted: it asks the next time it starts (`codex exec`
+//! without a terminal needs `--dangerously-bypass-hook-trust`).
+
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+use super::home::home;
+use crate::agents::hook::{self, HookCall, HookEvent};
+use crate::agents::setup::SetupPlan;
+use crate::agents::Homes;
+
+/// The call, when it is the session going on after a compaction.
+pub(super) fn call(input: &Value) -> Option<HookCall> {
+    let text = |key: &str| input.get(key).and_then(Value::as_str);
+    if (text("hook_event_name")?, text("source")) != ("SessionStart", Some("compact")) {
+        return None;
+    }
+    Some(HookCall {
+        event: HookEvent::AfterCompactContext,
+        transcript: PathBuf::from(text("transcript_path")?),
+        workspace: PathBuf::from(text("cwd").unwrap_or("")),
+    })
+}
+
+pub(super) fn answer(call: &HookCall, text: &str) -> String {
+    hook::answer_in_claude_codes_shape(call, text)
+}
+
+/// The SessionStart hook in `$CODEX_HOME/hooks.json` (or the project's
+/// `.codex/hooks.json`).
+pub(super) fn setup(homes: &Homes, project: Option<&Path>, compactd: &str) -> SetupPlan {
+    let path = match project {
+        Some(root) => root.join(".codex").join("hooks.json"),
+        None => home(homes).join("hooks.json"),
+    };
+    SetupPlan {
+        path,
+        command: format!("{compactd} hook {}", super::NAME),
+        hooks: vec![("SessionStart", Some("compact"))],
+        status_line: None,
+        timeout: 30,
+        note: Some("Codex asks to trust a new hook the next time it starts".into()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn only_the_session_after_a_compaction() {
+        // As Codex 0.169 sent them.
+        let start = json!({"session_id": "s", "transcript_path": "/r.jsonl", "cwd": "/w",
+            "hook_event_name": "SessionStart", "model": "m", "permission_mode": "bypassPermissions", "source": "compact"});
+        assert_eq!(call(&start).unwrap().event, HookEvent::AfterCompactContext);
+        let pre = json!({"session_id": "s", "turn_id": "t", "transcript_path": "/r.jsonl", "cwd": "/w",
+            "hook_event_name": "PreCompact", "model": "m", "trigger": "auto"});
+        assert!(call(&pre).is_none());
+        let mut startup = start.clone();
+        startup["source"] = json!("startup");
+        assert!(call(&startup).is_none());
+    }
+}
