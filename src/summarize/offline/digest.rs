@@ -235,12 +235,13 @@ impl Digest {
         self.focus = newer.focus;
     }
 
-    /// A request after the task: listed when it says something new, else
-    /// counted as a follow-up.
+    /// A request after the task: listed when it says something new (not
+    /// the task again, nor a request already listed), else counted as a
+    /// follow-up.
     pub fn add_request(&mut self, request: String) {
         if super::wording::substantial(&request) {
             let line = super::wording::request_line(&request);
-            if self.requests.last() != Some(&line) && self.task.as_deref() != Some(&request) {
+            if !self.requests.contains(&line) && self.task.as_deref() != Some(&request) {
                 self.requests.push(line);
             }
         } else {

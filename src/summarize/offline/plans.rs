@@ -56,12 +56,19 @@ pub(super) fn task_list(name: &str, arguments: &Value) -> Option<Vec<String>> {
     Some(lines)
 }
 
-/// A plan's steps: its numbered items (a step's own sub-items left out),
-/// else its bulleted items, else its headings; the title first when it
-/// has one.
+/// Headings under which a plan lists what is to be done.
+const STEP_HEADINGS: [&str; 6] = ["implement", "step", "task", "phase", "change", "plan"];
+
+/// A plan's steps: its numbered items (a step's own sub-items left out;
+/// those under a heading such as "Implementation steps" when it has one,
+/// so an explanation's numbered list is not taken for steps), else its
+/// bulleted items, else its headings; the title first when it has one.
 pub(super) fn steps(plan: &str) -> Vec<String> {
     let mut title = None;
     let (mut numbered, mut bulleted, mut headings) = (Vec::new(), Vec::new(), Vec::new());
+    // Numbered items under a heading that names steps.
+    let mut under_steps: Vec<String> = Vec::new();
+    let mut in_steps = false;
     let mut in_code = false;
     for line in plan.lines() {
         let trimmed = line.trim();
@@ -77,17 +84,24 @@ pub(super) fn steps(plan: &str) -> Vec<String> {
             let heading = heading.trim_start_matches('#').trim();
             match title {
                 None if trimmed.starts_with("# ") => title = Some(heading.to_string()),
-                _ => headings.push(heading.to_string()),
+                _ => {
+                    let lower = heading.to_lowercase();
+                    in_steps = STEP_HEADINGS.iter().any(|h| lower.contains(h));
+                    headings.push(heading.to_string());
+                }
             }
         } else if let Some(item) = numbered_item(trimmed).filter(|_| top) {
             numbered.push(item.to_string());
+            if in_steps {
+                under_steps.push(item.to_string());
+            }
         } else if let Some(item) = trimmed.strip_prefix("- ").or(trimmed.strip_prefix("* ")) {
             if top {
                 bulleted.push(item.to_string());
             }
         }
     }
-    let chosen = [numbered, bulleted, headings]
+    let chosen = [under_steps, numbered, bulleted, headings]
         .into_iter()
         .find(|list| !list.is_empty())
         .unwrap_or_default();
@@ -172,6 +186,11 @@ mod tests {
                 "2. Write `publish.sh`",
                 "3. Document it in README.md",
             ]
+        );
+        // An explanation's numbered list is not the steps.
+        assert_eq!(
+            steps("# Plan\n## How it works\n1. A hook runs\n2. It writes\n## Implementation steps\n1. Create the scaffold\n2. Write the script"),
+            ["Plan", "1. Create the scaffold", "2. Write the script"]
         );
         // Without numbered items: bullets, else headings.
         assert_eq!(

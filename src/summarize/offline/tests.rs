@@ -830,3 +830,26 @@ fn a_failure_the_session_went_well_past_is_not_open() {
     let text = check(messages[..3].to_vec(), None, &[], &[]);
     assert_eq!(section(&text, "Errors still open").len(), 1, "{text}");
 }
+
+#[test]
+fn a_request_sent_again_is_listed_once() {
+    let text = check(
+        vec![
+            Message::user("u1", "Write the release notes for version two"),
+            Message::user(
+                "u2",
+                "I forgot to tell you, there is another plugin to reference",
+            ),
+            Message::user("u3", "are you able to test it yourself now"),
+            Message::user(
+                "u4",
+                "I forgot to tell you, there is another plugin to reference",
+            ),
+        ],
+        None,
+        &[],
+        &[],
+    );
+    let requests = section(&text, "Later requests");
+    assert_eq!(requests.len(), 2, "{requests:?}");
+}
