@@ -47,28 +47,44 @@ pub struct SetupReport {
 /// `compactd` and it runs `hook <agent>` (whatever the binary's path when
 /// it was set up).
 fn is_ours(plan: &SetupPlan, command: &str) -> bool {
-    let tail = plan
-        .command
-        .split_once(" hook ")
-        .map_or("", |(_, agent)| agent);
-    let mut words = command.split_whitespace();
-    let program = words.next().unwrap_or("");
-    let name = Path::new(program)
-        .file_name()
-        .and_then(|n| n.to_str())
-        .unwrap_or("");
-    name.starts_with("compactd") && words.next() == Some("hook") && words.next() == Some(tail)
+    let agent = plan.command.rsplit(' ').next().unwrap_or("");
+    compactd_arguments(command).is_some_and(|args| args == ["hook", agent])
 }
 
 fn is_our_status_line(value: &Value) -> bool {
     let command = value["command"].as_str().unwrap_or("");
-    let mut words = command.split_whitespace();
-    let program = words.next().unwrap_or("");
-    Path::new(program)
-        .file_name()
-        .and_then(|n| n.to_str())
-        .is_some_and(|n| n.starts_with("compactd"))
-        && words.next() == Some("statusline")
+    compactd_arguments(command).is_some_and(|args| args == ["statusline"])
+}
+
+/// The arguments of a command whose program is a `compactd`, read as a
+/// shell reads words (a path in quotes, as `setup` writes one with a space,
+/// is one word); `None` for any other program.
+fn compactd_arguments(command: &str) -> Option<Vec<String>> {
+    let mut words = Vec::new();
+    let mut word: Option<String> = None;
+    let mut quote: Option<char> = None;
+    let mut escaped = false;
+    for c in command.chars() {
+        match (quote, c) {
+            _ if escaped => {
+                escaped = false;
+                word.get_or_insert_with(String::new).push(c);
+            }
+            (Some(q), c) if c == q => quote = None,
+            (Some(_), c) => word.get_or_insert_with(String::new).push(c),
+            (None, '\'' | '"') => {
+                quote = Some(c);
+                word.get_or_insert_with(String::new);
+            }
+            (None, '\\') => escaped = true,
+            (None, c) if c.is_whitespace() => words.extend(word.take()),
+            (None, c) => word.get_or_insert_with(String::new).push(c),
+        }
+    }
+    words.extend(word);
+    let program = words.first()?;
+    let name = Path::new(program).file_name()?.to_str()?;
+    name.starts_with("compactd").then(|| words[1..].to_vec())
 }
 
 /// The copy of the file as it was before compactd first changed it.
@@ -565,6 +581,21 @@ mod tests {
         assert!(install(&plan, false)
             .unwrap_err()
             .contains("`hooks` is not an object"));
+    }
+
+    #[test]
+    fn its_own_commands_are_known_by_program_and_arguments() {
+        let quoted = "'/home/me/my tools/compactd' hook claude-code";
+        assert_eq!(compactd_arguments(quoted).unwrap(), ["hook", "claude-code"]);
+        let escaped = "'/opt/it'\\''s/compactd' statusline";
+        assert_eq!(compactd_arguments(escaped).unwrap(), ["statusline"]);
+        assert!(compactd_arguments("/usr/bin/other hook claude-code").is_none());
+        let dir = tempfile::tempdir().unwrap();
+        let mut plan = plan(dir.path());
+        plan.command = quoted.into();
+        assert!(is_ours(&plan, quoted));
+        assert!(is_ours(&plan, "/usr/local/bin/compactd hook claude-code"));
+        assert!(!is_ours(&plan, "/usr/local/bin/compactd hook codex"));
     }
 
     #[test]
