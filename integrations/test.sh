@@ -4,6 +4,9 @@
 #     it refuses (its agent checks need `npm ci` in tests/agents, else SKIP);
 #   integrations/pi: npm ci (the pinned pi comes as a devDependency), then
 #     npm test: TypeScript against pi's types, node --test driving the real pi;
+#   integrations/opencode: npm ci, npm run check (the plugin's TypeScript
+#     against opencode's plugin types; the real opencode runs it in
+#     tests/it/agents.rs);
 #   examples/agent: pytest, the agent loop over a long scripted session, and
 #     against the local llama-server when it is up (COMPACTD_TEST_LLM_URL or
 #     scripts/local-llm.sh up), else SKIP with the reason.
@@ -29,6 +32,13 @@ else
   # The extension installs compactd-client from clients/typescript, built by its own TypeScript.
   [[ -d clients/typescript/node_modules ]] || (cd clients/typescript && npm ci --no-audit --no-fund --loglevel=error)
   (cd integrations/pi && npm ci --no-audit --no-fund --loglevel=error && npm test)
+fi
+
+echo "== integrations/opencode: npm ci, npm run check (the plugin against opencode's types)"
+if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
+  echo "SKIP: integrations/opencode (no node/npm)"
+else
+  (cd integrations/opencode && npm ci --no-audit --no-fund --loglevel=error && npm run check)
 fi
 
 echo "== examples/agent: the agent loop (scripted session; the local model when it is up)"

@@ -79,11 +79,16 @@ pub trait AgentKind: Send + Sync + 'static {
         text.to_string()
     }
 
-    /// What `compactd setup <agent>` writes to its settings (`command`
-    /// runs compactd), in the user's settings or, with `project`, the
-    /// workspace's; `None` when it takes no setup.
-    fn setup(&self, _homes: &Homes, _project: Option<&Path>, _compactd: &str) -> Option<SetupPlan> {
-        None
+    /// What `compactd setup <agent>` writes to its settings (`compactd`:
+    /// this binary), in the user's settings or, with `project`, the
+    /// workspace's; why not, when it takes none or cannot.
+    fn setup(
+        &self,
+        _homes: &Homes,
+        _project: Option<&Path>,
+        _compactd: &Path,
+    ) -> Result<SetupPlan, String> {
+        Err(format!("{} takes no setup", self.display_name()))
     }
 }
 

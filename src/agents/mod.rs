@@ -20,11 +20,12 @@ mod folders;
 pub mod hook;
 mod kind;
 pub mod limits;
+pub mod opencode;
 pub mod pi;
 pub mod setup;
 
 use std::ffi::OsString;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
@@ -109,13 +110,35 @@ impl Homes {
     /// environment (an empty variable counts as unset, as the agents do).
     pub fn from_env() -> Homes {
         let mut homes = Homes::under(&dirs::home_dir().unwrap_or_else(std::env::temp_dir));
-        for agent in ALL {
-            for name in agent.env_vars() {
-                if let Some(value) = std::env::var_os(name).filter(|v: &OsString| !v.is_empty()) {
-                    homes.vars.insert(name, PathBuf::from(value));
-                }
+        let others = opencode::ENV_VARS.iter();
+        for name in ALL.iter().flat_map(|a| a.env_vars()).chain(others) {
+            if let Some(value) = std::env::var_os(name).filter(|v: &OsString| !v.is_empty()) {
+                homes.vars.insert(name, PathBuf::from(value));
             }
         }
         homes
     }
+}
+
+/// What `compactd setup <name>` changes: a followed agent's settings
+/// (`AgentKind::setup`), or opencode's plugin file.
+pub fn setup_for(
+    name: &str,
+    homes: &Homes,
+    project: Option<&Path>,
+    compactd: &Path,
+) -> Result<setup::Setup, String> {
+    if name == opencode::NAME {
+        return Ok(setup::Setup::File(opencode::setup(
+            homes, project, compactd,
+        )));
+    }
+    let agent = Agent::from_name(name).ok_or_else(|| {
+        let mut names: Vec<&str> = Agent::all().iter().map(|a| a.name()).collect();
+        names.push(opencode::NAME);
+        format!("no agent named {name}; known: {}", names.join(", "))
+    })?;
+    agent
+        .setup(homes, project, compactd)
+        .map(setup::Setup::Settings)
 }

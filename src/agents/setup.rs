@@ -1,6 +1,7 @@
 //! `compactd setup <agent>`: what an agent's settings file must hold for
-//! compactd to take part in its compactions (its hooks, its status line),
-//! merged into the file as it is. Everything else in the file is kept as
+//! compactd to take part in its compactions (its hooks, its status line,
+//! an extension it loads), merged into the file as it is; or a file
+//! compactd owns outright (opencode's plugin, `OwnedFile`). Everything else in the file is kept as
 //! written, key order and formatting included (values compactd does not
 //! touch are copied byte for byte); running it twice changes nothing;
 //! `uninstall` removes exactly what it added, and gives back the file
@@ -29,8 +30,109 @@ pub struct SetupPlan {
     pub status_line: Option<String>,
     /// Seconds the agent gives a hook.
     pub timeout: u64,
+    /// Strings that must be in a top-level array (pi's `extensions`).
+    pub entries: Vec<(&'static str, String)>,
     /// What the user should know once it is written.
     pub note: Option<String>,
+}
+
+/// What `compactd setup` changes for one agent.
+#[derive(Debug, Clone)]
+pub enum Setup {
+    /// Entries merged into a settings file (hooks, a status line, a list entry).
+    Settings(SetupPlan),
+    /// A file compactd owns outright (opencode's plugin).
+    File(OwnedFile),
+}
+
+impl Setup {
+    pub fn install(&self, dry_run: bool) -> Result<SetupReport, String> {
+        match self {
+            Setup::Settings(plan) => install(plan, dry_run),
+            Setup::File(file) => file.install(dry_run),
+        }
+    }
+
+    pub fn uninstall(&self, dry_run: bool) -> Result<SetupReport, String> {
+        match self {
+            Setup::Settings(plan) => uninstall(plan, dry_run),
+            Setup::File(file) => file.uninstall(dry_run),
+        }
+    }
+
+    /// What the user should know once it is written.
+    pub fn note(&self) -> Option<&str> {
+        match self {
+            Setup::Settings(plan) => plan.note.as_deref(),
+            Setup::File(file) => file.note.as_deref(),
+        }
+    }
+}
+
+/// A file compactd owns outright (opencode's plugin): written whole,
+/// replaced when it carries `mark` (an older compactd's), removed by
+/// uninstall only then; a file of the same name without the mark is
+/// someone else's and left alone with an error.
+#[derive(Debug, Clone)]
+pub struct OwnedFile {
+    pub path: PathBuf,
+    pub text: String,
+    pub mark: &'static str,
+    pub note: Option<String>,
+}
+
+impl OwnedFile {
+    fn check_ours(&self, text: &str) -> Result<(), String> {
+        match text.contains(self.mark) {
+            true => Ok(()),
+            false => Err(format!(
+                "{} exists and is not compactd's; it was left as it is",
+                self.path.display()
+            )),
+        }
+    }
+
+    /// Writes the file unless it already says the same; writes unless `dry_run`.
+    pub fn install(&self, dry_run: bool) -> Result<SetupReport, String> {
+        let existing = read(&self.path)?;
+        let change = match &existing {
+            Some(text) if *text == self.text => None,
+            Some(text) => {
+                self.check_ours(text)?;
+                Some(format!("update {}", self.path.display()))
+            }
+            None => Some(format!("add {}", self.path.display())),
+        };
+        if change.is_some() && !dry_run {
+            write(&self.path, &self.text)?;
+        }
+        Ok(SetupReport {
+            path: self.path.clone(),
+            changes: change.into_iter().collect(),
+            text: Some(self.text.clone()),
+        })
+    }
+
+    /// Removes the file when it is compactd's; writes unless `dry_run`.
+    pub fn uninstall(&self, dry_run: bool) -> Result<SetupReport, String> {
+        let Some(existing) = read(&self.path)? else {
+            return Ok(SetupReport {
+                path: self.path.clone(),
+                changes: Vec::new(),
+                text: None,
+            });
+        };
+        self.check_ours(&existing)?;
+        if !dry_run {
+            std::fs::remove_file(&self.path)
+                .map_err(|e| format!("{}: {e}", self.path.display()))?;
+        }
+        Ok(SetupReport {
+            path: self.path.clone(),
+            changes: vec![format!("remove {}", self.path.display())],
+            text: None,
+        })
+    }
 }
 
 /// What `install` or `uninstall` did (or, on a dry run, would do).
@@ -41,6 +143,20 @@ pub struct SetupReport {
     pub changes: Vec<String>,
     /// The file's new text (`None`: the file is removed).
     pub text: Option<String>,
+}
+
+/// A path as a shell word (quoted when it holds anything but
+/// `[A-Za-z0-9/._+-]`).
+pub fn shell_word(path: &Path) -> String {
+    let path = path.to_string_lossy();
+    if path
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || "/._-+".contains(c))
+    {
+        path.to_string()
+    } else {
+        format!("'{}'", path.replace('\'', "'\\''"))
+    }
 }
 
 /// Whether a hook command is compactd's for this plan: its program is a
@@ -94,11 +210,12 @@ fn backup_path(path: &Path) -> PathBuf {
     path.with_file_name(name)
 }
 
-/// Adds what `plan` needs to its file; writes unless `dry_run`.
-pub fn install(plan: &SetupPlan, dry_run: bool) -> Result<SetupReport, String> {
-    let original = read(&plan.path)?;
-    let mut doc = Document::parse(original.as_deref().unwrap_or("{}"), &plan.path)?;
-    let mut changes = Vec::new();
+/// Adds the plan's hooks that `doc` lacks.
+fn add_hooks(
+    plan: &SetupPlan,
+    doc: &mut Document,
+    changes: &mut Vec<String>,
+) -> Result<(), String> {
     let mut hooks = doc.take_object("hooks", &plan.path)?;
     for (event, matcher) in &plan.hooks {
         let mut groups = hooks.take_array(event, &plan.path)?;
@@ -118,6 +235,25 @@ pub fn install(plan: &SetupPlan, dry_run: bool) -> Result<SetupReport, String> {
         hooks.put(event, Item::Array(groups));
     }
     doc.put("hooks", Item::Object(hooks));
+    Ok(())
+}
+
+/// Adds what `plan` needs to its file; writes unless `dry_run`.
+pub fn install(plan: &SetupPlan, dry_run: bool) -> Result<SetupReport, String> {
+    let original = read(&plan.path)?;
+    let mut doc = Document::parse(original.as_deref().unwrap_or("{}"), &plan.path)?;
+    let mut changes = Vec::new();
+    if !plan.hooks.is_empty() {
+        add_hooks(plan, &mut doc, &mut changes)?;
+    }
+    for (key, entry) in &plan.entries {
+        let mut items = doc.take_array(key, &plan.path)?;
+        if !items.iter().any(|i| i.value().as_str() == Some(entry)) {
+            items.push(Item::New(json!(entry)));
+            changes.push(format!("add {key}: {entry}"));
+        }
+        doc.put(key, Item::Array(items));
+    }
     if let Some(command) = &plan.status_line {
         match doc.get("statusLine") {
             None => {
@@ -167,31 +303,10 @@ pub fn uninstall(plan: &SetupPlan, dry_run: bool) -> Result<SetupReport, String>
     };
     let mut doc = Document::parse(&original, &plan.path)?;
     let mut changes = Vec::new();
-    if doc.get("hooks").is_some() {
-        let mut hooks = doc.take_object("hooks", &plan.path)?;
-        for (event, _) in &plan.hooks {
-            if hooks.get(event).is_none() {
-                continue;
-            }
-            let groups = hooks.take_array(event, &plan.path)?;
-            let before = groups.len();
-            let kept: Vec<Item> = groups
-                .into_iter()
-                .filter(|g| !group_commands(g).iter().any(|c| is_ours(plan, c)))
-                .collect();
-            if kept.len() < before {
-                changes.push(format!("remove hooks.{event}: {}", plan.command));
-            }
-            match kept.is_empty() {
-                true => hooks.remove(event),
-                false => hooks.put(event, Item::Array(kept)),
-            }
-        }
-        match hooks.entries.is_empty() {
-            true => doc.remove("hooks"),
-            false => doc.put("hooks", Item::Object(hooks)),
-        }
+    if !plan.hooks.is_empty() && doc.get("hooks").is_some() {
+        remove_hooks(plan, &mut doc, &mut changes)?;
     }
+    remove_entries(plan, &mut doc, &mut changes)?;
     if plan.status_line.is_some()
         && doc
             .get("statusLine")
@@ -228,6 +343,65 @@ pub fn uninstall(plan: &SetupPlan, dry_run: bool) -> Result<SetupReport, String>
         changes,
         text,
     })
+}
+
+/// Removes the plan's hooks from `doc` (an event, and `hooks`, left empty go too).
+fn remove_hooks(
+    plan: &SetupPlan,
+    doc: &mut Document,
+    changes: &mut Vec<String>,
+) -> Result<(), String> {
+    let mut hooks = doc.take_object("hooks", &plan.path)?;
+    for (event, _) in &plan.hooks {
+        if hooks.get(event).is_none() {
+            continue;
+        }
+        let groups = hooks.take_array(event, &plan.path)?;
+        let before = groups.len();
+        let kept: Vec<Item> = groups
+            .into_iter()
+            .filter(|g| !group_commands(g).iter().any(|c| is_ours(plan, c)))
+            .collect();
+        if kept.len() < before {
+            changes.push(format!("remove hooks.{event}: {}", plan.command));
+        }
+        match kept.is_empty() {
+            true => hooks.remove(event),
+            false => hooks.put(event, Item::Array(kept)),
+        }
+    }
+    match hooks.entries.is_empty() {
+        true => doc.remove("hooks"),
+        false => doc.put("hooks", Item::Object(hooks)),
+    }
+    Ok(())
+}
+
+/// Removes the plan's list entries from `doc` (a list left empty by it goes too).
+fn remove_entries(
+    plan: &SetupPlan,
+    doc: &mut Document,
+    changes: &mut Vec<String>,
+) -> Result<(), String> {
+    for (key, entry) in &plan.entries {
+        if doc.get(key).is_none() {
+            continue;
+        }
+        let items = doc.take_array(key, &plan.path)?;
+        let before = items.len();
+        let kept: Vec<Item> = items
+            .into_iter()
+            .filter(|i| i.value().as_str() != Some(entry))
+            .collect();
+        if kept.len() < before {
+            changes.push(format!("remove {key}: {entry}"));
+        }
+        match kept.is_empty() && kept.len() < before {
+            true => doc.remove(key),
+            false => doc.put(key, Item::Array(kept)),
+        }
+    }
+    Ok(())
 }
 
 /// `{"matcher": …, "hooks": [{"type": "command", "command": …, "timeout": …}]}`,
@@ -447,14 +621,14 @@ impl Document {
             Item::Raw(raw) => {
                 let items: Vec<Box<RawValue>> = serde_json::from_str(raw.get()).map_err(|_| {
                     format!(
-                        "{}: `hooks.{key}` is not an array; it was left as it is",
+                        "{}: `{key}` is not an array; it was left as it is",
                         path.display()
                     )
                 })?;
                 Ok(items.into_iter().map(Item::Raw).collect())
             }
             Item::Array(items) => Ok(items),
-            _ => Err(format!("{}: `hooks.{key}` is not an array", path.display())),
+            _ => Err(format!("{}: `{key}` is not an array", path.display())),
         }
     }
 
@@ -495,6 +669,7 @@ mod tests {
             hooks: vec![("PreCompact", None), ("SessionStart", Some("compact"))],
             status_line: Some("/opt/bin/compactd statusline".into()),
             timeout: 30,
+            entries: Vec::new(),
             note: None,
         }
     }
@@ -605,5 +780,49 @@ mod tests {
         let report = install(&plan, true).unwrap();
         assert_eq!(report.changes.len(), 3, "{report:?}");
         assert!(!plan.path.exists());
+    }
+}
+
+#[cfg(test)]
+mod list_entry_tests {
+    use super::*;
+
+    fn plan(dir: &Path) -> SetupPlan {
+        SetupPlan {
+            path: dir.join("settings.json"),
+            command: String::new(),
+            hooks: Vec::new(),
+            status_line: None,
+            timeout: 0,
+            entries: vec![("extensions", "/opt/compactd/integrations/pi".into())],
+            note: None,
+        }
+    }
+
+    #[test]
+    fn a_list_entry_is_added_once_beside_the_others_and_removed_exactly() {
+        let dir = tempfile::tempdir().unwrap();
+        let plan = plan(dir.path());
+        let before = "{\n  \"hooks\": {},\n  \"extensions\": [\"/home/me/other\"],\n  \"theme\": \"dark\"\n}\n";
+        write(&plan.path, before).unwrap();
+        let first = install(&plan, false).unwrap();
+        assert_eq!(
+            first.changes,
+            ["add extensions: /opt/compactd/integrations/pi"]
+        );
+        let value: Value =
+            serde_json::from_str(&std::fs::read_to_string(&plan.path).unwrap()).unwrap();
+        assert_eq!(
+            value["extensions"],
+            json!(["/home/me/other", "/opt/compactd/integrations/pi"])
+        );
+        assert_eq!(value["hooks"], json!({}), "no hooks planned: none touched");
+        assert!(install(&plan, false).unwrap().changes.is_empty());
+        let removed = uninstall(&plan, false).unwrap();
+        assert_eq!(
+            removed.changes,
+            ["remove extensions: /opt/compactd/integrations/pi"]
+        );
+        assert_eq!(std::fs::read_to_string(&plan.path).unwrap(), before);
     }
 }

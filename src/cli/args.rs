@@ -146,7 +146,7 @@ pub struct HookArgs {
 /// `compactd setup`.
 #[derive(Args, Debug, Clone)]
 pub struct SetupArgs {
-    /// The agent to set up (`claude-code`).
+    /// The agent to set up: `claude-code`, `codex`, `pi` or `opencode`.
     #[arg(value_name = "AGENT")]
     pub agent: String,
     /// Write the project's settings (in the current directory) instead of

@@ -151,9 +151,14 @@ impl Recap {
 
     /// What must survive a compaction, as the retention check looks for it.
     pub fn required(&self) -> Vec<Required> {
+        // The latest request is the task in a one-request session: one item.
+        let latest = self
+            .latest_request
+            .clone()
+            .filter(|l| Some(l) != self.task.as_ref());
         retention::required(
             &self.files.modified,
-            self.latest_request.clone(),
+            latest,
             &self.rules,
             self.task.clone(),
             &self.pins,

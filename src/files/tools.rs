@@ -140,8 +140,9 @@ fn default_rules() -> HashMap<String, FileToolRule> {
     const ANY_PATH: &[&str] = &["path", "file_path", "filePath"];
     let mut rules = HashMap::new();
     for (names, operation, fields) in [
-        (&["read"][..], Read, &["path"][..]),
-        (&["edit", "write"], Modify, &["path"]),
+        // pi's (`path`) and opencode's (`filePath`).
+        (&["read"][..], Read, &["path", "filePath"][..]),
+        (&["edit", "write"], Modify, &["path", "filePath"]),
         (&["Read"], Read, &["file_path"]),
         (&["Edit", "MultiEdit", "Write"], Modify, &["file_path"]),
         (&["NotebookEdit"], Modify, &["notebook_path"]),
@@ -149,7 +150,8 @@ fn default_rules() -> HashMap<String, FileToolRule> {
         (&["write_file", "edit_file"], Modify, ANY_PATH),
         (&["create_file"], Create, ANY_PATH),
         (&["delete_file"], Delete, ANY_PATH),
-        (&["apply_patch"], Patch, &["input", "patch"]),
+        // Codex's (`input`, `patch`) and opencode's (`patchText`).
+        (&["apply_patch"], Patch, &["input", "patch", "patchText"]),
     ] {
         for name in names {
             rules.insert(name.to_string(), FileToolRule::simple(operation, fields));

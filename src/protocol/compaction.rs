@@ -299,3 +299,37 @@ pub struct DidCompactNotification {
     #[serde(flatten)]
     pub result: CompactResult,
 }
+
+/// `conversation/recap`: what compactd knows of a session that an agent's
+/// own compaction must keep, for an agent that compacts by itself with
+/// compactd's help (the opencode plugin; Claude Code's and Codex's hooks
+/// take the same from `compactd hook`).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RecapParams {
+    pub session_id: String,
+    /// The most characters `instructions` and `context` may each hold
+    /// (default 10,000, what Claude Code lets a hook add; at least 500).
+    #[serde(default)]
+    pub max_chars: Option<usize>,
+    /// The summary the agent's own compaction wrote: `dropped` says what
+    /// of the session it left out.
+    #[serde(default)]
+    pub summary: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RecapResult {
+    /// What the agent's summarizer is asked to keep (the task, the latest
+    /// request, the user's rules verbatim, pins, the files modified and
+    /// read), as instructions.
+    pub instructions: String,
+    /// compactd's record of the session for the model after the agent
+    /// compacted: the offline digest and the `<read-files>` /
+    /// `<modified-files>` sections, most important first.
+    pub context: String,
+    /// What `summary` left out, by kind ("2 of 5 modified files", "the
+    /// task"); empty without a summary or when it kept everything.
+    pub dropped: Vec<String>,
+}

@@ -154,6 +154,8 @@ methods! {
     REPORT_ERROR = "conversation/reportError", Request(ReportErrorParams => ReportErrorResult);
     /// A transcript in another tool's format becomes a new session.
     IMPORT = "conversation/import", Request(ImportParams => ImportResult);
+    /// What an agent's own compaction must keep of a session: instructions for its summarizer, compactd's record for after, what its summary dropped.
+    RECAP = "conversation/recap", Request(RecapParams => RecapResult);
     /// Mirrors an agent's transcript as a read-only session that follows it as it grows.
     FOLLOW = "conversation/follow", Request(FollowParams => FollowResult);
     /// Stops following a transcript.

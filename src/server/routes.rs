@@ -12,8 +12,8 @@ use super::handlers::{
     append, branch, cancel, cancel_progress, check, close, compact, compactions, did_change,
     did_change_configuration, did_change_watched_files, did_close, did_open, did_save, files_did,
     files_list, files_unchanged_since_read, follow, history, import, lifecycle,
-    list_agent_sessions, open, pin, preview, report_error, set_auto_compact, subscribe, unfollow,
-    unsubscribe,
+    list_agent_sessions, open, pin, preview, recap, report_error, set_auto_compact, subscribe,
+    unfollow, unsubscribe,
 };
 use super::rpc::{parse_params, Reply, RpcError, RpcResult};
 use crate::protocol::{methods, FileOp};
@@ -75,6 +75,7 @@ const REQUESTS: &[(&str, RequestRoute)] = &[
         later(s, id, p, report_error::start)
     }),
     (methods::IMPORT, |s, id, p| later(s, id, p, import::start)),
+    (methods::RECAP, |s, _, p| now(s, p, recap::handle)),
     (methods::FOLLOW, |s, _, p| now(s, p, follow::handle)),
     (methods::UNFOLLOW, |s, _, p| now(s, p, unfollow::handle)),
     (methods::LIST_AGENT_SESSIONS, |s, _, p| {
@@ -258,6 +259,7 @@ mod tests {
                 "conversation/pin",
                 "conversation/reportError",
                 "conversation/import",
+                "conversation/recap",
                 "conversation/follow",
                 "conversation/unfollow",
                 "conversation/listAgentSessions",

@@ -31,6 +31,7 @@ COMPACTION_MARKERS = [
     "Your task is to create a detailed summary of",  # Claude Code /compact and auto-compact
     "You are a context summarization assistant",  # pi compaction and branch summaries
     "CONTEXT CHECKPOINT COMPACTION",  # Codex
+    "You are a context summarization agent",  # opencode
 ]
 
 VAR_PATTERN = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")

@@ -609,11 +609,14 @@ fn codex() -> Result<PathBuf, String> {
     agent_binary("codex")
 }
 
+/// The task of the Codex and opencode runs, with two rules.
 const CODEX_TASK: &str = "Run the tests. Never use sudo. Keep it to the files in this folder.";
 
-/// What the model's first request after Codex's compaction holds of the
-/// session: the task, the rules, the failed command and its error.
-fn codex_kept_items(request: &str) -> Vec<(&'static str, bool)> {
+/// What the model's first request after the agent's compaction holds of
+/// the session: the task, the rules, the file it changed (when it changed
+/// one), the failed command and its error.
+fn codex_kept_items(request: &str, modified: Option<&str>) -> Vec<(&'static str, bool)> {
+    let file = modified.map(|file| ("the modified file", file));
     [
         ("the task", "Run the tests."),
         ("rule: never use sudo", "Never use sudo."),
@@ -621,10 +624,13 @@ fn codex_kept_items(request: &str) -> Vec<(&'static str, bool)> {
             "rule: keep to this folder",
             "Keep it to the files in this folder.",
         ),
-        ("the failed command", "sys.exit"),
-        ("its error", "tests failed: 2 of 5"),
     ]
     .into_iter()
+    .chain(file)
+    .chain([
+        ("the failed command", "sys.exit"),
+        ("its error", "tests failed: 2 of 5"),
+    ])
     .map(|(item, needle)| (item, request.contains(needle)))
     .collect()
 }
@@ -697,7 +703,10 @@ fn real_codex_goes_on_after_compacting_with_what_compactd_knows() {
         return;
     };
     let (_, with) = codex_compaction(true).expect("Codex compacted");
-    let (plain, kept) = (codex_kept_items(&without), codex_kept_items(&with));
+    let (plain, kept) = (
+        codex_kept_items(&without, None),
+        codex_kept_items(&with, None),
+    );
     let count = |items: &[(&str, bool)]| items.iter().filter(|(_, k)| *k).count();
     assert!(
         kept.iter().all(|(_, k)| *k),
@@ -711,6 +720,177 @@ fn real_codex_goes_on_after_compacting_with_what_compactd_knows() {
     );
     println!(
         "| Codex auto-compaction | {}/{} | {}/{} |",
+        count(&plain),
+        plain.len(),
+        count(&kept),
+        kept.len()
+    );
+}
+
+// ---------------------------------------------------------------------
+// compactd inside opencode's own compactions (its plugin).
+
+/// The opencode binary, or why the test is skipped.
+fn opencode() -> Result<PathBuf, String> {
+    agent_binary("opencode")
+}
+
+/// What one opencode run left: the summarization request, the request
+/// after it, opencode's log (stderr) and its data folder.
+struct OpencodeRun {
+    compaction: String,
+    next: String,
+    log: String,
+    data: PathBuf,
+}
+
+/// Runs the real opencode (`opencode run`) reading and editing
+/// `src/b.py`, a failing test run and a reply over its auto-compaction
+/// point, with compactd's plugin set up (`compactd setup opencode
+/// --project`) or not; `compactd_bin` overrides the binary the plugin runs.
+fn opencode_compaction(plugin: bool, compactd_bin: Option<&str>) -> Option<OpencodeRun> {
+    let opencode = match opencode() {
+        Ok(opencode) => opencode,
+        Err(why) => {
+            eprintln!("skipping: {why}");
+            return None;
+        }
+    };
+    let temp = tempfile::tempdir().unwrap().keep().canonicalize().unwrap();
+    let ws = temp.join("ws");
+    std::fs::create_dir_all(ws.join("src")).unwrap();
+    std::fs::write(ws.join("src/b.py"), "print('b')\n").unwrap();
+    let log = temp.join("requests.jsonl");
+    let model = ScriptedModel::start("opencode-hooks.json", &log, &ws);
+    let config = json!({
+        "$schema": "https://opencode.ai/config.json",
+        "provider": {"local": {
+            "npm": "@ai-sdk/openai-compatible",
+            "options": {"baseURL": format!("{}/v1", model.url), "apiKey": "scripted"},
+            "models": {"scripted": {"limit": {"context": 8000, "output": 1000}}}
+        }},
+        "model": "local/scripted",
+        "autoupdate": false,
+        "share": "disabled"
+    });
+    std::fs::write(ws.join("opencode.json"), config.to_string()).unwrap();
+    let data = temp.join("data");
+    let isolate = |command: &mut Command| {
+        // opencode takes its directory from PWD.
+        command
+            .current_dir(&ws)
+            .env("PWD", &ws)
+            .env("HOME", &temp)
+            .env("XDG_CONFIG_HOME", temp.join("config"))
+            .env("XDG_DATA_HOME", &data)
+            .env("XDG_STATE_HOME", temp.join("state"))
+            .env("OPENCODE_DISABLE_MODELS_FETCH", "1")
+            .env_remove("COMPACTD_BIN");
+    };
+    if plugin {
+        let mut setup = Command::new(env!("CARGO_BIN_EXE_compactd"));
+        isolate(&mut setup);
+        let setup = setup
+            .args(["setup", "opencode", "--project"])
+            .output()
+            .unwrap();
+        assert!(setup.status.success(), "{setup:?}");
+        assert!(ws.join(".opencode/plugins/compactd.ts").is_file());
+    }
+    let mut command = Command::new(&opencode);
+    isolate(&mut command);
+    if let Some(bin) = compactd_bin {
+        command.env("COMPACTD_BIN", bin);
+    }
+    command.args(["run", "--print-logs"]);
+    // Separate words: `opencode run` quotes an argument holding a space.
+    command.args(CODEX_TASK.split(' '));
+    let output = output_within(&mut command, MODEL_PATIENCE);
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    assert!(output.status.success(), "{output:?}");
+    let requests: Vec<Value> = std::fs::read_to_string(&log)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .filter(|r: &Value| r["api"] == "chat")
+        .collect();
+    let at = requests.iter().position(|r| r["compaction"] == true)?;
+    let next = requests
+        .get(at + 1)
+        .map(|r| r["body"].to_string())
+        .unwrap_or_default();
+    Some(OpencodeRun {
+        compaction: requests[at]["body"].to_string(),
+        next,
+        log: stderr,
+        data,
+    })
+}
+
+#[test]
+fn real_opencode_goes_on_after_compacting_with_what_compactd_knows() {
+    let Some(without) = opencode_compaction(false, None) else {
+        return;
+    };
+    let with = opencode_compaction(true, None).expect("opencode compacted");
+    assert!(
+        with.compaction.contains("compactd follows this session")
+            && with.compaction.contains("Never use sudo."),
+        "the summarization prompt lacks compactd's instructions: {}",
+        with.compaction
+    );
+    assert!(!without.compaction.contains("compactd follows this session"));
+    let (plain, kept) = (
+        codex_kept_items(&without.next, Some("src/b.py")),
+        codex_kept_items(&with.next, Some("src/b.py")),
+    );
+    let count = |items: &[(&str, bool)]| items.iter().filter(|(_, k)| *k).count();
+    assert!(
+        kept.iter().all(|(_, k)| *k),
+        "missing after opencode compacted with compactd's plugin: {:?}\n{}",
+        kept.iter().filter(|(_, k)| !k).collect::<Vec<_>>(),
+        with.next
+    );
+    assert!(with.next.contains("compactd's record of this session"));
+    assert!(
+        count(&plain) < kept.len(),
+        "the summary alone kept everything: {plain:?}"
+    );
+    // The mirror: opencode's session is a compactd session with its messages.
+    let sessions = with.data.join("compactd/sessions");
+    let mirror = std::fs::read_dir(&sessions)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| {
+            let name = p.file_name().unwrap_or_default().to_string_lossy();
+            name.starts_with("opencode-") && name.ends_with(".jsonl")
+        })
+        .unwrap_or_else(|| panic!("no opencode session in {}", sessions.display()));
+    let logged = std::fs::read_to_string(&mirror).unwrap();
+    assert!(
+        logged.contains("tests failed: 2 of 5") && logged.contains("\"toolCallId\""),
+        "{logged}"
+    );
+    // What opencode's summary left out, in opencode's log.
+    assert!(
+        with.log
+            .contains("compactd: opencode's summary dropped 1 of 1 modified files"),
+        "{}",
+        with.log
+    );
+    // Without a compactd to run, opencode compacts as it would alone.
+    let broken = opencode_compaction(true, Some("/nonexistent/compactd"))
+        .expect("opencode compacted without compactd");
+    assert_eq!(codex_kept_items(&broken.next, Some("src/b.py")), plain);
+    assert!(
+        broken
+            .log
+            .contains("compactd (/nonexistent/compactd) could not start"),
+        "{}",
+        broken.log
+    );
+    println!(
+        "| opencode auto-compaction | {}/{} | {}/{} |",
         count(&plain),
         plain.len(),
         count(&kept),

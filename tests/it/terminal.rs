@@ -115,6 +115,64 @@ fn setup_leaves_a_settings_file_it_cannot_parse_alone() {
 }
 
 // ---------------------------------------------------------------------
+// `compactd setup opencode`: a plugin file compactd owns
+
+#[test]
+fn setup_opencode_writes_its_plugin_once_leaves_others_alone_and_removes_only_its_own() {
+    let home = tempfile::tempdir().unwrap();
+    let plugins = home.path().join(".config/opencode/plugins");
+    std::fs::create_dir_all(&plugins).unwrap();
+    std::fs::write(
+        plugins.join("mine.ts"),
+        "export const Mine = async () => ({})\n",
+    )
+    .unwrap();
+    let run = |args: &[&str]| {
+        let out = compactd(home.path())
+            .env_remove("XDG_CONFIG_HOME")
+            .args(["setup", "opencode"])
+            .args(args)
+            .output()
+            .unwrap();
+        let printed = String::from_utf8_lossy(&out.stdout).into_owned()
+            + &String::from_utf8_lossy(&out.stderr);
+        (out.status.success(), printed)
+    };
+    let ours = plugins.join("compactd.ts");
+
+    let (ok, printed) = run(&["--dry-run"]);
+    assert!(ok && printed.contains("would change"), "{printed}");
+    assert!(!ours.exists(), "a dry run writes nothing");
+    let (ok, printed) = run(&[]);
+    assert!(ok && printed.contains("add "), "{printed}");
+    let plugin = std::fs::read_to_string(&ours).unwrap();
+    let path_line = format!(
+        "const COMPACTD_PATH = {};",
+        serde_json::to_string(env!("CARGO_BIN_EXE_compactd")).unwrap()
+    );
+    assert!(plugin.contains(&path_line), "the plugin runs this compactd");
+    assert!(plugin.contains("experimental.session.compacting"));
+    let (ok, printed) = run(&[]);
+    assert!(ok && printed.contains("nothing to change"), "{printed}");
+
+    let (ok, printed) = run(&["--uninstall"]);
+    assert!(ok && printed.contains("remove"), "{printed}");
+    assert!(!ours.exists());
+    assert!(plugins.join("mine.ts").exists(), "another plugin is kept");
+
+    // A compactd.ts that is not compactd's is someone else's.
+    std::fs::write(&ours, "export const Other = async () => ({})\n").unwrap();
+    for args in [&[][..], &["--uninstall"]] {
+        let (ok, printed) = run(args);
+        assert!(!ok && printed.contains("is not compactd's"), "{printed}");
+        assert_eq!(
+            std::fs::read_to_string(&ours).unwrap(),
+            "export const Other = async () => ({})\n"
+        );
+    }
+}
+
+// ---------------------------------------------------------------------
 // `compactd hook claude-code`
 
 fn hook(home: &Path, input: &str) -> (bool, String) {

@@ -5,7 +5,7 @@
 
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { cpSync, existsSync, mkdtempSync, readFileSync, realpathSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
 import { after, test } from 'node:test';
@@ -43,6 +43,34 @@ test('installed as the README says, the real pi loads it and compactd writes the
     const compactions = readJsonl(scratch.sessionFile()).filter((e) => e.type === 'compaction');
     assert.equal(compactions.length, 1);
     assert.equal(compactions[0].details.engine, 'compactd', 'the installed copy wrote the compaction');
+  } finally {
+    await model.stop();
+    scratch.cleanup();
+  }
+});
+
+test('compactd setup pi names the extension in pi\'s settings, the real pi loads it from there, and --uninstall restores them', async () => {
+  const scratch = new Scratch();
+  const model = await ScriptedModel.start(scenario('pi-tools.json'), join(scratch.root, 'requests.jsonl'));
+  try {
+    scratch.configure(model.url, { compaction: { reserveTokens: 14700, keepRecentTokens: 50 }, compactd: { path: COMPACTD } });
+    const settingsFile = join(scratch.home, '.pi', 'agent', 'settings.json');
+    const before = readFileSync(settingsFile, 'utf8');
+    const setup = (...args: string[]) => execFileSync(COMPACTD, ['setup', 'pi', ...args], { cwd: scratch.ws, env: scratch.env(), encoding: 'utf8' });
+    assert.match(setup(), /add extensions: /);
+    assert.match(setup(), /nothing to change/, 'twice is once');
+    const settings = JSON.parse(readFileSync(settingsFile, 'utf8'));
+    assert.deepEqual(settings.extensions, [realpathSync(PACKAGE)]);
+    assert.equal(settings.defaultModel, 'scripted-model', 'the rest of the settings kept');
+
+    const run = await runPi(['-p', 'edit a.txt and write c.md'], scratch, {}, null);
+    assert.equal(run.code, 0, run.stderr);
+    const compactions = readJsonl(scratch.sessionFile()).filter((e) => e.type === 'compaction');
+    assert.equal(compactions.length, 1);
+    assert.equal(compactions[0].details.engine, 'compactd', 'the extension pi loaded from its settings wrote the compaction');
+
+    assert.match(setup('--uninstall'), /remove extensions: /);
+    assert.equal(readFileSync(settingsFile, 'utf8'), before, 'byte for byte');
   } finally {
     await model.stop();
     scratch.cleanup();

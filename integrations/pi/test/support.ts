@@ -132,10 +132,10 @@ export interface Run {
   stderr: string;
 }
 
-/** `pi -e <this package> …` to completion (`extension`: another copy of it). */
-export function runPi(args: string[], scratch: Scratch, env: NodeJS.ProcessEnv = {}, extension = PACKAGE): Promise<Run> {
+/** `pi -e <this package> …` to completion (`extension`: another copy of it; null: none named, pi's settings say). */
+export function runPi(args: string[], scratch: Scratch, env: NodeJS.ProcessEnv = {}, extension: string | null = PACKAGE): Promise<Run> {
   // stdin closed: pi reads piped input into the prompt.
-  const child = spawn(PI, ['-e', extension, ...args], { cwd: scratch.ws, env: scratch.env(env), stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(PI, [...(extension === null ? [] : ['-e', extension]), ...args], { cwd: scratch.ws, env: scratch.env(env), stdio: ['ignore', 'pipe', 'pipe'] });
   let stdout = '';
   let stderr = '';
   child.stdout.on('data', (d) => (stdout += d));

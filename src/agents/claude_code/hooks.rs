@@ -19,7 +19,7 @@ use serde_json::Value;
 
 use super::home::config_dir;
 use crate::agents::hook::{HookCall, HookEvent};
-use crate::agents::setup::SetupPlan;
+use crate::agents::setup::{shell_word, SetupPlan};
 use crate::agents::Homes;
 
 /// The call, when it is one of the three events.
@@ -48,7 +48,8 @@ pub(super) fn answer(call: &HookCall, text: &str) -> String {
 /// The hooks and the status line, in `~/.claude/settings.json` (or
 /// `$CLAUDE_CONFIG_DIR/settings.json`), or the project's
 /// `.claude/settings.json`.
-pub(super) fn setup(homes: &Homes, project: Option<&Path>, compactd: &str) -> SetupPlan {
+pub(super) fn setup(homes: &Homes, project: Option<&Path>, compactd: &Path) -> SetupPlan {
+    let compactd = shell_word(compactd);
     let path = match project {
         Some(root) => root.join(".claude").join("settings.json"),
         None => config_dir(homes).join("settings.json"),
@@ -63,6 +64,7 @@ pub(super) fn setup(homes: &Homes, project: Option<&Path>, compactd: &str) -> Se
         ],
         status_line: Some(format!("{compactd} statusline")),
         timeout: 30,
+        entries: Vec::new(),
         note: None,
     }
 }

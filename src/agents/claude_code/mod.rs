@@ -116,7 +116,12 @@ impl AgentKind for ClaudeCode {
         hooks::answer(call, text)
     }
 
-    fn setup(&self, homes: &Homes, project: Option<&Path>, compactd: &str) -> Option<SetupPlan> {
-        Some(hooks::setup(homes, project, compactd))
+    fn setup(
+        &self,
+        homes: &Homes,
+        project: Option<&Path>,
+        compactd: &Path,
+    ) -> Result<SetupPlan, String> {
+        Ok(hooks::setup(homes, project, compactd))
     }
 }

@@ -14,7 +14,7 @@ use serde_json::Value;
 
 use super::home::home;
 use crate::agents::hook::{self, HookCall, HookEvent};
-use crate::agents::setup::SetupPlan;
+use crate::agents::setup::{shell_word, SetupPlan};
 use crate::agents::Homes;
 
 /// The call, when it is the session going on after a compaction.
@@ -36,7 +36,8 @@ pub(super) fn answer(call: &HookCall, text: &str) -> String {
 
 /// The SessionStart hook in `$CODEX_HOME/hooks.json` (or the project's
 /// `.codex/hooks.json`).
-pub(super) fn setup(homes: &Homes, project: Option<&Path>, compactd: &str) -> SetupPlan {
+pub(super) fn setup(homes: &Homes, project: Option<&Path>, compactd: &Path) -> SetupPlan {
+    let compactd = shell_word(compactd);
     let path = match project {
         Some(root) => root.join(".codex").join("hooks.json"),
         None => home(homes).join("hooks.json"),
@@ -47,6 +48,7 @@ pub(super) fn setup(homes: &Homes, project: Option<&Path>, compactd: &str) -> Se
         hooks: vec![("SessionStart", Some("compact"))],
         status_line: None,
         timeout: 30,
+        entries: Vec::new(),
         note: Some("Codex asks to trust a new hook the next time it starts".into()),
     }
 }

@@ -136,7 +136,12 @@ impl AgentKind for Codex {
         hooks::answer(call, text)
     }
 
-    fn setup(&self, homes: &Homes, project: Option<&Path>, compactd: &str) -> Option<SetupPlan> {
-        Some(hooks::setup(homes, project, compactd))
+    fn setup(
+        &self,
+        homes: &Homes,
+        project: Option<&Path>,
+        compactd: &Path,
+    ) -> Result<SetupPlan, String> {
+        Ok(hooks::setup(homes, project, compactd))
     }
 }

@@ -17,6 +17,7 @@
 
 mod auto_compact;
 mod home;
+mod setup;
 pub mod transcript;
 
 use std::io;
@@ -38,6 +39,15 @@ pub struct Pi;
 impl AgentKind for Pi {
     fn name(&self) -> &'static str {
         NAME
+    }
+
+    fn setup(
+        &self,
+        homes: &Homes,
+        project: Option<&Path>,
+        compactd: &Path,
+    ) -> Result<super::setup::SetupPlan, String> {
+        setup::setup(homes, project, compactd)
     }
 
     fn display_name(&self) -> &'static str {

@@ -27,6 +27,7 @@ pub mod list_agent_sessions;
 pub mod open;
 pub mod pin;
 pub mod preview;
+pub mod recap;
 pub mod report_error;
 pub mod set_auto_compact;
 pub mod subscribe;

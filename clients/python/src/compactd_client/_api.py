@@ -95,6 +95,10 @@ class AsyncMethods:
         """`conversation/import`: A transcript in another tool's format becomes a new session."""
         return await self._request(m.IMPORT, _params(content=content, contextWindow=context_window, format=format, model=model, path=path, sessionId=session_id))
 
+    async def recap(self, session_id: str, *, max_chars: Optional[int] = None, summary: Optional[str] = None) -> t.RecapResult:
+        """`conversation/recap`: What an agent's own compaction must keep of a session: instructions for its summarizer, compactd's record for after, what its summary dropped."""
+        return await self._request(m.RECAP, _params(sessionId=session_id, maxChars=max_chars, summary=summary))
+
     async def follow(self, *, agent: Optional[t.Agent] = None, path: Optional[str] = None, workspace: Optional[str] = None) -> t.FollowResult:
         """`conversation/follow`: Mirrors an agent's transcript as a read-only session that follows it as it grows."""
         return await self._request(m.FOLLOW, _params(agent=agent, path=path, workspace=workspace))
@@ -257,6 +261,10 @@ class SyncMethods:
     def import_(self, *, content: Optional[str] = None, context_window: Optional[int] = None, format: Optional[t.Format] = None, model: Optional[str] = None, path: Optional[str] = None, session_id: Optional[str] = None, timeout: Optional[float] = None, cancel: Optional[Cancellation] = None) -> t.ImportResult:
         """`conversation/import`: A transcript in another tool's format becomes a new session."""
         return self._request(m.IMPORT, _params(content=content, contextWindow=context_window, format=format, model=model, path=path, sessionId=session_id), timeout=timeout, cancel=cancel)
+
+    def recap(self, session_id: str, *, max_chars: Optional[int] = None, summary: Optional[str] = None, timeout: Optional[float] = None, cancel: Optional[Cancellation] = None) -> t.RecapResult:
+        """`conversation/recap`: What an agent's own compaction must keep of a session: instructions for its summarizer, compactd's record for after, what its summary dropped."""
+        return self._request(m.RECAP, _params(sessionId=session_id, maxChars=max_chars, summary=summary), timeout=timeout, cancel=cancel)
 
     def follow(self, *, agent: Optional[t.Agent] = None, path: Optional[str] = None, workspace: Optional[str] = None, timeout: Optional[float] = None, cancel: Optional[Cancellation] = None) -> t.FollowResult:
         """`conversation/follow`: Mirrors an agent's transcript as a read-only session that follows it as it grows."""

@@ -50,6 +50,8 @@ PIN = "conversation/pin"
 REPORT_ERROR = "conversation/reportError"
 #: request: A transcript in another tool's format becomes a new session.
 IMPORT = "conversation/import"
+#: request: What an agent's own compaction must keep of a session: instructions for its summarizer, compactd's record for after, what its summary dropped.
+RECAP = "conversation/recap"
 #: request: Mirrors an agent's transcript as a read-only session that follows it as it grows.
 FOLLOW = "conversation/follow"
 #: request: Stops following a transcript.
@@ -133,6 +135,7 @@ METHODS: Tuple[Method, ...] = (
     Method("PIN", "conversation/pin", "request", False, "PinParams", "PinResult"),
     Method("REPORT_ERROR", "conversation/reportError", "request", False, "ReportErrorParams", "ReportErrorResult"),
     Method("IMPORT", "conversation/import", "request", False, "ImportParams", "ImportResult"),
+    Method("RECAP", "conversation/recap", "request", False, "RecapParams", "RecapResult"),
     Method("FOLLOW", "conversation/follow", "request", False, "FollowParams", "FollowResult"),
     Method("UNFOLLOW", "conversation/unfollow", "request", False, "SessionParams", "UnfollowResult"),
     Method("LIST_AGENT_SESSIONS", "conversation/listAgentSessions", "request", False, "ListAgentSessionsParams", "ListAgentSessionsResult"),

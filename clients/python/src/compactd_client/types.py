@@ -946,6 +946,37 @@ class PreviewResult(_PreviewResultRequired, total=False):
     reason: Optional[str]
 
 
+class _RecapParamsRequired(TypedDict):
+    sessionId: str
+
+
+#: `conversation/recap`: what compactd knows of a session that an agent's
+#: own compaction must keep, for an agent that compacts by itself with
+#: compactd's help (the opencode plugin; Claude Code's and Codex's hooks
+#: take the same from `compactd hook`).
+class RecapParams(_RecapParamsRequired, total=False):
+    #: The most characters `instructions` and `context` may each hold
+    #: (default 10,000, what Claude Code lets a hook add; at least 500).
+    maxChars: Optional[int]
+    #: The summary the agent's own compaction wrote: `dropped` says what
+    #: of the session it left out.
+    summary: Optional[str]
+
+
+class RecapResult(TypedDict):
+    #: What the agent's summarizer is asked to keep (the task, the latest
+    #: request, the user's rules verbatim, pins, the files modified and
+    #: read), as instructions.
+    instructions: str
+    #: compactd's record of the session for the model after the agent
+    #: compacted: the offline digest and the `<read-files>` /
+    #: `<modified-files>` sections, most important first.
+    context: str
+    #: What `summary` left out, by kind ("2 of 5 modified files", "the
+    #: task"); empty without a summary or when it kept everything.
+    dropped: List[str]
+
+
 class _ReportErrorParamsRequired(TypedDict):
     sessionId: str
     #: The provider's error message, as received.
@@ -1100,6 +1131,8 @@ ROOT_TYPES = (
     "PinResult",
     "PreviewParams",
     "PreviewResult",
+    "RecapParams",
+    "RecapResult",
     "ReportErrorParams",
     "ReportErrorResult",
     "SessionParams",

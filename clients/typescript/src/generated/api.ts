@@ -39,6 +39,8 @@ import type {
   PinResult,
   PreviewParams,
   PreviewResult,
+  RecapParams,
+  RecapResult,
   ReportErrorParams,
   ReportErrorResult,
   SessionParams,
@@ -147,6 +149,11 @@ export class CompactdMethods extends RpcBase {
   /** `conversation/import`: A transcript in another tool's format becomes a new session. */
   import(params: ImportParams = {}, options?: RequestOptions): Promise<ImportResult> {
     return this.request<ImportResult>(m.IMPORT, params, options);
+  }
+
+  /** `conversation/recap`: What an agent's own compaction must keep of a session: instructions for its summarizer, compactd's record for after, what its summary dropped. */
+  recap(params: RecapParams, options?: RequestOptions): Promise<RecapResult> {
+    return this.request<RecapResult>(m.RECAP, params, options);
   }
 
   /** `conversation/follow`: Mirrors an agent's transcript as a read-only session that follows it as it grows. */

@@ -47,6 +47,8 @@ export const PIN = 'conversation/pin';
 export const REPORT_ERROR = 'conversation/reportError';
 /** request: A transcript in another tool's format becomes a new session. */
 export const IMPORT = 'conversation/import';
+/** request: What an agent's own compaction must keep of a session: instructions for its summarizer, compactd's record for after, what its summary dropped. */
+export const RECAP = 'conversation/recap';
 /** request: Mirrors an agent's transcript as a read-only session that follows it as it grows. */
 export const FOLLOW = 'conversation/follow';
 /** request: Stops following a transcript. */
@@ -121,6 +123,7 @@ export const METHODS: readonly { constant: string; name: string; kind: MethodKin
   { constant: 'PIN', name: 'conversation/pin', kind: 'request', lsp: false, params: 'PinParams', result: 'PinResult' },
   { constant: 'REPORT_ERROR', name: 'conversation/reportError', kind: 'request', lsp: false, params: 'ReportErrorParams', result: 'ReportErrorResult' },
   { constant: 'IMPORT', name: 'conversation/import', kind: 'request', lsp: false, params: 'ImportParams', result: 'ImportResult' },
+  { constant: 'RECAP', name: 'conversation/recap', kind: 'request', lsp: false, params: 'RecapParams', result: 'RecapResult' },
   { constant: 'FOLLOW', name: 'conversation/follow', kind: 'request', lsp: false, params: 'FollowParams', result: 'FollowResult' },
   { constant: 'UNFOLLOW', name: 'conversation/unfollow', kind: 'request', lsp: false, params: 'SessionParams', result: 'UnfollowResult' },
   { constant: 'LIST_AGENT_SESSIONS', name: 'conversation/listAgentSessions', kind: 'request', lsp: false, params: 'ListAgentSessionsParams', result: 'ListAgentSessionsResult' },

@@ -155,6 +155,8 @@ export interface CompactdSchemas {
   PinResult?: PinResult;
   PreviewParams?: PreviewParams;
   PreviewResult?: PreviewResult;
+  RecapParams?: RecapParams;
+  RecapResult?: RecapResult;
   ReportErrorParams?: ReportErrorParams;
   ReportErrorResult?: ReportErrorResult;
   SessionParams?: SessionParams;
@@ -1067,6 +1069,44 @@ export interface PreviewResult {
   strategy: Strategy;
   summarizeMessageIds: string[];
   tokensBefore: number;
+}
+/**
+ * `conversation/recap`: what compactd knows of a session that an agent's
+ * own compaction must keep, for an agent that compacts by itself with
+ * compactd's help (the opencode plugin; Claude Code's and Codex's hooks
+ * take the same from `compactd hook`).
+ */
+export interface RecapParams {
+  /**
+   * The most characters `instructions` and `context` may each hold
+   * (default 10,000, what Claude Code lets a hook add; at least 500).
+   */
+  maxChars?: number | null;
+  sessionId: string;
+  /**
+   * The summary the agent's own compaction wrote: `dropped` says what
+   * of the session it left out.
+   */
+  summary?: string | null;
+}
+export interface RecapResult {
+  /**
+   * compactd's record of the session for the model after the agent
+   * compacted: the offline digest and the `<read-files>` /
+   * `<modified-files>` sections, most important first.
+   */
+  context: string;
+  /**
+   * What `summary` left out, by kind ("2 of 5 modified files", "the
+   * task"); empty without a summary or when it kept everything.
+   */
+  dropped: string[];
+  /**
+   * What the agent's summarizer is asked to keep (the task, the latest
+   * request, the user's rules verbatim, pins, the files modified and
+   * read), as instructions.
+   */
+  instructions: string;
 }
 export interface ReportErrorParams {
   /**
