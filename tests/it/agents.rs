@@ -19,7 +19,11 @@ use crate::support::{agents_dir, file_uri, output_within, ScriptedModel, Server,
 
 /// A pinned agent's binary in tests/agents, or why the test is skipped.
 fn agent_binary(name: &str) -> Result<PathBuf, String> {
-    let binary = agents_dir().join("node_modules/.bin").join(name);
+    installed(agents_dir().join("node_modules/.bin").join(name))
+}
+
+/// `binary` when `npm ci` installed it and python3 is there.
+fn installed(binary: PathBuf) -> Result<PathBuf, String> {
     if !binary.exists() {
         return Err(format!(
             "{} is missing: run `npm ci` in {}",
@@ -730,9 +734,10 @@ fn real_codex_goes_on_after_compacting_with_what_compactd_knows() {
 // ---------------------------------------------------------------------
 // compactd inside opencode's own compactions (its plugin).
 
-/// The opencode binary, or why the test is skipped.
+/// The opencode binary (opencode-ai's linux-x64 build, which the
+/// `opencode-ai` launcher runs), or why the test is skipped.
 fn opencode() -> Result<PathBuf, String> {
-    agent_binary("opencode")
+    installed(agents_dir().join("node_modules/opencode-linux-x64-baseline/bin/opencode"))
 }
 
 /// What one opencode run left: the summarization request, the request
