@@ -9,6 +9,14 @@ use std::time::Duration;
 
 use serde_json::Value;
 
+// Not every bench that includes `support` uses these.
+#[allow(dead_code)]
+pub mod claude;
+#[allow(dead_code)]
+pub mod client;
+#[allow(dead_code)]
+pub mod log;
+
 /// Whether this is `cargo bench` (else `cargo test --all-targets` runs the
 /// bench in a debug build, on a small log, to check that it still works),
 /// and the log size in bytes: `size_var` megabytes if set, else 100 MB

@@ -114,6 +114,25 @@ pub enum Command {
     /// Follows the newest session of the current directory, of the agent
     /// named, or the transcript given.
     Follow(FollowArgs),
+    /// Serve this session's whole history as MCP tools over stdio
+    /// (search_history, read_messages, list_files, last_summary), for an
+    /// agent to get back what its compactions dropped.
+    ///
+    /// Serves the newest agent session (Claude Code, Codex, pi) of the
+    /// current directory — the agent that launched it — unless
+    /// --transcript or --session names one.
+    Mcp(McpArgs),
+}
+
+/// `compactd mcp`.
+#[derive(Args, Debug, Clone, Default)]
+pub struct McpArgs {
+    /// An agent transcript to serve, followed as it grows.
+    #[arg(long, value_name = "PATH", conflicts_with = "session")]
+    pub transcript: Option<std::path::PathBuf>,
+    /// compactd's own session of this id (in its data directory).
+    #[arg(long, value_name = "ID")]
+    pub session: Option<String>,
 }
 
 /// `compactd sessions`.

@@ -9,6 +9,7 @@ mod connect;
 mod error;
 mod hook;
 mod load;
+mod mcp;
 mod out;
 mod progress;
 mod replay;
@@ -46,6 +47,7 @@ pub fn run(command: Command, no_user_config: bool) -> ExitCode {
         Command::Setup(args) => setup::run(&args),
         Command::Sessions(args) => sessions::sessions(&args),
         Command::Follow(args) => sessions::follow(&args, no_user_config),
+        Command::Mcp(args) => runtime.block_on(mcp::run(&args, no_user_config)),
     };
     // `connect`'s stdin reader may still be blocked on a read the OS will
     // not finish until the client closes our stdin.

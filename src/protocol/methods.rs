@@ -156,6 +156,10 @@ methods! {
     IMPORT = "conversation/import", Request(ImportParams => ImportResult);
     /// What an agent's own compaction must keep of a session: instructions for its summarizer, compactd's record for after, what its summary dropped.
     RECAP = "conversation/recap", Request(RecapParams => RecapResult);
+    /// Messages of a session, compacted away or not, found by what they say.
+    SEARCH = "conversation/search", Request(SearchParams => SearchResult);
+    /// Messages verbatim, by id or range, with the compaction that summarized each.
+    MESSAGES = "conversation/messages", Request(MessagesParams => MessagesResult);
     /// Mirrors an agent's transcript as a read-only session that follows it as it grows.
     FOLLOW = "conversation/follow", Request(FollowParams => FollowResult);
     /// Stops following a transcript.

@@ -396,6 +396,10 @@ impl Dispatcher {
             }
             JobResult::FilesChanged(changes) => self.state.files_changed(changes, &mut effects),
             JobResult::FollowPoll => self.state.follow_poll(&mut effects),
+            JobResult::Answer(request, result) => {
+                self.clients.current = self.clients.connection_of(&request);
+                effects.respond(request, result);
+            }
         }
         self.deliver(effects);
         self.clients.current = None;

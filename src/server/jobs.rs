@@ -26,6 +26,8 @@ pub(crate) enum JobResult {
     FilesChanged(Vec<DiskChange>),
     /// Time to look at the followed transcripts again.
     FollowPoll,
+    /// A request answered off the state owner (a search).
+    Answer(RequestId, RpcResult<serde_json::Value>),
 }
 
 /// A progress report from a running compaction, on its way to the client

@@ -18,6 +18,7 @@ mod importer;
 mod jobs;
 mod options;
 mod progress;
+mod recall;
 mod residency;
 mod routes;
 mod rpc;

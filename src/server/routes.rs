@@ -12,8 +12,8 @@ use super::handlers::{
     append, branch, cancel, cancel_progress, check, close, compact, compactions, did_change,
     did_change_configuration, did_change_watched_files, did_close, did_open, did_save, files_did,
     files_list, files_unchanged_since_read, follow, history, import, lifecycle,
-    list_agent_sessions, open, pin, preview, recap, report_error, set_auto_compact, subscribe,
-    unfollow, unsubscribe,
+    list_agent_sessions, messages, open, pin, preview, recap, report_error, search,
+    set_auto_compact, subscribe, unfollow, unsubscribe,
 };
 use super::rpc::{parse_params, Reply, RpcError, RpcResult};
 use crate::protocol::{methods, FileOp};
@@ -76,6 +76,8 @@ const REQUESTS: &[(&str, RequestRoute)] = &[
     }),
     (methods::IMPORT, |s, id, p| later(s, id, p, import::start)),
     (methods::RECAP, |s, _, p| now(s, p, recap::handle)),
+    (methods::SEARCH, |s, id, p| later(s, id, p, search::start)),
+    (methods::MESSAGES, |s, _, p| now(s, p, messages::handle)),
     (methods::FOLLOW, |s, _, p| now(s, p, follow::handle)),
     (methods::UNFOLLOW, |s, _, p| now(s, p, unfollow::handle)),
     (methods::LIST_AGENT_SESSIONS, |s, _, p| {
@@ -260,6 +262,8 @@ mod tests {
                 "conversation/reportError",
                 "conversation/import",
                 "conversation/recap",
+                "conversation/search",
+                "conversation/messages",
                 "conversation/follow",
                 "conversation/unfollow",
                 "conversation/listAgentSessions",

@@ -14,6 +14,7 @@ use super::file_tracking::FileTracking;
 use super::following::{FollowContext, Following};
 use super::jobs::{CompactionDone, JobSender};
 use super::options::{ConfigDirs, ServeOptions};
+use super::recall::Recall;
 use super::residency;
 use super::rpc::{RpcError, RpcResult};
 use super::sessions::Sessions;
@@ -38,6 +39,8 @@ pub(crate) struct State {
     pub compactions: Compactions,
     pub following: Following,
     pub files: FileTracking,
+    /// The recall indexes (`conversation/search`).
+    pub recall: Recall,
     /// Where background work reports back.
     results: JobSender,
 }
@@ -51,6 +54,7 @@ impl State {
             compactions: Compactions::new(results.clone()),
             following: Following::new(results.clone()),
             files: FileTracking::default(),
+            recall: Recall::default(),
             config,
             config_dirs: ConfigDirs::default(),
             options,

@@ -308,6 +308,17 @@ impl Session {
         self.messages.iter().map(|c| c.message.as_ref())
     }
 
+    /// Every message ever appended, shared (recall reads them off the
+    /// state owner without copying them).
+    pub fn shared_messages(&self) -> impl Iterator<Item = &Arc<Message>> {
+        self.messages.iter().map(|c| &c.message)
+    }
+
+    /// A message by id, with its position.
+    pub fn position(&self, id: &str) -> Option<usize> {
+        self.index.get(id).copied()
+    }
+
     /// Raw messages in the current view (after the latest checkpoint,
     /// excluding those replaced by an incremental summary).
     pub fn view_messages(&self) -> impl Iterator<Item = &Message> {

@@ -902,3 +902,76 @@ fn real_opencode_goes_on_after_compacting_with_what_compactd_knows() {
         kept.len()
     );
 }
+
+// ---------------------------------------------------------------------
+// Recall: what /compact dropped, searched through `compactd mcp`.
+
+#[test]
+fn real_claude_code_gets_back_what_its_compaction_dropped_through_compactd_mcp() {
+    let claude = or_skip!(claude());
+    let temp = tempfile::tempdir().unwrap().keep();
+    let ws = workspace(&temp);
+    let home = temp.join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    let log = temp.join("requests.jsonl");
+    let model = ScriptedModel::start("claude-code-recall.json", &log, &ws);
+    let config = temp.join("mcp.json");
+    let server = json!({"mcpServers": {"compactd": {
+        "command": env!("CARGO_BIN_EXE_compactd"),
+        "args": ["--no-user-config", "mcp"]
+    }}});
+    std::fs::write(&config, server.to_string()).unwrap();
+    let run = |args: &[&str], mcp: bool| -> Value {
+        let mut command = claude_command(&claude, &home, &model, &ws);
+        command.args(["-p"]).args(args).args([
+            "--output-format",
+            "json",
+            "--allowedTools",
+            "Bash,mcp__compactd__search_history",
+        ]);
+        if mcp {
+            command.arg("--mcp-config").arg(&config);
+        }
+        let output = output_within(&mut command, MODEL_PATIENCE);
+        assert!(output.status.success(), "{output:?}");
+        serde_json::from_slice(&output.stdout).unwrap()
+    };
+    let first = run(&["Find the deploy code for staging."], false);
+    let session = first["session_id"].as_str().unwrap().to_string();
+    run(&["--resume", &session, "/compact"], false);
+    run(&["--resume", &session, "What was the deploy code?"], true);
+
+    let requests: Vec<Value> = std::fs::read_to_string(&log)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .filter(|r: &Value| r["api"] == "anthropic")
+        .collect();
+    let asked = requests
+        .iter()
+        .find(|r| r["turn"] == 3)
+        .expect("the model was asked for the code after the compaction");
+    assert!(
+        !asked["body"].to_string().contains("ZQX-DEPLOY-4417"),
+        "the code was compacted away before the search"
+    );
+    assert!(asked["body"]
+        .to_string()
+        .contains("mcp__compactd__search_history"));
+    let answered = requests
+        .iter()
+        .find(|r| r["turn"] == 4)
+        .expect("the search's result went back to the model");
+    let result = answered["body"]["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|m| m["content"].as_array().cloned().unwrap_or_default())
+        .find(|block| block["type"] == "tool_result" && block["tool_use_id"] == "toolu_recall")
+        .expect("a tool result for the search");
+    assert!(
+        result.to_string().contains("ZQX-DEPLOY-4417"),
+        "the search returned the compacted-away code: {result}"
+    );
+    println!("recall over MCP: {result}");
+}

@@ -99,6 +99,14 @@ class AsyncMethods:
         """`conversation/recap`: What an agent's own compaction must keep of a session: instructions for its summarizer, compactd's record for after, what its summary dropped."""
         return await self._request(m.RECAP, _params(sessionId=session_id, maxChars=max_chars, summary=summary))
 
+    async def search(self, query: str, *, compacted_only: Optional[bool] = None, limit: Optional[int] = None, roles: Optional[List[t.Role]] = None, session_id: Optional[str] = None) -> t.SearchResult:
+        """`conversation/search`: Messages of a session, compacted away or not, found by what they say."""
+        return await self._request(m.SEARCH, _params(query=query, compactedOnly=compacted_only, limit=limit, roles=roles, sessionId=session_id))
+
+    async def messages(self, session_id: str, *, ids: Optional[List[str]] = None, range: Optional[t.MessageRange] = None) -> t.MessagesResult:
+        """`conversation/messages`: Messages verbatim, by id or range, with the compaction that summarized each."""
+        return await self._request(m.MESSAGES, _params(sessionId=session_id, ids=ids, range=range))
+
     async def follow(self, *, agent: Optional[t.Agent] = None, path: Optional[str] = None, workspace: Optional[str] = None) -> t.FollowResult:
         """`conversation/follow`: Mirrors an agent's transcript as a read-only session that follows it as it grows."""
         return await self._request(m.FOLLOW, _params(agent=agent, path=path, workspace=workspace))
@@ -265,6 +273,14 @@ class SyncMethods:
     def recap(self, session_id: str, *, max_chars: Optional[int] = None, summary: Optional[str] = None, timeout: Optional[float] = None, cancel: Optional[Cancellation] = None) -> t.RecapResult:
         """`conversation/recap`: What an agent's own compaction must keep of a session: instructions for its summarizer, compactd's record for after, what its summary dropped."""
         return self._request(m.RECAP, _params(sessionId=session_id, maxChars=max_chars, summary=summary), timeout=timeout, cancel=cancel)
+
+    def search(self, query: str, *, compacted_only: Optional[bool] = None, limit: Optional[int] = None, roles: Optional[List[t.Role]] = None, session_id: Optional[str] = None, timeout: Optional[float] = None, cancel: Optional[Cancellation] = None) -> t.SearchResult:
+        """`conversation/search`: Messages of a session, compacted away or not, found by what they say."""
+        return self._request(m.SEARCH, _params(query=query, compactedOnly=compacted_only, limit=limit, roles=roles, sessionId=session_id), timeout=timeout, cancel=cancel)
+
+    def messages(self, session_id: str, *, ids: Optional[List[str]] = None, range: Optional[t.MessageRange] = None, timeout: Optional[float] = None, cancel: Optional[Cancellation] = None) -> t.MessagesResult:
+        """`conversation/messages`: Messages verbatim, by id or range, with the compaction that summarized each."""
+        return self._request(m.MESSAGES, _params(sessionId=session_id, ids=ids, range=range), timeout=timeout, cancel=cancel)
 
     def follow(self, *, agent: Optional[t.Agent] = None, path: Optional[str] = None, workspace: Optional[str] = None, timeout: Optional[float] = None, cancel: Optional[Cancellation] = None) -> t.FollowResult:
         """`conversation/follow`: Mirrors an agent's transcript as a read-only session that follows it as it grows."""

@@ -52,6 +52,10 @@ REPORT_ERROR = "conversation/reportError"
 IMPORT = "conversation/import"
 #: request: What an agent's own compaction must keep of a session: instructions for its summarizer, compactd's record for after, what its summary dropped.
 RECAP = "conversation/recap"
+#: request: Messages of a session, compacted away or not, found by what they say.
+SEARCH = "conversation/search"
+#: request: Messages verbatim, by id or range, with the compaction that summarized each.
+MESSAGES = "conversation/messages"
 #: request: Mirrors an agent's transcript as a read-only session that follows it as it grows.
 FOLLOW = "conversation/follow"
 #: request: Stops following a transcript.
@@ -136,6 +140,8 @@ METHODS: Tuple[Method, ...] = (
     Method("REPORT_ERROR", "conversation/reportError", "request", False, "ReportErrorParams", "ReportErrorResult"),
     Method("IMPORT", "conversation/import", "request", False, "ImportParams", "ImportResult"),
     Method("RECAP", "conversation/recap", "request", False, "RecapParams", "RecapResult"),
+    Method("SEARCH", "conversation/search", "request", False, "SearchParams", "SearchResult"),
+    Method("MESSAGES", "conversation/messages", "request", False, "MessagesParams", "MessagesResult"),
     Method("FOLLOW", "conversation/follow", "request", False, "FollowParams", "FollowResult"),
     Method("UNFOLLOW", "conversation/unfollow", "request", False, "SessionParams", "UnfollowResult"),
     Method("LIST_AGENT_SESSIONS", "conversation/listAgentSessions", "request", False, "ListAgentSessionsParams", "ListAgentSessionsResult"),

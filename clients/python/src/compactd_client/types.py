@@ -38,6 +38,8 @@ MeterSource = Literal["usage", "estimate"]
 #: Who reported an event.
 Origin = Literal["lsp", "tool", "explicit", "disk"]
 
+Role = Literal["system", "user", "assistant", "tool"]
+
 #: How a compaction shrinks the history.
 Strategy = Literal["checkpoint", "incremental", "prune", "handoff"]
 
@@ -861,6 +863,40 @@ class ListAgentSessionsResult(TypedDict):
     sessions: List[AgentSessionInfo]
 
 
+#: From one message to another, both included (message ids).
+class MessageRange(TypedDict):
+    first: str
+    last: str
+
+
+class _MessagesParamsRequired(TypedDict):
+    sessionId: str
+
+
+#: `conversation/messages`: messages verbatim, by id or as a range.
+class MessagesParams(_MessagesParamsRequired, total=False):
+    #: These messages, in session order. Give `ids` or `range`.
+    ids: Optional[List[str]]
+    range: Optional[MessageRange]
+
+
+class _RecalledMessageRequired(TypedDict):
+    #: The message as it was appended: every part and field.
+    message: Message
+
+
+class RecalledMessage(_RecalledMessageRequired, total=False):
+    #: The compaction that summarized (or pruned) it, if one did.
+    compactionId: Optional[str]
+
+
+class MessagesResult(TypedDict):
+    messages: List[RecalledMessage]
+    #: More matched than one answer holds (500 messages or 8 MB); ask again
+    #: from the message after the last one.
+    truncated: bool
+
+
 class OpenParams(TypedDict, total=False):
     contextWindow: Optional[int]
     #: The conversation's model: picks the tokenizer and context window.
@@ -1004,6 +1040,51 @@ class ReportErrorResult(_ReportErrorResultRequired, total=False):
     compaction: Optional[CompactResult]
 
 
+class _SearchHitRequired(TypedDict):
+    sessionId: str
+    messageId: str
+    role: Role
+    #: About 240 characters around the first term's first occurrence.
+    snippet: str
+    score: float
+
+
+class SearchHit(_SearchHitRequired, total=False):
+    #: The compaction that summarized (or pruned) the message: the model
+    #: no longer sees it verbatim.
+    compactionId: Optional[str]
+
+
+class _SearchParamsRequired(TypedDict):
+    #: Words and "quoted phrases", each of which must occur (ASCII case
+    #: ignored; any character is itself, so `src/a_b.rs`, `E0425` or
+    #: `foo(` are found as written). At most 1,000 characters, 16 terms.
+    query: str
+
+
+#: `conversation/search`: messages of a session (or of every open one),
+#: compacted away or not, found by what they say.
+class SearchParams(_SearchParamsRequired, total=False):
+    #: Only messages a compaction summarized or pruned (what the model no
+    #: longer sees verbatim).
+    compactedOnly: bool
+    #: The most hits (default 20, at most 200).
+    limit: Optional[int]
+    #: Only messages of these roles.
+    roles: Optional[List[Role]]
+    #: The session; every open session (followed ones included) when
+    #: omitted.
+    sessionId: Optional[str]
+
+
+class SearchResult(TypedDict):
+    #: Best first (BM25 over the terms' occurrences; equal scores newest
+    #: first).
+    hits: List[SearchHit]
+    #: Messages searched.
+    searched: int
+
+
 class SessionParams(TypedDict):
     sessionId: str
 
@@ -1125,6 +1206,8 @@ ROOT_TYPES = (
     "ListAgentSessionsParams",
     "ListAgentSessionsResult",
     "Message",
+    "MessagesParams",
+    "MessagesResult",
     "OpenParams",
     "OpenResult",
     "PinParams",
@@ -1135,6 +1218,8 @@ ROOT_TYPES = (
     "RecapResult",
     "ReportErrorParams",
     "ReportErrorResult",
+    "SearchParams",
+    "SearchResult",
     "SessionParams",
     "SetAutoCompactParams",
     "SetAutoCompactResult",

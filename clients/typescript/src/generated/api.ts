@@ -33,6 +33,8 @@ import type {
   ImportResult,
   ListAgentSessionsParams,
   ListAgentSessionsResult,
+  MessagesParams,
+  MessagesResult,
   OpenParams,
   OpenResult,
   PinParams,
@@ -43,6 +45,8 @@ import type {
   RecapResult,
   ReportErrorParams,
   ReportErrorResult,
+  SearchParams,
+  SearchResult,
   SessionParams,
   SetAutoCompactParams,
   SetAutoCompactResult,
@@ -154,6 +158,16 @@ export class CompactdMethods extends RpcBase {
   /** `conversation/recap`: What an agent's own compaction must keep of a session: instructions for its summarizer, compactd's record for after, what its summary dropped. */
   recap(params: RecapParams, options?: RequestOptions): Promise<RecapResult> {
     return this.request<RecapResult>(m.RECAP, params, options);
+  }
+
+  /** `conversation/search`: Messages of a session, compacted away or not, found by what they say. */
+  search(params: SearchParams, options?: RequestOptions): Promise<SearchResult> {
+    return this.request<SearchResult>(m.SEARCH, params, options);
+  }
+
+  /** `conversation/messages`: Messages verbatim, by id or range, with the compaction that summarized each. */
+  messages(params: MessagesParams, options?: RequestOptions): Promise<MessagesResult> {
+    return this.request<MessagesResult>(m.MESSAGES, params, options);
   }
 
   /** `conversation/follow`: Mirrors an agent's transcript as a read-only session that follows it as it grows. */

@@ -49,6 +49,10 @@ export const REPORT_ERROR = 'conversation/reportError';
 export const IMPORT = 'conversation/import';
 /** request: What an agent's own compaction must keep of a session: instructions for its summarizer, compactd's record for after, what its summary dropped. */
 export const RECAP = 'conversation/recap';
+/** request: Messages of a session, compacted away or not, found by what they say. */
+export const SEARCH = 'conversation/search';
+/** request: Messages verbatim, by id or range, with the compaction that summarized each. */
+export const MESSAGES = 'conversation/messages';
 /** request: Mirrors an agent's transcript as a read-only session that follows it as it grows. */
 export const FOLLOW = 'conversation/follow';
 /** request: Stops following a transcript. */
@@ -124,6 +128,8 @@ export const METHODS: readonly { constant: string; name: string; kind: MethodKin
   { constant: 'REPORT_ERROR', name: 'conversation/reportError', kind: 'request', lsp: false, params: 'ReportErrorParams', result: 'ReportErrorResult' },
   { constant: 'IMPORT', name: 'conversation/import', kind: 'request', lsp: false, params: 'ImportParams', result: 'ImportResult' },
   { constant: 'RECAP', name: 'conversation/recap', kind: 'request', lsp: false, params: 'RecapParams', result: 'RecapResult' },
+  { constant: 'SEARCH', name: 'conversation/search', kind: 'request', lsp: false, params: 'SearchParams', result: 'SearchResult' },
+  { constant: 'MESSAGES', name: 'conversation/messages', kind: 'request', lsp: false, params: 'MessagesParams', result: 'MessagesResult' },
   { constant: 'FOLLOW', name: 'conversation/follow', kind: 'request', lsp: false, params: 'FollowParams', result: 'FollowResult' },
   { constant: 'UNFOLLOW', name: 'conversation/unfollow', kind: 'request', lsp: false, params: 'SessionParams', result: 'UnfollowResult' },
   { constant: 'LIST_AGENT_SESSIONS', name: 'conversation/listAgentSessions', kind: 'request', lsp: false, params: 'ListAgentSessionsParams', result: 'ListAgentSessionsResult' },

@@ -91,6 +91,50 @@ export type FileStatus = 'modified' | 'read' | 'created' | 'deleted';
  */
 export type Format = 'compactd' | 'claude-code' | 'codex' | 'pi' | 'openai';
 /**
+ * One message of a conversation. Fields not listed here are kept and
+ * given back as they came.
+ */
+export type Message3 = (
+  | {
+      content: Content;
+      role: 'system';
+    }
+  | {
+      content: Content;
+      role: 'user';
+    }
+  | {
+      content?: Content1;
+      /**
+       * The model that produced this message; usage from another model
+       * than the session's is not trusted for the meter.
+       */
+      model?: string | null;
+      role: 'assistant';
+      thinking?: string | null;
+      toolCalls?: ToolCall[];
+    }
+  | {
+      content?: Content2;
+      isError?: boolean;
+      role: 'tool';
+      toolCallId: string;
+      toolName?: string | null;
+    }
+) & {
+  /**
+   * Unique within the session. Assigned by the server when empty.
+   */
+  id?: string;
+  /**
+   * What the provider reported for the response that produced this
+   * message (usually set on assistant messages).
+   */
+  usage?: Usage | null;
+  [k: string]: unknown | undefined;
+};
+export type Role = 'system' | 'user' | 'assistant' | 'tool';
+/**
  * When an append to a session log counts as done: `flush` (handed to
  * the operating system: survives compactd crashing or being killed,
  * not a power loss; about 10 µs per append) or `fsync` (also synced to
@@ -149,6 +193,8 @@ export interface CompactdSchemas {
   ImportResult?: ImportResult;
   ListAgentSessionsParams?: ListAgentSessionsParams;
   ListAgentSessionsResult?: ListAgentSessionsResult;
+  MessagesParams?: MessagesParams;
+  MessagesResult?: MessagesResult;
   OpenParams?: OpenParams;
   OpenResult?: OpenResult;
   PinParams?: PinParams;
@@ -159,6 +205,8 @@ export interface CompactdSchemas {
   RecapResult?: RecapResult;
   ReportErrorParams?: ReportErrorParams;
   ReportErrorResult?: ReportErrorResult;
+  SearchParams?: SearchParams;
+  SearchResult?: SearchResult;
   SessionParams?: SessionParams;
   SetAutoCompactParams?: SetAutoCompactParams;
   SetAutoCompactResult?: SetAutoCompactResult;
@@ -968,6 +1016,39 @@ export interface AgentSessionInfo {
    */
   title?: string | null;
 }
+/**
+ * `conversation/messages`: messages verbatim, by id or as a range.
+ */
+export interface MessagesParams {
+  /**
+   * These messages, in session order. Give `ids` or `range`.
+   */
+  ids?: string[] | null;
+  range?: MessageRange | null;
+  sessionId: string;
+}
+/**
+ * From one message to another, both included (message ids).
+ */
+export interface MessageRange {
+  first: string;
+  last: string;
+}
+export interface MessagesResult {
+  messages: RecalledMessage[];
+  /**
+   * More matched than one answer holds (500 messages or 8 MB); ask again
+   * from the message after the last one.
+   */
+  truncated: boolean;
+}
+export interface RecalledMessage {
+  /**
+   * The compaction that summarized (or pruned) it, if one did.
+   */
+  compactionId?: string | null;
+  message: Message3;
+}
 export interface OpenParams {
   contextWindow?: number | null;
   /**
@@ -1140,6 +1221,62 @@ export interface ReportErrorResult {
    * Retry the turn: the history was compacted to fit.
    */
   retry: boolean;
+}
+/**
+ * `conversation/search`: messages of a session (or of every open one),
+ * compacted away or not, found by what they say.
+ */
+export interface SearchParams {
+  /**
+   * Only messages a compaction summarized or pruned (what the model no
+   * longer sees verbatim).
+   */
+  compactedOnly?: boolean;
+  /**
+   * The most hits (default 20, at most 200).
+   */
+  limit?: number | null;
+  /**
+   * Words and "quoted phrases", each of which must occur (ASCII case
+   * ignored; any character is itself, so `src/a_b.rs`, `E0425` or
+   * `foo(` are found as written). At most 1,000 characters, 16 terms.
+   */
+  query: string;
+  /**
+   * Only messages of these roles.
+   */
+  roles?: Role[] | null;
+  /**
+   * The session; every open session (followed ones included) when
+   * omitted.
+   */
+  sessionId?: string | null;
+}
+export interface SearchResult {
+  /**
+   * Best first (BM25 over the terms' occurrences; equal scores newest
+   * first).
+   */
+  hits: SearchHit[];
+  /**
+   * Messages searched.
+   */
+  searched: number;
+}
+export interface SearchHit {
+  /**
+   * The compaction that summarized (or pruned) the message: the model
+   * no longer sees it verbatim.
+   */
+  compactionId?: string | null;
+  messageId: string;
+  role: Role;
+  score: number;
+  sessionId: string;
+  /**
+   * About 240 characters around the first term's first occurrence.
+   */
+  snippet: string;
 }
 export interface SessionParams {
   sessionId: string;
