@@ -11,7 +11,7 @@ use serde_json::Value;
 use super::folders::Cwds;
 use super::hook::HookCall;
 use super::limits::AutoCompactPoint;
-use super::setup::SetupPlan;
+use super::setup::Setup;
 use crate::config::Config;
 use crate::conversation::Message;
 use crate::transcript::{Format, Imported, Line, Reader};
@@ -87,7 +87,7 @@ pub trait AgentKind: Send + Sync + 'static {
         _homes: &Homes,
         _project: Option<&Path>,
         _compactd: &Path,
-    ) -> Result<SetupPlan, String> {
+    ) -> Result<Vec<Setup>, String> {
         Err(format!("{} takes no setup", self.display_name()))
     }
 }

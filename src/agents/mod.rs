@@ -127,18 +127,15 @@ pub fn setup_for(
     homes: &Homes,
     project: Option<&Path>,
     compactd: &Path,
-) -> Result<setup::Setup, String> {
+) -> Result<Vec<setup::Setup>, String> {
     if name == opencode::NAME {
-        return Ok(setup::Setup::File(opencode::setup(
-            homes, project, compactd,
-        )));
+        let plugin = opencode::setup(homes, project, compactd);
+        return Ok(vec![setup::Setup::File(plugin)]);
     }
     let agent = Agent::from_name(name).ok_or_else(|| {
         let mut names: Vec<&str> = Agent::all().iter().map(|a| a.name()).collect();
         names.push(opencode::NAME);
         format!("no agent named {name}; known: {}", names.join(", "))
     })?;
-    agent
-        .setup(homes, project, compactd)
-        .map(setup::Setup::Settings)
+    agent.setup(homes, project, compactd)
 }

@@ -32,6 +32,10 @@ pub struct SetupPlan {
     pub timeout: u64,
     /// Strings that must be in a top-level array (pi's `extensions`).
     pub entries: Vec<(&'static str, String)>,
+    /// Named objects that must be under a top-level object (an MCP server:
+    /// `mcpServers.compactd`). One already there is kept as it is;
+    /// uninstall removes it only while its command is a compactd's.
+    pub servers: Vec<(&'static str, &'static str, Value)>,
     /// What the user should know once it is written.
     pub note: Option<String>,
 }
@@ -43,6 +47,8 @@ pub enum Setup {
     Settings(SetupPlan),
     /// A file compactd owns outright (opencode's plugin).
     File(OwnedFile),
+    /// A table appended to a TOML file (Codex's `[mcp_servers.compactd]`).
+    Table(TomlTable),
 }
 
 impl Setup {
@@ -50,6 +56,7 @@ impl Setup {
         match self {
             Setup::Settings(plan) => install(plan, dry_run),
             Setup::File(file) => file.install(dry_run),
+            Setup::Table(table) => table.install(dry_run),
         }
     }
 
@@ -57,6 +64,7 @@ impl Setup {
         match self {
             Setup::Settings(plan) => uninstall(plan, dry_run),
             Setup::File(file) => file.uninstall(dry_run),
+            Setup::Table(table) => table.uninstall(dry_run),
         }
     }
 
@@ -65,6 +73,96 @@ impl Setup {
         match self {
             Setup::Settings(plan) => plan.note.as_deref(),
             Setup::File(file) => file.note.as_deref(),
+            Setup::Table(_) => None,
+        }
+    }
+}
+
+/// A TOML table compactd appends to a file (`[mcp_servers.compactd]` in
+/// Codex's `config.toml`), with a comment line above it saying so. A
+/// table of that name already there is kept as it is; uninstall removes
+/// the table only when the comment marks it compactd's, and gives the file
+/// back byte for byte when the table is still where it was appended (the
+/// end).
+#[derive(Debug, Clone)]
+pub struct TomlTable {
+    pub path: PathBuf,
+    /// `[mcp_servers.compactd]`
+    pub header: String,
+    /// Its lines, without the header.
+    pub body: String,
+}
+
+/// The line above a table compactd appended.
+const TABLE_MARK: &str = "# added by `compactd setup`; `compactd setup --uninstall` removes it";
+
+impl TomlTable {
+    fn block(&self) -> String {
+        format!("\n{TABLE_MARK}\n{}\n{}", self.header, self.body)
+    }
+
+    fn has_header(&self, text: &str) -> bool {
+        text.lines().any(|l| l.trim() == self.header)
+    }
+
+    pub fn install(&self, dry_run: bool) -> Result<SetupReport, String> {
+        let original = read(&self.path)?.unwrap_or_default();
+        if self.has_header(&original) {
+            return Ok(self.report(Vec::new(), original));
+        }
+        toml::from_str::<toml::Table>(&original).map_err(|e| {
+            format!(
+                "{} is not TOML compactd can add to ({e}); it was left as it is",
+                self.path.display()
+            )
+        })?;
+        let mut text = original.clone();
+        if !text.is_empty() && !text.ends_with('\n') {
+            text.push('\n');
+        }
+        text.push_str(&self.block());
+        if !dry_run {
+            write(&self.path, &text)?;
+        }
+        Ok(self.report(vec![format!("add {}", self.header)], text))
+    }
+
+    pub fn uninstall(&self, dry_run: bool) -> Result<SetupReport, String> {
+        let Some(original) = read(&self.path)? else {
+            return Ok(self.report(Vec::new(), String::new()));
+        };
+        let lines: Vec<&str> = original.split_inclusive('\n').collect();
+        let Some(at) = lines.iter().position(|l| l.trim() == self.header) else {
+            return Ok(self.report(Vec::new(), original));
+        };
+        if at == 0 || lines[at - 1].trim() != TABLE_MARK {
+            return Ok(self.report(Vec::new(), original));
+        }
+        let end = (at + 1..lines.len())
+            .find(|&i| lines[i].trim_start().starts_with('['))
+            .unwrap_or(lines.len());
+        // The blank line the block brought, when it is the file's end.
+        let start = match at >= 2 && lines[at - 2] == "\n" && end == lines.len() {
+            true => at - 2,
+            false => at - 1,
+        };
+        let mut text: String = lines[..start].concat();
+        text.push_str(&lines[end..].concat());
+        if !dry_run {
+            match text.is_empty() {
+                true => std::fs::remove_file(&self.path)
+                    .map_err(|e| format!("{}: {e}", self.path.display()))?,
+                false => write(&self.path, &text)?,
+            }
+        }
+        Ok(self.report(vec![format!("remove {}", self.header)], text))
+    }
+
+    fn report(&self, changes: Vec<String>, text: String) -> SetupReport {
+        SetupReport {
+            path: self.path.clone(),
+            changes,
+            text: Some(text),
         }
     }
 }
@@ -143,6 +241,22 @@ pub struct SetupReport {
     pub changes: Vec<String>,
     /// The file's new text (`None`: the file is removed).
     pub text: Option<String>,
+}
+
+impl SetupPlan {
+    /// A plan that only adds `entry` as `key.compactd` (an MCP server).
+    pub fn servers(path: PathBuf, key: &'static str, entry: Value) -> SetupPlan {
+        SetupPlan {
+            path,
+            command: String::new(),
+            hooks: Vec::new(),
+            status_line: None,
+            timeout: 0,
+            entries: Vec::new(),
+            servers: vec![(key, "compactd", entry)],
+            note: None,
+        }
+    }
 }
 
 /// A path as a shell word (quoted when it holds anything but
@@ -254,6 +368,14 @@ pub fn install(plan: &SetupPlan, dry_run: bool) -> Result<SetupReport, String> {
         }
         doc.put(key, Item::Array(items));
     }
+    for (key, name, entry) in &plan.servers {
+        let mut servers = doc.take_object(key, &plan.path)?;
+        if servers.get(name).is_none() {
+            servers.put(name, Item::New(entry.clone()));
+            changes.push(format!("add {key}.{name}: {}", server_command(entry)));
+        }
+        doc.put(key, Item::Object(servers));
+    }
     if let Some(command) = &plan.status_line {
         match doc.get("statusLine") {
             None => {
@@ -307,6 +429,7 @@ pub fn uninstall(plan: &SetupPlan, dry_run: bool) -> Result<SetupReport, String>
         remove_hooks(plan, &mut doc, &mut changes)?;
     }
     remove_entries(plan, &mut doc, &mut changes)?;
+    remove_servers(plan, &mut doc, &mut changes)?;
     if plan.status_line.is_some()
         && doc
             .get("statusLine")
@@ -375,6 +498,50 @@ fn remove_hooks(
         false => doc.put("hooks", Item::Object(hooks)),
     }
     Ok(())
+}
+
+/// Removes the plan's named objects from `doc` while they run a compactd
+/// (an object left empty by it goes too).
+fn remove_servers(
+    plan: &SetupPlan,
+    doc: &mut Document,
+    changes: &mut Vec<String>,
+) -> Result<(), String> {
+    for (key, name, _) in &plan.servers {
+        if doc.get(key).is_none() {
+            continue;
+        }
+        let mut servers = doc.take_object(key, &plan.path)?;
+        let ours = servers
+            .get(name)
+            .is_some_and(|entry| compactd_arguments(&server_command(&entry)).is_some());
+        if ours {
+            servers.remove(name);
+            changes.push(format!("remove {key}.{name}"));
+        }
+        match servers.entries.is_empty() && ours {
+            true => doc.remove(key),
+            false => doc.put(key, Item::Object(servers)),
+        }
+    }
+    Ok(())
+}
+
+/// An MCP server entry's command line (`command` then `args`), as words.
+fn server_command(entry: &Value) -> String {
+    let mut words = vec![entry["command"].as_str().unwrap_or("").to_string()];
+    words.extend(
+        entry["args"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|a| a.as_str().map(str::to_string)),
+    );
+    words
+        .iter()
+        .map(|w| shell_word(Path::new(w)))
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// Removes the plan's list entries from `doc` (a list left empty by it goes too).
@@ -670,6 +837,11 @@ mod tests {
             status_line: Some("/opt/bin/compactd statusline".into()),
             timeout: 30,
             entries: Vec::new(),
+            servers: vec![(
+                "mcpServers",
+                "compactd",
+                json!({"command": "/opt/bin/compactd", "args": ["mcp"]}),
+            )],
             note: None,
         }
     }
@@ -778,7 +950,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let plan = plan(dir.path());
         let report = install(&plan, true).unwrap();
-        assert_eq!(report.changes.len(), 3, "{report:?}");
+        assert_eq!(report.changes.len(), 4, "{report:?}");
         assert!(!plan.path.exists());
     }
 }
@@ -795,6 +967,7 @@ mod list_entry_tests {
             status_line: None,
             timeout: 0,
             entries: vec![("extensions", "/opt/compactd/integrations/pi".into())],
+            servers: Vec::new(),
             note: None,
         }
     }
@@ -824,5 +997,58 @@ mod list_entry_tests {
             ["remove extensions: /opt/compactd/integrations/pi"]
         );
         assert_eq!(std::fs::read_to_string(&plan.path).unwrap(), before);
+    }
+}
+
+#[cfg(test)]
+mod toml_table_tests {
+    use super::*;
+
+    fn table(dir: &Path) -> TomlTable {
+        TomlTable {
+            path: dir.join("config.toml"),
+            header: "[mcp_servers.compactd]".into(),
+            body: "command = \"/opt/bin/compactd\"\nargs = [\"mcp\"]\n".into(),
+        }
+    }
+
+    #[test]
+    fn a_table_is_appended_once_and_removed_byte_for_byte() {
+        let dir = tempfile::tempdir().unwrap();
+        let table = table(dir.path());
+        let before = "model = \"o4\"\n\n[mcp_servers.other]\ncommand = \"x\"\n";
+        write(&table.path, before).unwrap();
+        assert_eq!(
+            table.install(false).unwrap().changes,
+            ["add [mcp_servers.compactd]"]
+        );
+        let installed = std::fs::read_to_string(&table.path).unwrap();
+        let value: toml::Table = toml::from_str(&installed).unwrap();
+        assert_eq!(
+            value["mcp_servers"]["compactd"]["args"][0].as_str(),
+            Some("mcp")
+        );
+        assert_eq!(value["mcp_servers"]["other"]["command"].as_str(), Some("x"));
+        assert!(
+            table.install(false).unwrap().changes.is_empty(),
+            "twice is once"
+        );
+        table.uninstall(false).unwrap();
+        assert_eq!(std::fs::read_to_string(&table.path).unwrap(), before);
+    }
+
+    #[test]
+    fn a_table_compactd_did_not_write_is_kept_and_bad_toml_left_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        let table = table(dir.path());
+        let theirs = "[mcp_servers.compactd]\ncommand = \"mine\"\n";
+        write(&table.path, theirs).unwrap();
+        assert!(table.install(false).unwrap().changes.is_empty());
+        assert!(table.uninstall(false).unwrap().changes.is_empty());
+        assert_eq!(std::fs::read_to_string(&table.path).unwrap(), theirs);
+        write(&table.path, "not = [toml").unwrap();
+        let error = table.install(false).unwrap_err();
+        assert!(error.contains("left as it is"), "{error}");
+        assert_eq!(std::fs::read_to_string(&table.path).unwrap(), "not = [toml");
     }
 }

@@ -13,14 +13,19 @@ pub fn run(args: &SetupArgs) -> Result<(), CliError> {
         .map_err(|e| CliError::Failure(format!("this program's path: {e}")))?;
     let cwd = std::env::current_dir().map_err(|e| CliError::Failure(e.to_string()))?;
     let project = args.project.then_some(cwd.as_path());
-    let setup =
+    let steps =
         setup_for(&args.agent, &Homes::from_env(), project, &compactd).map_err(CliError::Usage)?;
-    let report = match args.uninstall {
-        false => setup.install(args.dry_run),
-        true => setup.uninstall(args.dry_run),
+    // Each file on its own: one that cannot be changed stops the rest, and
+    // what was done before it is printed.
+    for step in &steps {
+        let report = match args.uninstall {
+            false => step.install(args.dry_run),
+            true => step.uninstall(args.dry_run),
+        }
+        .map_err(CliError::Failure)?;
+        print(&report, args, step.note())?;
     }
-    .map_err(CliError::Failure)?;
-    print(&report, args, setup.note())
+    Ok(())
 }
 
 fn print(report: &SetupReport, args: &SetupArgs, note: Option<&str>) -> Result<(), CliError> {

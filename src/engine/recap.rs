@@ -96,13 +96,16 @@ impl Recap {
     /// shrinks, then the file lists, most important first.
     pub fn context(&self, limit: usize) -> String {
         const HEAD: &str = "compactd's record of this session before it was compacted (taken from the transcript; the summary may have left some of it out):\n\n";
+        // Where the rest is, for an agent that has compactd's MCP tools.
+        const RECALL: &str = "\n\nEvery message before the compaction is kept verbatim: with compactd's MCP tools (search_history, read_messages), search them when a detail is missing.";
         let mut last = String::new();
         for tokens in DIGEST_TOKENS {
             let digest = self.digest(tokens);
             for listed in LISTED {
                 let text = format!("{HEAD}{digest}\n{}", self.file_sections(listed));
+                let text = format!("{}{RECALL}", text.trim_end());
                 if text.chars().count() <= limit {
-                    return text.trim_end().to_string();
+                    return text;
                 }
                 last = text;
             }

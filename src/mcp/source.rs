@@ -13,8 +13,8 @@ use crate::store::{Durability, SessionStore};
 
 #[derive(Debug, thiserror::Error)]
 pub enum SourceError {
-    #[error("no agent session of {} found (compactd knows Claude Code, Codex and pi transcripts); start compactd mcp in the agent's directory, or give --session or --transcript", .0.display())]
-    NoSession(PathBuf),
+    #[error("no agent session of {dir} found (compactd knows {1} transcripts); start compactd mcp in the agent's directory, or give --session or --transcript", dir = .0.display())]
+    NoSession(PathBuf, String),
     #[error("{0}")]
     Failed(String),
 }
@@ -60,7 +60,9 @@ impl Source {
                 .into_iter()
                 .next()
                 .map(|s| (s.agent, s.path))
-                .ok_or_else(|| SourceError::NoSession(workspace.to_path_buf()))?,
+                .ok_or_else(|| {
+                    SourceError::NoSession(workspace.to_path_buf(), Agent::display_names())
+                })?,
         };
         let store = SessionStore::new(setup.config.sessions_dir(), Durability::Flush);
         let (open, mirror) = follow::follow(&store, agent, &path, workspace, &setup.env())

@@ -85,6 +85,15 @@ fn setup_merges_into_existing_settings_twice_is_once_and_uninstall_restores_them
         .unwrap()
         .ends_with("compactd statusline"));
 
+    // compactd mcp as Claude Code's MCP server `compactd` (user scope).
+    let state: Value =
+        serde_json::from_str(&std::fs::read_to_string(home.path().join(".claude.json")).unwrap())
+            .unwrap();
+    assert_eq!(
+        state["mcpServers"]["compactd"],
+        json!({"type": "stdio", "command": env!("CARGO_BIN_EXE_compactd"), "args": ["mcp"]})
+    );
+
     let (ok, printed, again) = setup(home.path(), &[]);
     assert!(ok && printed.contains("nothing to change"), "{printed}");
     assert_eq!(again.as_deref(), Some(installed.as_str()), "twice is once");
@@ -92,6 +101,10 @@ fn setup_merges_into_existing_settings_twice_is_once_and_uninstall_restores_them
     let (ok, printed, restored) = setup(home.path(), &["--uninstall"]);
     assert!(ok, "{printed}");
     assert_eq!(restored.as_deref(), Some(before), "byte for byte");
+    assert!(
+        !home.path().join(".claude.json").exists(),
+        "it made the file: it goes"
+    );
     let leftovers: Vec<_> = std::fs::read_dir(home.path().join(".claude"))
         .unwrap()
         .map(|e| e.unwrap().file_name())

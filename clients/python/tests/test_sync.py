@@ -135,6 +135,9 @@ def test_every_method_of_the_table_has_a_typed_function_that_the_server_accepts(
         assert client.report_error("all", "Rate limit exceeded", status=429)["kind"] == "rateLimit"
         imported = client.import_(content='[{"role":"user","content":"hi"}]', format="openai", session_id="imported")
         assert imported["messages"] == 1
+        assert "compactd follows this session" in client.recap("all")["instructions"]
+        assert client.search("And now the docs.", session_id="all")["hits"][0]["role"] == "user"
+        assert client.messages("all", ids=[ids[0]])["messages"][0]["message"]["id"] == ids[0]
         transcript = workspace / "claude-code.jsonl"
         transcript.write_text(CLAUDE_CODE_TRANSCRIPT)
         followed = client.follow(path=str(transcript))

@@ -130,6 +130,9 @@ describe('a conversation', () => {
       assert.equal((await client.branch({ sessionId: 'all', beforeMessageId: ids[4] })).messageCount, 4);
       assert.equal((await client.reportError({ sessionId: 'all', status: 429, message: 'Rate limit exceeded' })).kind, 'rateLimit');
       assert.equal((await client.import({ content: '[{"role":"user","content":"hi"}]', format: 'openai', sessionId: 'imported' })).messages, 1);
+      assert.match((await client.recap({ sessionId: 'all' })).instructions, /compactd follows this session/);
+      assert.equal((await client.search({ sessionId: 'all', query: 'And now the docs.' })).hits[0]?.role, 'user');
+      assert.equal((await client.messages({ sessionId: 'all', ids: [ids[0]] })).messages[0].message.id, ids[0]);
       const transcript = join(workspace, 'claude-code.jsonl');
       writeFileSync(transcript, CLAUDE_CODE_TRANSCRIPT);
       const followed = await client.follow({ path: transcript });

@@ -15,11 +15,11 @@
 
 use std::path::{Path, PathBuf};
 
-use serde_json::Value;
+use serde_json::{json, Value};
 
-use super::home::config_dir;
+use super::home::{config_dir, state_file};
 use crate::agents::hook::{HookCall, HookEvent};
-use crate::agents::setup::{shell_word, SetupPlan};
+use crate::agents::setup::{shell_word, Setup, SetupPlan};
 use crate::agents::Homes;
 
 /// The call, when it is one of the three events.
@@ -47,8 +47,22 @@ pub(super) fn answer(call: &HookCall, text: &str) -> String {
 
 /// The hooks and the status line, in `~/.claude/settings.json` (or
 /// `$CLAUDE_CONFIG_DIR/settings.json`), or the project's
-/// `.claude/settings.json`.
-pub(super) fn setup(homes: &Homes, project: Option<&Path>, compactd: &Path) -> SetupPlan {
+/// `.claude/settings.json`; and `compactd mcp` as the MCP server
+/// `compactd`, in its `.claude.json` (user scope) or the project's
+/// `.mcp.json`.
+pub(super) fn setup(homes: &Homes, project: Option<&Path>, compactd: &Path) -> Vec<Setup> {
+    let mcp = match project {
+        Some(root) => root.join(".mcp.json"),
+        None => state_file(homes),
+    };
+    let server = json!({"type": "stdio", "command": compactd.to_string_lossy(), "args": ["mcp"]});
+    vec![
+        Setup::Settings(settings(homes, project, compactd)),
+        Setup::Settings(SetupPlan::servers(mcp, "mcpServers", server)),
+    ]
+}
+
+fn settings(homes: &Homes, project: Option<&Path>, compactd: &Path) -> SetupPlan {
     let compactd = shell_word(compactd);
     let path = match project {
         Some(root) => root.join(".claude").join("settings.json"),
@@ -65,6 +79,7 @@ pub(super) fn setup(homes: &Homes, project: Option<&Path>, compactd: &Path) -> S
         status_line: Some(format!("{compactd} statusline")),
         timeout: 30,
         entries: Vec::new(),
+        servers: Vec::new(),
         note: None,
     }
 }

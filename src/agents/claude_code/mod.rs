@@ -41,7 +41,7 @@ use serde_json::Value;
 
 use super::folders::{jsonl_files, under, Cwds};
 use super::hook::HookCall;
-use super::setup::SetupPlan;
+use super::setup::Setup;
 use super::{Agent, AgentKind, AutoCompactPoint, Homes, LimitsInput, StatusLineEnv};
 use crate::transcript::{Imported, Line, Reader};
 use auto_compact::point;
@@ -121,7 +121,7 @@ impl AgentKind for ClaudeCode {
         homes: &Homes,
         project: Option<&Path>,
         compactd: &Path,
-    ) -> Result<SetupPlan, String> {
+    ) -> Result<Vec<Setup>, String> {
         Ok(hooks::setup(homes, project, compactd))
     }
 }

@@ -14,7 +14,7 @@ use serde_json::Value;
 
 use super::home::home;
 use crate::agents::hook::{self, HookCall, HookEvent};
-use crate::agents::setup::{shell_word, SetupPlan};
+use crate::agents::setup::{shell_word, Setup, SetupPlan, TomlTable};
 use crate::agents::Homes;
 
 /// The call, when it is the session going on after a compaction.
@@ -35,13 +35,27 @@ pub(super) fn answer(call: &HookCall, text: &str) -> String {
 }
 
 /// The SessionStart hook in `$CODEX_HOME/hooks.json` (or the project's
-/// `.codex/hooks.json`).
-pub(super) fn setup(homes: &Homes, project: Option<&Path>, compactd: &Path) -> SetupPlan {
-    let compactd = shell_word(compactd);
-    let path = match project {
-        Some(root) => root.join(".codex").join("hooks.json"),
-        None => home(homes).join("hooks.json"),
+/// `.codex/hooks.json`), and `compactd mcp` as the MCP server `compactd`
+/// in `$CODEX_HOME/config.toml` (`.codex/config.toml`).
+pub(super) fn setup(homes: &Homes, project: Option<&Path>, compactd: &Path) -> Vec<Setup> {
+    let dir = match project {
+        Some(root) => root.join(".codex"),
+        None => home(homes),
     };
+    let command = serde_json::to_string(&compactd.to_string_lossy()).unwrap_or_default();
+    vec![
+        Setup::Settings(hooks(&dir, compactd)),
+        Setup::Table(TomlTable {
+            path: dir.join("config.toml"),
+            header: "[mcp_servers.compactd]".into(),
+            body: format!("command = {command}\nargs = [\"mcp\"]\n"),
+        }),
+    ]
+}
+
+fn hooks(dir: &Path, compactd: &Path) -> SetupPlan {
+    let compactd = shell_word(compactd);
+    let path = dir.join("hooks.json");
     SetupPlan {
         path,
         command: format!("{compactd} hook {}", super::NAME),
@@ -49,6 +63,7 @@ pub(super) fn setup(homes: &Homes, project: Option<&Path>, compactd: &Path) -> S
         status_line: None,
         timeout: 30,
         entries: Vec::new(),
+        servers: Vec::new(),
         note: Some("Codex asks to trust a new hook the next time it starts".into()),
     }
 }

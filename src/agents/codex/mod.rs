@@ -29,7 +29,7 @@ use serde_json::Value;
 
 use super::folders::{jsonl_files, under, Cwds};
 use super::hook::HookCall;
-use super::setup::SetupPlan;
+use super::setup::Setup;
 use super::{AgentKind, AutoCompactPoint, Homes, LimitsInput};
 use crate::conversation::Message;
 use crate::transcript::{Imported, Line, Reader};
@@ -141,7 +141,7 @@ impl AgentKind for Codex {
         homes: &Homes,
         project: Option<&Path>,
         compactd: &Path,
-    ) -> Result<SetupPlan, String> {
+    ) -> Result<Vec<Setup>, String> {
         Ok(hooks::setup(homes, project, compactd))
     }
 }

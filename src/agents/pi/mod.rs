@@ -46,8 +46,8 @@ impl AgentKind for Pi {
         homes: &Homes,
         project: Option<&Path>,
         compactd: &Path,
-    ) -> Result<super::setup::SetupPlan, String> {
-        setup::setup(homes, project, compactd)
+    ) -> Result<Vec<super::setup::Setup>, String> {
+        setup::setup(homes, project, compactd).map(|plan| vec![super::setup::Setup::Settings(plan)])
     }
 
     fn display_name(&self) -> &'static str {

@@ -44,6 +44,7 @@ pub(super) fn setup(
         status_line: None,
         timeout: 0,
         entries: vec![("extensions", extension.display().to_string())],
+        servers: Vec::new(),
         note,
     })
 }
