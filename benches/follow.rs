@@ -133,27 +133,42 @@ fn hook(bin: &Path, home: &Path, transcript: &Path, event: &str) -> (Duration, S
 }
 
 /// Each hook event on the transcript of `mb` (median of `runs`), with the
-/// characters it printed.
+/// characters it printed: SessionStart and PostCompact without a hook
+/// before them (they read the transcript), PreCompact, then both after it
+/// (they answer from what it kept).
 fn hooks_at(dir: &Path, mb: u64, runs: usize) -> Vec<(&'static str, Duration, usize)> {
     let bin = PathBuf::from(env!("CARGO_BIN_EXE_compactd"));
     let path = dir.join(format!("statusline-{mb}mb.jsonl"));
-    ["PreCompact", "SessionStart", "PostCompact"]
-        .into_iter()
-        .map(|event| {
-            let runs: Vec<(Duration, String)> =
-                (0..runs).map(|_| hook(&bin, dir, &path, event)).collect();
-            let printed = runs[0].1.chars().count();
-            assert!(
-                printed > 0 && printed <= 10_100,
-                "{event}: {printed} characters"
-            );
-            (
-                event,
-                median(runs.into_iter().map(|(d, _)| d).collect()),
-                printed,
-            )
-        })
-        .collect()
+    let kept = dir.join("data/compactd/sessions/hooks");
+    [
+        ("SessionStart", "SessionStart alone"),
+        ("PostCompact", "PostCompact alone"),
+        ("PreCompact", "PreCompact"),
+        ("SessionStart", "SessionStart after"),
+        ("PostCompact", "PostCompact after"),
+    ]
+    .into_iter()
+    .map(|(event, label)| {
+        let runs: Vec<(Duration, String)> = (0..runs)
+            .map(|_| {
+                if label.ends_with("alone") {
+                    let _ = std::fs::remove_dir_all(&kept);
+                }
+                hook(&bin, dir, &path, event)
+            })
+            .collect();
+        let printed = runs[0].1.chars().count();
+        assert!(
+            printed > 0 && printed <= 10_100,
+            "{event}: {printed} characters"
+        );
+        (
+            label,
+            median(runs.into_iter().map(|(d, _)| d).collect()),
+            printed,
+        )
+    })
+    .collect()
 }
 
 /// The status line on a transcript of `mb`: first run, unchanged runs,
@@ -220,6 +235,6 @@ fn main() {
     println!("  one more response:    {}", ms(grown));
     println!("compactd hook claude-code on that transcript (whole process, median of 5 runs):");
     for (event, took, printed) in hooks_at(dir.path(), 20, 5) {
-        println!("  {event:<13} {} ({printed} characters printed)", ms(took));
+        println!("  {event:<19} {} ({printed} characters printed)", ms(took));
     }
 }

@@ -402,8 +402,9 @@ pub fn install(plan: &SetupPlan, dry_run: bool) -> Result<SetupReport, String> {
     if added && !dry_run {
         let backup = backup_path(&plan.path);
         if !backup.exists() {
-            // No file before: an empty copy says so.
-            write(&backup, original.as_deref().unwrap_or(""))?;
+            // No file before: an empty copy says so. The copy is as
+            // private as the file (Claude Code's `.claude.json` is 0600).
+            write_like(&backup, original.as_deref().unwrap_or(""), &plan.path)?;
         }
         write(&plan.path, &text)?;
     }
@@ -606,14 +607,23 @@ fn read(path: &Path) -> Result<Option<String>, String> {
 }
 
 /// Writes through a temporary file in the same folder, so a crash leaves
-/// the old file or the new one.
+/// the old file or the new one; the file keeps its permissions.
 fn write(path: &Path, text: &str) -> Result<(), String> {
+    write_like(path, text, path)
+}
+
+/// `write`, with the permissions `like` has when it exists (a new file
+/// gets the defaults).
+fn write_like(path: &Path, text: &str, like: &Path) -> Result<(), String> {
     let fail = |e: std::io::Error| format!("{}: {e}", path.display());
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir).map_err(fail)?;
     }
     let temporary = path.with_extension(format!("compactd-{}.tmp", std::process::id()));
     std::fs::write(&temporary, text).map_err(fail)?;
+    if let Ok(meta) = std::fs::metadata(like) {
+        std::fs::set_permissions(&temporary, meta.permissions()).map_err(fail)?;
+    }
     std::fs::rename(&temporary, path).map_err(fail)
 }
 
@@ -943,6 +953,21 @@ mod tests {
         assert!(is_ours(&plan, quoted));
         assert!(is_ours(&plan, "/usr/local/bin/compactd hook claude-code"));
         assert!(!is_ours(&plan, "/usr/local/bin/compactd hook codex"));
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_private_settings_file_and_its_copy_stay_private() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let plan = plan(dir.path());
+        write(&plan.path, "{}\n").unwrap();
+        std::fs::set_permissions(&plan.path, std::fs::Permissions::from_mode(0o600)).unwrap();
+        install(&plan, false).unwrap();
+        for file in [plan.path.clone(), backup_path(&plan.path)] {
+            let mode = std::fs::metadata(&file).unwrap().permissions().mode() & 0o777;
+            assert_eq!(mode, 0o600, "{}", file.display());
+        }
     }
 
     #[test]

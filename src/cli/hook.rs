@@ -2,11 +2,18 @@
 //! in its own compaction (see `engine::recap` for what is handed over, and
 //! the agent's module for its hooks). It never holds the agent up: on any
 //! error it prints nothing to stdout, says why on stderr, and exits 0.
+//!
+//! The hook before a compaction reads the transcript whole and keeps what
+//! it worked out (`Answers`) in `<dataDir>/hooks/`; the hooks after the
+//! same compaction answer from that, since what the transcript gained in
+//! between is the compaction itself. Without it (no hook ran before, or it
+//! is older than the compaction could be) they read the transcript too.
 
 use std::io::Read;
-use std::path::Path;
-use std::process::ExitCode;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime};
 
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::args::HookArgs;
@@ -14,12 +21,18 @@ use crate::agents::hook::{HookCall, HookEvent};
 use crate::agents::{Agent, Homes};
 use crate::config::Config;
 use crate::engine::follow::{transcript_session, FollowSetup};
-use crate::engine::recap::{Recap, HOOK_LIMIT};
+use crate::engine::recap::{Answers, Recap, HOOK_LIMIT};
 
 /// A hook's JSON is a few hundred bytes; more is not it.
 const MAX_INPUT: u64 = 1 << 20;
+/// What the answers of the hook before a compaction are good for: the
+/// transcript grew by at most this much (the compaction's own lines) …
+const CACHE_GROWTH: u64 = 4 << 20;
+/// … within this long (a compaction's summarization call).
+const CACHE_AGE: Duration = Duration::from_secs(10 * 60);
+const CACHE_VERSION: u32 = 1;
 
-pub fn run(args: &HookArgs, no_user_config: bool) -> ExitCode {
+pub fn run(args: &HookArgs, no_user_config: bool) -> std::process::ExitCode {
     match answer(args, no_user_config) {
         Ok(Some(text)) => {
             let _ = super::out::line(text);
@@ -27,7 +40,7 @@ pub fn run(args: &HookArgs, no_user_config: bool) -> ExitCode {
         Ok(None) => {}
         Err(why) => eprintln!("compactd hook: {why}"),
     }
-    ExitCode::SUCCESS
+    std::process::ExitCode::SUCCESS
 }
 
 fn answer(args: &HookArgs, no_user_config: bool) -> Result<Option<String>, String> {
@@ -42,12 +55,24 @@ fn answer(args: &HookArgs, no_user_config: bool) -> Result<Option<String>, Strin
     let Some(call) = agent.hook_call(&input) else {
         return Ok(None);
     };
-    let recap = recap(agent, &call, no_user_config)?;
+    let config = config(&call, no_user_config)?;
+    let cache = cache_file(&config, &call.transcript);
+    let answers = match &call.event {
+        HookEvent::BeforeCompact => {
+            let answers = recap(agent, &call, config)?.answers(HOOK_LIMIT);
+            save(&cache, &call.transcript, &answers);
+            answers
+        }
+        _ => match cached(&cache, &call.transcript) {
+            Some(answers) => answers,
+            None => recap(agent, &call, config)?.answers(HOOK_LIMIT),
+        },
+    };
     let text = match &call.event {
-        HookEvent::BeforeCompact => recap.instructions(HOOK_LIMIT),
-        HookEvent::AfterCompactContext => recap.context(HOOK_LIMIT),
+        HookEvent::BeforeCompact => answers.instructions,
+        HookEvent::AfterCompactContext => answers.context,
         HookEvent::AfterCompact { summary } => {
-            let dropped = recap.dropped(summary);
+            let dropped = answers.must_keep.dropped(summary);
             if dropped.is_empty() {
                 return Ok(None);
             }
@@ -61,14 +86,84 @@ fn answer(args: &HookArgs, no_user_config: bool) -> Result<Option<String>, Strin
     Ok(Some(agent.hook_answer(&call, &text)))
 }
 
-/// The recap of the call's transcript, read as a follow reads it.
-fn recap(agent: Agent, call: &HookCall, no_user_config: bool) -> Result<Recap, String> {
+fn config(call: &HookCall, no_user_config: bool) -> Result<Config, String> {
     let workspace: &Path = &call.workspace;
     let user_dir = (!no_user_config).then(Config::user_config_dir).flatten();
     let root = (!workspace.as_os_str().is_empty()).then_some(workspace);
-    let config = Config::resolve(None, root, user_dir.as_deref()).map_err(|e| e.to_string())?;
-    let setup = FollowSetup::new(config, Homes::from_env(), workspace);
-    let session = transcript_session(agent, &call.transcript, workspace, &setup.env())
+    Config::resolve(None, root, user_dir.as_deref()).map_err(|e| e.to_string())
+}
+
+/// The recap of the call's transcript, read as a follow reads it.
+fn recap(agent: Agent, call: &HookCall, config: Config) -> Result<Recap, String> {
+    let setup = FollowSetup::new(config, Homes::from_env(), &call.workspace);
+    let session = transcript_session(agent, &call.transcript, &call.workspace, &setup.env())
         .map_err(|e| e.to_string())?;
     Ok(Recap::of(&session))
+}
+
+/// The answers of the hook before a compaction of this transcript.
+#[derive(Serialize, Deserialize)]
+struct Cached {
+    version: u32,
+    transcript: PathBuf,
+    /// The transcript's length when it was read.
+    length: u64,
+    answers: Answers,
+}
+
+fn cache_file(config: &Config, transcript: &Path) -> PathBuf {
+    let hash = transcript
+        .to_string_lossy()
+        .bytes()
+        .fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+            (h ^ b as u64).wrapping_mul(0x0100_0000_01b3)
+        });
+    config
+        .sessions_dir()
+        .join("hooks")
+        .join(format!("{hash:016x}.json"))
+}
+
+fn length(path: &Path) -> Option<u64> {
+    std::fs::metadata(path).ok().map(|m| m.len())
+}
+
+/// Written whole then renamed; a cache that cannot be written only costs
+/// the next hook a read of the transcript.
+fn save(cache: &Path, transcript: &Path, answers: &Answers) {
+    let (Some(dir), Some(length)) = (cache.parent(), length(transcript)) else {
+        return;
+    };
+    let cached = Cached {
+        version: CACHE_VERSION,
+        transcript: transcript.to_path_buf(),
+        length,
+        answers: answers.clone(),
+    };
+    let temporary = cache.with_extension(format!("{}.tmp", std::process::id()));
+    let written = std::fs::create_dir_all(dir)
+        .and_then(|_| std::fs::write(&temporary, serde_json::to_vec(&cached).unwrap_or_default()))
+        .and_then(|_| std::fs::rename(&temporary, cache));
+    if let Err(e) = written {
+        let _ = std::fs::remove_file(&temporary);
+        eprintln!("compactd hook: cache {}: {e}", cache.display());
+    }
+}
+
+/// The cached answers, when they are of this transcript as it was just
+/// before the compaction now under way.
+fn cached(cache: &Path, transcript: &Path) -> Option<Answers> {
+    let age = std::fs::metadata(cache)
+        .ok()?
+        .modified()
+        .ok()
+        .and_then(|t| SystemTime::now().duration_since(t).ok())?;
+    let cached: Cached = serde_json::from_slice(&std::fs::read(cache).ok()?).ok()?;
+    let now = length(transcript)?;
+    let fresh = cached.version == CACHE_VERSION
+        && cached.transcript == transcript
+        && age < CACHE_AGE
+        && now >= cached.length
+        && now - cached.length <= CACHE_GROWTH;
+    fresh.then_some(cached.answers)
 }

@@ -9,6 +9,8 @@
 
 use std::sync::Arc;
 
+use serde::{Deserialize, Serialize};
+
 use crate::compaction::retention::{self, Required};
 use crate::compaction::FileSections;
 use crate::conversation::Message;
@@ -152,15 +154,58 @@ impl Recap {
         clip_lines(&out, limit)
     }
 
-    /// What must survive a compaction, as the retention check looks for it.
-    pub fn required(&self) -> Vec<Required> {
+    /// Everything the hooks of one compaction answer, rendered once: the
+    /// instructions and the context within `limit`, and what the
+    /// retention check needs.
+    pub fn answers(&self, limit: usize) -> Answers {
+        Answers {
+            instructions: self.instructions(limit),
+            context: self.context(limit),
+            must_keep: MustKeep {
+                task: self.task.clone(),
+                latest_request: self.latest_request.clone(),
+                rules: self.rules.clone(),
+                modified: self.files.modified.clone(),
+                pins: self.pins.clone(),
+            },
+        }
+    }
+
+    /// What `summary` left out, by kind: "2 of 5 modified files", "1 of 3
+    /// rules", "the task", "the latest request". Empty when it kept all.
+    pub fn dropped(&self, summary: &str) -> Vec<String> {
+        self.answers(HOOK_LIMIT).must_keep.dropped(summary)
+    }
+}
+
+/// A recap rendered for the hooks of one compaction (`compactd hook`
+/// keeps it between them: the hooks after the compaction answer from it).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Answers {
+    pub instructions: String,
+    pub context: String,
+    pub must_keep: MustKeep,
+}
+
+/// What an agent's summary must keep, as the retention check looks for it.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct MustKeep {
+    task: Option<String>,
+    latest_request: Option<String>,
+    rules: Vec<String>,
+    modified: Vec<String>,
+    pins: Vec<String>,
+}
+
+impl MustKeep {
+    fn required(&self) -> Vec<Required> {
         // The latest request is the task in a one-request session: one item.
         let latest = self
             .latest_request
             .clone()
             .filter(|l| Some(l) != self.task.as_ref());
         retention::required(
-            &self.files.modified,
+            &self.modified,
             latest,
             &self.rules,
             self.task.clone(),
@@ -168,8 +213,7 @@ impl Recap {
         )
     }
 
-    /// What `summary` left out, by kind: "2 of 5 modified files", "1 of 3
-    /// rules", "the task", "the latest request". Empty when it kept all.
+    /// What `summary` left out, by kind.
     pub fn dropped(&self, summary: &str) -> Vec<String> {
         let required = self.required();
         let outcome = retention::check(summary, std::iter::empty(), &required);

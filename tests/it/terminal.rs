@@ -242,6 +242,59 @@ fn hooks_answer_from_the_transcript_and_never_fail_the_agent() {
     }
 }
 
+#[test]
+fn the_hooks_after_a_compaction_answer_from_what_the_hook_before_it_read() {
+    let home = tempfile::tempdir().unwrap();
+    let transcript = home.path().join("session.jsonl");
+    std::fs::copy(fixture(FIXTURE), &transcript).unwrap();
+    let input = |event: &str| {
+        json!({"session_id": "s", "transcript_path": transcript, "cwd": home.path(),
+            "hook_event_name": event, "source": "compact", "trigger": "manual"})
+        .to_string()
+    };
+    let context = |home: &Path| {
+        let (ok, out) = hook(home, &input("SessionStart"));
+        assert!(ok, "{out}");
+        let out: Value = serde_json::from_str(&out).unwrap();
+        out["hookSpecificOutput"]["additionalContext"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    let append = |line: Value| {
+        let mut text = std::fs::read_to_string(&transcript).unwrap();
+        text.push_str(&format!("{line}\n"));
+        std::fs::write(&transcript, text).unwrap();
+    };
+    let last_uuid = std::fs::read_to_string(&transcript)
+        .unwrap()
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter_map(|v| v["uuid"].as_str().map(str::to_string))
+        .last()
+        .unwrap();
+
+    let (ok, _) = hook(home.path(), &input("PreCompact"));
+    assert!(ok);
+    let before = context(home.path());
+    // What the transcript gains after the hook before the compaction (the
+    // compaction's own lines) is not read again.
+    append(
+        json!({"type": "user", "uuid": "later-1", "parentUuid": last_uuid, "sessionId": "s",
+        "message": {"role": "user", "content": "ZQX-LATER-REQUEST: now the docs"}}),
+    );
+    assert_eq!(
+        context(home.path()),
+        before,
+        "answered from the hook before"
+    );
+    // Grown by more than a compaction writes: read again.
+    append(
+        json!({"type": "file-history-snapshot", "messageId": "later-1", "snapshot": {"pad": "x".repeat(5 << 20)}}),
+    );
+    assert!(context(home.path()).contains("ZQX-LATER-REQUEST"));
+}
+
 // ---------------------------------------------------------------------
 // `compactd sessions` and `compactd follow`
 
