@@ -271,7 +271,7 @@ fn the_hooks_after_a_compaction_answer_from_what_the_hook_before_it_read() {
         .lines()
         .filter_map(|l| serde_json::from_str::<Value>(l).ok())
         .filter_map(|v| v["uuid"].as_str().map(str::to_string))
-        .last()
+        .next_back()
         .unwrap();
 
     let (ok, _) = hook(home.path(), &input("PreCompact"));
