@@ -311,14 +311,20 @@ pub fn is_fragment(entry: &str) -> bool {
 }
 
 /// Repeated lines beyond their first occurrence (headings, tags and blank
-/// lines aside).
+/// lines aside; the message id a line cites, ` [m12]`, is no part of what
+/// it says).
 fn duplicates(summary: &str) -> usize {
     let mut seen = std::collections::HashMap::new();
     for line in summary.lines().map(str::trim) {
         if line.is_empty() || line.starts_with('#') || line.starts_with('<') {
             continue;
         }
-        *seen.entry(line).or_insert(0usize) += 1;
+        let said = line
+            .strip_suffix(']')
+            .and_then(|rest| rest.rsplit_once(" ["))
+            .filter(|(_, id)| !id.contains(char::is_whitespace))
+            .map_or(line, |(said, _)| said);
+        *seen.entry(said).or_insert(0usize) += 1;
     }
     seen.values().map(|n| n - 1).sum()
 }

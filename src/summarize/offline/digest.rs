@@ -3,6 +3,8 @@
 //! merges newer parts into it, and how it shrinks to a token budget by
 //! dropping the least important entries first.
 
+use std::collections::BTreeMap;
+
 use crate::compaction::retention::carries_request;
 use crate::tokens::Encoding;
 
@@ -168,6 +170,13 @@ pub(super) struct Digest {
     /// The next step of a summary read back (its request is above it).
     pub next: Option<String>,
     pub focus: Option<String>,
+    /// Where the task, each request and each open error came from: the id
+    /// of the message (`r:<request>`, `e:<error key>`), rendered after the
+    /// entry as `[id]` so an agent can read the message back
+    /// (`conversation/messages`, `compactd mcp`).
+    pub sources: BTreeMap<String, String>,
+    /// The message whose tool result is being read (extraction only).
+    pub citing: Option<String>,
 }
 
 impl Digest {
@@ -190,6 +199,9 @@ impl Digest {
         self.follow_ups += newer.follow_ups;
         extend_unique(&mut self.rules, newer.rules);
         extend_unique(&mut self.pinned, newer.pinned);
+        for (entry, id) in newer.sources {
+            self.sources.entry(entry).or_insert(id);
+        }
         self.earlier.extend(newer.earlier);
         append_log(&mut self.progress, newer.progress);
         self.progress_omitted += newer.progress_omitted;
@@ -241,6 +253,9 @@ impl Digest {
     pub fn add_request(&mut self, request: String) {
         if super::wording::substantial(&request) {
             let line = super::wording::request_line(&request);
+            if let Some(id) = self.sources.get(&request_key(&request)).cloned() {
+                self.sources.entry(request_key(&line)).or_insert(id);
+            }
             if !self.requests.contains(&line) && self.task.as_deref() != Some(&request) {
                 self.requests.push(line);
             }
@@ -414,6 +429,29 @@ fn quoted(text: &str) -> String {
     }
     out.push('"');
     out
+}
+
+/// The key of a request (or the task) in `sources`.
+pub(super) fn request_key(request: &str) -> String {
+    format!("r:{request}")
+}
+
+/// The key of an open error in `sources`.
+pub(super) fn error_key(key: &str) -> String {
+    format!("e:{key}")
+}
+
+/// An entry and the message id it cites (` [id]` at its end: one word, no
+/// spaces), as `cited` writes it.
+fn split_citation(entry: &str) -> (String, Option<String>) {
+    let cited = entry
+        .strip_suffix(']')
+        .and_then(|rest| rest.rsplit_once(" ["))
+        .filter(|(_, id)| !id.is_empty() && !id.contains(char::is_whitespace) && !id.contains('['));
+    match cited {
+        Some((text, id)) => (text.to_string(), Some(id.to_string())),
+        None => (entry.to_string(), None),
+    }
 }
 
 fn unquoted(text: &str) -> String {
@@ -643,12 +681,12 @@ impl Digest {
         commands.extend(render_counts(LOOKED, &self.looked));
         commands.extend(render_counts(TOOLS, &self.tools));
         vec![
-            (TASK, self.task.iter().map(|t| quoted(t)).collect()),
+            (TASK, self.task.iter().map(|t| self.request(t)).collect()),
             (
                 REQUESTS,
                 omitted(self.requests_omitted, "requests")
                     .into_iter()
-                    .chain(self.requests.iter().map(|r| quoted(r)))
+                    .chain(self.requests.iter().map(|r| self.request(r)))
                     .chain(follow_ups)
                     .collect(),
             ),
@@ -683,17 +721,30 @@ impl Digest {
                     .collect(),
             ),
             (COMMANDS, commands),
-            (
-                ERRORS,
-                self.errors
-                    .iter()
-                    .map(|e| format!("`{}`: {}", e.key, e.line))
-                    .collect(),
-            ),
+            (ERRORS, self.errors.iter().map(|e| self.error(e)).collect()),
             (STATE, self.state.iter().cloned().collect()),
             (NEXT, self.next_step().into_iter().collect()),
             (FOCUS, self.focus.iter().cloned().collect()),
         ]
+    }
+
+    /// `entry` with the id of the message it came from, when known.
+    fn cited(&self, entry: String, key: &str) -> String {
+        match self.sources.get(key) {
+            Some(id) => format!("{entry} [{id}]"),
+            None => entry,
+        }
+    }
+
+    /// A request (or the task), quoted and cited.
+    fn request(&self, request: &str) -> String {
+        self.cited(quoted(request), &request_key(request))
+    }
+
+    /// An open error, cited.
+    fn error(&self, error: &OpenError) -> String {
+        let entry = format!("`{}`: {}", error.key, error.line);
+        self.cited(entry, &error_key(&error.key))
     }
 
     /// Commands that ran more than once or failed, and the newest few that
@@ -903,6 +954,7 @@ impl Digest {
         let (Some(title), Some(entry)) = (title, entry) else {
             return;
         };
+        let entry = self.take_citation(title, entry);
         let omitted = |what: &str| {
             let rest = entry.strip_prefix("… ")?.strip_suffix(" not listed")?;
             let (n, earlier) = rest.split_once(' ')?;
@@ -969,6 +1021,25 @@ impl Digest {
             NEXT => self.next = Some(entry),
             _ => {}
         }
+    }
+
+    /// An entry read back without its citation, which goes to `sources`.
+    fn take_citation(&mut self, title: &str, entry: String) -> String {
+        let (entry, cited) = match title {
+            TASK | REQUESTS | ERRORS => split_citation(&entry),
+            _ => (entry, None),
+        };
+        let key = match title {
+            ERRORS => entry
+                .strip_prefix('`')
+                .and_then(|r| r.split_once("`: "))
+                .map(|(key, _)| error_key(key)),
+            _ => Some(request_key(&unquoted(&entry))),
+        };
+        if let (Some(id), Some(key)) = (cited, key) {
+            self.sources.entry(key).or_insert(id);
+        }
+        entry
     }
 
     fn parse_command(&mut self, entry: String) {

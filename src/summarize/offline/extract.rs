@@ -40,6 +40,7 @@ pub(super) fn digest_of(messages: &[Arc<Message>]) -> Digest {
         ..Reading::default()
     };
     for message in messages.iter().map(Arc::as_ref) {
+        reading.at.clone_from(&message.id);
         match &message.body {
             MessageBody::User { content } => reading.user(content),
             MessageBody::Assistant {
@@ -52,6 +53,7 @@ pub(super) fn digest_of(messages: &[Arc<Message>]) -> Digest {
                 // request of theirs.
                 if let Some(Some(said)) = rejection(content) {
                     reading.close_turn();
+                    reading.cite(&said);
                     reading.requests.push((said, false));
                 }
             }
@@ -72,6 +74,8 @@ struct Reading<'a> {
     turn: Turn,
     /// A numbered plan the assistant proposed, until the reply to it.
     proposed: Option<String>,
+    /// The id of the message being read.
+    at: String,
 }
 
 impl Reading<'_> {
@@ -117,7 +121,19 @@ impl Reading<'_> {
         for decision in user_decisions(&request) {
             digest.add_decision(decision);
         }
+        self.cite(&request);
         self.requests.push((request, false));
+    }
+
+    /// Notes the message a request came from (the first time it is made).
+    fn cite(&mut self, request: &str) {
+        if !self.at.is_empty() {
+            let key = super::digest::request_key(request);
+            self.digest
+                .sources
+                .entry(key)
+                .or_insert_with(|| self.at.clone());
+        }
     }
 
     fn assistant(&mut self, content: &str, tool_calls: &[ToolCall]) {
@@ -134,6 +150,7 @@ impl Reading<'_> {
         }
         for call in tool_calls {
             let result = self.results.get(call.id.as_str()).copied();
+            self.digest.citing = result.map(|m| m.id.clone()).filter(|id| !id.is_empty());
             if !note_plan(&mut self.digest, call, result, &content) {
                 let changed = note_call(&mut self.digest, &self.tools, call, result);
                 self.turn.files.extend(changed);
@@ -151,13 +168,21 @@ impl Reading<'_> {
         }
         self.close_turn();
         let mut digest = self.digest;
+        digest.citing = None;
         digest.errors.retain(|e| !e.passed_over());
         digest.latest = self.requests.last().map(|(latest, answered)| Latest {
             request: latest.clone(),
             answered: *answered,
         });
         let mut requests = self.requests.into_iter().map(|(request, _)| request);
-        digest.task = requests.next().map(|task| task_text(&task));
+        digest.task = requests.next().map(|task| {
+            let text = task_text(&task);
+            let key = super::digest::request_key(&task);
+            if let Some(id) = digest.sources.get(&key).cloned() {
+                digest.sources.insert(super::digest::request_key(&text), id);
+            }
+            text
+        });
         for request in requests {
             digest.add_request(request);
         }
@@ -386,6 +411,9 @@ fn settle(digest: &mut Digest, key: String, outcome: &Outcome) {
     match outcome {
         Outcome::Failed(line) => {
             digest.errors.retain(|e| !same_work(&e.key, &key));
+            if let Some(id) = digest.citing.clone() {
+                digest.sources.insert(super::digest::error_key(&key), id);
+            }
             digest.errors.push(OpenError::new(key, line.clone()));
         }
         Outcome::Ok => {

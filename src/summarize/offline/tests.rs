@@ -253,7 +253,8 @@ fn files_say_what_happened_to_them() {
         &[
             "- `src/theme.ts`: written; edited; last change failed, still open",
             "- `test/theme.test.ts`: created; last test `npx tsx test/theme.test.ts` failed: FAIL: expected #ffffff",
-            "## Errors still open\n- `src/theme.ts`: Could not find the exact text in src/theme.ts.\n- `npx tsx test/theme.test.ts`: FAIL: expected #ffffff",
+            // Each open error cites the tool result it came from.
+            "## Errors still open\n- `src/theme.ts`: Could not find the exact text in src/theme.ts. [t3]\n- `npx tsx test/theme.test.ts`: FAIL: expected #ffffff [t5]",
         ],
         &[],
     );
@@ -617,9 +618,10 @@ fn a_refused_call_is_no_error_and_what_the_user_typed_is_a_request() {
         &["Wait, first copy the favicon into public/"],
         &["## Errors still open", "last change failed"],
     );
+    // Cited by the tool result that carried it.
     assert_eq!(
         section(&text, "Later requests"),
-        ["\"Wait, first copy the favicon into public/\""]
+        ["\"Wait, first copy the favicon into public/\" [t1]"]
     );
     assert_eq!(
         section(&text, "Next step"),
@@ -852,4 +854,44 @@ fn a_request_sent_again_is_listed_once() {
     );
     let requests = section(&text, "Later requests");
     assert_eq!(requests.len(), 2, "{requests:?}");
+}
+
+#[test]
+fn the_task_requests_and_open_errors_cite_their_messages_and_keep_them_through_an_update() {
+    let first = vec![
+        Message::user("u1", "Make the build pass."),
+        Message::assistant(
+            "a1",
+            "",
+            vec![call("c1", "Bash", json!({"command": "cargo build"}))],
+        ),
+        Message::tool_result("t1", "c1", "error[E0425]: cannot find value `argv`", true),
+        Message::user("u2", "Also add a test for parse_args, please."),
+    ];
+    let text = check(
+        first,
+        None,
+        &[
+            "- \"Make the build pass.\" [u1]",
+            "- \"Also add a test for parse_args, please.\" [u2]",
+            "`cargo build`: error[E0425]: cannot find value `argv` [t1]",
+        ],
+        &[],
+    );
+    // A later compaction reads the citations back and keeps them.
+    let again = check(
+        vec![Message::user(
+            "u3",
+            "Then update the changelog for the release.",
+        )],
+        Some(&text),
+        &[
+            "- \"Make the build pass.\" [u1]",
+            "- \"Also add a test for parse_args, please.\" [u2]",
+            "\"Then update the changelog for the release.\" [u3]",
+            "[t1]",
+        ],
+        &["[u1] [u1]"],
+    );
+    assert_eq!(again.matches("[u1]").count(), 1, "{again}");
 }
