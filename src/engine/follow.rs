@@ -240,6 +240,30 @@ pub fn follow(
     workspace: &Path,
     env: &FollowEnv,
 ) -> EngineResult<(OpenSession, Mirror)> {
+    follow_with(store, agent, path, workspace, env, true)
+}
+
+/// `follow` that only reads: compactd's own log of the transcript is read
+/// without its lock (and not started), so a reader such as `compactd mcp`
+/// never keeps an editor's compactd from recording a compaction of it.
+pub fn follow_read_only(
+    store: &SessionStore,
+    agent: Agent,
+    path: &Path,
+    workspace: &Path,
+    env: &FollowEnv,
+) -> EngineResult<(OpenSession, Mirror)> {
+    follow_with(store, agent, path, workspace, env, false)
+}
+
+fn follow_with(
+    store: &SessionStore,
+    agent: Agent,
+    path: &Path,
+    workspace: &Path,
+    env: &FollowEnv,
+    write: bool,
+) -> EngineResult<(OpenSession, Mirror)> {
     let meta = std::fs::metadata(path).map_err(|e| read_error(path, e))?;
     if !meta.is_file() {
         return Err(EngineError::Invalid(format!(
@@ -252,10 +276,10 @@ pub fn follow(
         agent: agent.name().to_string(),
         path: path.to_path_buf(),
     };
-    let lock = match store.lock(&id) {
-        Ok(lock) => Some(lock),
-        Err(StoreError::Locked { .. }) => None,
-        Err(e) => return Err(e.into()),
+    let lock = match write.then(|| store.lock(&id)) {
+        Some(Ok(lock)) => Some(lock),
+        None | Some(Err(StoreError::Locked { .. })) => None,
+        Some(Err(e)) => return Err(e.into()),
     };
     let (own, log) = own_log(store, &id, &followed, lock)?;
     let (session, mirror) = mirror_of(agent, path, workspace, own, env)?;

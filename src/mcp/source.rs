@@ -1,5 +1,6 @@
 //! The session `compactd mcp` serves, kept current: an agent's transcript
-//! followed as it grows (`engine::follow`, read incrementally), or
+//! followed as it grows (`engine::follow`, read incrementally; compactd's
+//! own log of it only read, never locked), or
 //! compactd's own session read from its log (again when the log grew;
 //! without its lock, so a session another process holds is read too).
 
@@ -65,8 +66,9 @@ impl Source {
                 })?,
         };
         let store = SessionStore::new(setup.config.sessions_dir(), Durability::Flush);
-        let (open, mirror) = follow::follow(&store, agent, &path, workspace, &setup.env())
-            .map_err(|e| SourceError::Failed(e.to_string()))?;
+        let (open, mirror) =
+            follow::follow_read_only(&store, agent, &path, workspace, &setup.env())
+                .map_err(|e| SourceError::Failed(e.to_string()))?;
         Ok(Source::Followed {
             agent,
             path,

@@ -147,6 +147,23 @@ async fn it_serves_the_newest_agent_session_of_its_directory() {
     std::fs::write(&transcript, more).unwrap();
     let found = call(&client, "search_history", json!({"query": "FIG-7"})).await;
     assert!(found.contains("FIG-7"), "{found}");
+    // It only reads: an editor's compactd following the same transcript
+    // meanwhile takes compactd's log of it and records a compaction there.
+    let mut server = Server::start(&home.path().join("data/compactd/sessions"), json!({}));
+    let followed = server
+        .request(
+            "conversation/follow",
+            json!({"path": transcript, "workspace": ws}),
+        )
+        .unwrap();
+    let recorded = server
+        .request(
+            "conversation/compact",
+            json!({"sessionId": followed["sessionId"], "keepRecentTokens": 1}),
+        )
+        .unwrap();
+    assert!(recorded["summary"].as_str().is_some(), "{recorded}");
+    server.shutdown_and_exit();
     client.cancel().await.unwrap();
 
     // No session there: a clear error before any MCP traffic.
