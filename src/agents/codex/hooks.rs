@@ -36,21 +36,27 @@ pub(super) fn answer(call: &HookCall, text: &str) -> String {
 
 /// The SessionStart hook in `$CODEX_HOME/hooks.json` (or the project's
 /// `.codex/hooks.json`), and `compactd mcp` as the MCP server `compactd`
-/// in `$CODEX_HOME/config.toml` (`.codex/config.toml`).
+/// in `$CODEX_HOME/config.toml`. Codex 0.169 reads MCP servers from there
+/// only (a project's `.codex/config.toml` is not read: measured with
+/// `codex mcp list`), so a project setup registers the hook alone.
 pub(super) fn setup(homes: &Homes, project: Option<&Path>, compactd: &Path) -> Vec<Setup> {
-    let dir = match project {
-        Some(root) => root.join(".codex"),
-        None => home(homes),
+    let Some(root) = project else {
+        let dir = home(homes);
+        let command = serde_json::to_string(&compactd.to_string_lossy()).unwrap_or_default();
+        return vec![
+            Setup::Settings(hooks(&dir, compactd)),
+            Setup::Table(TomlTable {
+                path: dir.join("config.toml"),
+                header: "[mcp_servers.compactd]".into(),
+                body: format!("command = {command}\nargs = [\"mcp\"]\n"),
+            }),
+        ];
     };
-    let command = serde_json::to_string(&compactd.to_string_lossy()).unwrap_or_default();
-    vec![
-        Setup::Settings(hooks(&dir, compactd)),
-        Setup::Table(TomlTable {
-            path: dir.join("config.toml"),
-            header: "[mcp_servers.compactd]".into(),
-            body: format!("command = {command}\nargs = [\"mcp\"]\n"),
-        }),
-    ]
+    let mut plan = hooks(&root.join(".codex"), compactd);
+    plan.note = Some(
+        "Codex asks to trust a new hook the next time it starts; Codex reads MCP servers only from $CODEX_HOME/config.toml: `compactd setup codex` (without --project) registers compactd mcp there".into(),
+    );
+    vec![Setup::Settings(plan)]
 }
 
 fn hooks(dir: &Path, compactd: &Path) -> SetupPlan {
@@ -85,5 +91,19 @@ mod tests {
         let mut startup = start.clone();
         startup["source"] = json!("startup");
         assert!(call(&startup).is_none());
+    }
+
+    #[test]
+    fn the_mcp_server_goes_to_codex_home_only() {
+        let homes = Homes::under(Path::new("/h"));
+        let user = setup(&homes, None, Path::new("/bin/compactd"));
+        assert!(
+            matches!(&user[1], Setup::Table(t) if t.path == Path::new("/h/.codex/config.toml"))
+        );
+        let project = setup(&homes, Some(Path::new("/w")), Path::new("/bin/compactd"));
+        assert_eq!(project.len(), 1, "a project's config.toml is not read");
+        assert!(
+            matches!(&project[0], Setup::Settings(p) if p.path == Path::new("/w/.codex/hooks.json"))
+        );
     }
 }
