@@ -112,16 +112,7 @@ struct Cached {
 }
 
 fn cache_file(config: &Config, transcript: &Path) -> PathBuf {
-    let hash = transcript
-        .to_string_lossy()
-        .bytes()
-        .fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
-            (h ^ b as u64).wrapping_mul(0x0100_0000_01b3)
-        });
-    config
-        .sessions_dir()
-        .join("hooks")
-        .join(format!("{hash:016x}.json"))
+    config.transcript_cache("hooks", transcript)
 }
 
 fn length(path: &Path) -> Option<u64> {

@@ -178,6 +178,21 @@ impl Config {
             .join("sessions")
     }
 
+    /// What a command keeps about a transcript between runs
+    /// (`statusline`, `hooks`): `<sessions dir>/<kind>/<FNV-1a of the
+    /// path>.json`.
+    pub fn transcript_cache(&self, kind: &str, transcript: &std::path::Path) -> PathBuf {
+        let hash = transcript
+            .to_string_lossy()
+            .bytes()
+            .fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+                (h ^ b as u64).wrapping_mul(0x0100_0000_01b3)
+            });
+        self.sessions_dir()
+            .join(kind)
+            .join(format!("{hash:016x}.json"))
+    }
+
     /// The user-level config directory (`$XDG_CONFIG_HOME/compactd`).
     pub fn user_config_dir() -> Option<PathBuf> {
         dirs::config_dir().map(|d| d.join("compactd"))

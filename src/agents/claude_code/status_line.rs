@@ -136,16 +136,7 @@ fn transcript_status(
 
 /// `<data dir>/statusline/<hash of the transcript's path>.json`.
 fn cache_file(config: &Config, transcript: &Path) -> PathBuf {
-    let hash = transcript
-        .to_string_lossy()
-        .bytes()
-        .fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
-            (h ^ b as u64).wrapping_mul(0x0100_0000_01b3)
-        });
-    config
-        .sessions_dir()
-        .join("statusline")
-        .join(format!("{hash:016x}.json"))
+    config.transcript_cache("statusline", transcript)
 }
 
 /// Written whole then renamed, so a render running at the same time reads
