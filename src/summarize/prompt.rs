@@ -82,7 +82,11 @@ pub fn build(request: &SummaryRequest) -> Prompt {
 /// One block per message. Thinking is left out (it is the model's own
 /// working, and a signature means nothing to another model); an image or
 /// a document is a line naming it; tool outputs and call arguments are
-/// clipped (head and tail kept).
+/// clipped (head and tail kept). A user message and a failed tool result
+/// carry their message id (`[user u3]`), so the summary can cite where a
+/// request or an error came from and an agent can read it back with
+/// `conversation/messages`; other blocks go unlabelled, since a
+/// followed agent's ids are long and most blocks are never cited.
 fn transcript(request: &SummaryRequest) -> String {
     let clip = |text: &str| clip_middle(text, request.max_tool_output_chars).into_owned();
     let mut out = String::new();
@@ -99,7 +103,7 @@ fn transcript(request: &SummaryRequest) -> String {
         };
         match &message.body {
             MessageBody::System { .. } => block(&mut out, "system", &content),
-            MessageBody::User { .. } => block(&mut out, "user", &content),
+            MessageBody::User { .. } => block(&mut out, &format!("user {}", message.id), &content),
             MessageBody::Assistant { tool_calls, .. } => {
                 if !content.trim().is_empty() {
                     block(&mut out, "assistant", &content);
@@ -115,9 +119,9 @@ fn transcript(request: &SummaryRequest) -> String {
                 ..
             } => {
                 let label = match (tool_name, is_error) {
-                    (Some(name), true) => format!("tool error {name}"),
+                    (Some(name), true) => format!("tool error {name} {}", message.id),
                     (Some(name), false) => format!("tool result {name}"),
-                    (None, true) => "tool error".to_string(),
+                    (None, true) => format!("tool error {}", message.id),
                     (None, false) => "tool result".to_string(),
                 };
                 block(&mut out, &label, &clip(&content));
@@ -208,7 +212,7 @@ mod tests {
     fn a_first_summary_has_the_transcript_and_clipped_tool_output() {
         let prompt = build(&request(None, None));
         assert_eq!(prompt.system, SYSTEM.trim());
-        assert!(prompt.user.starts_with("<conversation>\n[user]: Fix the parser\n[assistant]: Reading it.\n[tool call read]: {\"path\":\"src/parse.rs\"}\n[tool result]: aaa"), "{}", prompt.user);
+        assert!(prompt.user.starts_with("<conversation>\n[user u1]: Fix the parser\n[assistant]: Reading it.\n[tool call read]: {\"path\":\"src/parse.rs\"}\n[tool result]: aaa"), "{}", prompt.user);
         assert!(!prompt.user.contains("MIDDLE"), "tool output clipped");
         assert!(prompt.user.contains("characters omitted"));
         assert!(prompt.user.ends_with(SUMMARIZE.trim()));
@@ -269,12 +273,12 @@ mod tests {
         };
         let prompt = build(&request);
         assert!(
-            prompt.user.contains("[user]: bold request\n"),
+            prompt.user.contains("[user u1]: bold request\n"),
             "{}",
             prompt.user
         );
         assert!(
-            prompt.user.contains("[tool error]: error: failed\n"),
+            prompt.user.contains("[tool error t1]: error: failed\n"),
             "{}",
             prompt.user
         );
@@ -289,7 +293,7 @@ mod tests {
             &prompt
         ));
         assert!(echoes_instructions(
-            "<conversation>\n[user]: Fix the parser",
+            "<conversation>\n[user u1]: Fix the parser",
             &prompt
         ));
         assert!(!echoes_instructions(

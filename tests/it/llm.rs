@@ -123,12 +123,23 @@ fn compact_streams_progress_and_stores_the_provider_usage() {
     assert_eq!(entries[0]["usage"]["input"], 321, "{}", entries[0]);
     assert_eq!(entries[0]["usage"]["output"], 45);
     let sent = &fixture.requests()[0];
+    let transcript = sent.body["messages"][1]["content"].as_str().unwrap();
+    // The user's messages and the failed result carry the ids the
+    // summary is asked to cite.
     assert!(
-        sent.body["messages"][1]["content"]
+        transcript.contains("[user m1]: Fix the panic in src/parse.rs on empty input."),
+        "the transcript is sent: {transcript}"
+    );
+    assert!(
+        transcript.contains("[tool error bash m8]: error[E0308]: mismatched types"),
+        "{transcript}"
+    );
+    assert!(
+        sent.body["messages"][0]["content"]
             .as_str()
             .unwrap()
-            .contains("[user]: Fix the panic in src/parse.rs on empty input."),
-        "the transcript is sent"
+            .contains("like [u3]"),
+        "the system prompt asks for citations"
     );
 }
 
@@ -238,9 +249,16 @@ fn an_overflow_answer_leads_to_smaller_chunks() {
         .map(|r| r.body["messages"][1]["content"].as_str().unwrap().len())
         .collect();
     assert!(sizes[0] > FITS, "the first call overflowed: {sizes:?}");
+    // Each overflow answer makes the next prompts smaller: the calls that
+    // overflowed shrink, and a halving or two makes every chunk fit.
+    let overflowed: Vec<usize> = sizes.iter().copied().filter(|s| *s > FITS).collect();
     assert!(
-        sizes[1..].iter().all(|s| *s <= FITS),
-        "then every call fitted: {sizes:?}"
+        overflowed.windows(2).all(|w| w[1] < w[0]) && overflowed.len() <= 2,
+        "{sizes:?}"
+    );
+    assert!(
+        sizes.last().is_some_and(|s| *s <= FITS),
+        "the last call fitted: {sizes:?}"
     );
 }
 

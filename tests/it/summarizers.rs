@@ -153,7 +153,7 @@ fn openai_streams_a_summary_with_usage_and_progress() {
     assert_eq!(sent.body["messages"][0]["role"], "system");
     let user = sent.body["messages"][1]["content"].as_str().unwrap();
     assert!(
-        user.contains("<conversation>\n[user]: Fix the parser in src/parse.rs\n[assistant]: Reading it.\n[tool call read]: {\"path\":\"src/parse.rs\"}\n[tool result]: fn parse() {}\n</conversation>"),
+        user.contains("<conversation>\n[user u1]: Fix the parser in src/parse.rs\n[assistant]: Reading it.\n[tool call read]: {\"path\":\"src/parse.rs\"}\n[tool result]: fn parse() {}\n</conversation>"),
         "{user}"
     );
 }
