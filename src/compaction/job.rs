@@ -93,12 +93,13 @@ impl PlanInput<'_> {
         note: Option<&'static str>,
     ) -> SummarySource {
         SummarySource {
-            messages: self.entries[range]
+            messages: self.entries[range.clone()]
                 .iter()
                 .map(|e| (Arc::clone(&e.message), e.message_tokens))
                 .collect(),
             previous_summary,
             note,
+            later: self.messages(range.end..self.entries.len()),
         }
     }
 
@@ -223,6 +224,8 @@ struct SummarySource {
     previous_summary: Option<String>,
     /// Said to the summarizer after the client's instructions.
     note: Option<&'static str>,
+    /// The messages after `messages` (see `SummaryRequest::later`).
+    later: Vec<Arc<Message>>,
 }
 
 /// A compaction chosen against a session's view, before its summarizer
@@ -501,6 +504,7 @@ fn summary_input(source: SummarySource, options: &PlanOptions, encoding: Encodin
             previous_summary: source.previous_summary,
             messages: counted.into_iter().map(|c| c.message).collect(),
             partial_summaries: Vec::new(),
+            later: source.later,
             instructions,
             max_tool_output_chars: options.max_tool_output_chars,
             compact_prompt: options.compact_prompt.clone(),

@@ -19,6 +19,11 @@ pub struct SummaryRequest {
     /// Summaries of consecutive parts of one conversation, oldest first,
     /// to merge into one (set, with no messages, in merge rounds).
     pub partial_summaries: Vec<String>,
+    /// The messages kept verbatim after those being replaced (shared). Not
+    /// summarized: the built-in digest reads them only so that it does not
+    /// call open what they show settled (a failure retried there with
+    /// success). LLM summarizers do not send them.
+    pub later: Vec<Arc<Message>>,
     /// Custom instructions from the client to steer the summary.
     pub instructions: Option<String>,
     /// Tool outputs are clipped to this many characters (head and tail).

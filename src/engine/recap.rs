@@ -69,6 +69,7 @@ impl Recap {
             previous_summary: None,
             messages: self.messages.clone(),
             partial_summaries: Vec::new(),
+            later: Vec::new(),
             instructions: None,
             max_tool_output_chars: 2_000,
             compact_prompt: None,

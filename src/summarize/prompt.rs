@@ -201,6 +201,7 @@ mod tests {
             .map(Into::into)
             .collect(),
             partial_summaries: Vec::new(),
+            later: Vec::new(),
             instructions: instructions.map(str::to_string),
             max_tool_output_chars: 300,
             compact_prompt: None,

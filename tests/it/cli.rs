@@ -825,3 +825,116 @@ fn stats_knows_every_line_type_of_claude_code_2_1_330() {
     assert!(all.contains("file-history-delta lines"), "{all}");
     assert!(!all.contains("unknown line type"), "{all}");
 }
+
+/// A failure whose retry worked in the messages kept verbatim is not
+/// listed as still open above them (the built-in summary reads what it
+/// keeps, and summarizes none of it).
+#[test]
+fn compact_does_not_call_open_what_the_kept_messages_settled() {
+    use serde_json::json;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("session.jsonl");
+    // A Claude Code transcript: failed results carry `is_error`.
+    let mut n = 0;
+    let mut line = |kind: &str, content: serde_json::Value| {
+        n += 1;
+        json!({"type": kind, "uuid": format!("m{n}"), "parentUuid": if n == 1 { json!(null) } else { json!(format!("m{}", n - 1)) }, "sessionId": "s", "timestamp": "2026-11-27T00:00:00Z", "message": {"role": kind, "content": content}}).to_string()
+    };
+    let bash = |line: &mut dyn FnMut(&str, serde_json::Value) -> String,
+                id: &str,
+                command: &str,
+                output: &str,
+                failed: bool| {
+        [
+            line(
+                "assistant",
+                json!([{"type": "tool_use", "id": id, "name": "Bash", "input": {"command": command}}]),
+            ),
+            line(
+                "user",
+                json!([{"type": "tool_result", "tool_use_id": id, "content": output, "is_error": failed}]),
+            ),
+        ]
+    };
+    let listing = "scripts/rename.sh: 225 lines\n".repeat(200);
+    let mut lines = vec![line(
+        "user",
+        json!("Write scripts/rename.sh and try it in dry-run mode."),
+    )];
+    lines.extend(bash(
+        &mut line,
+        "c0",
+        "cat scripts/rename.sh",
+        &listing,
+        false,
+    ));
+    lines.extend(bash(&mut line, "c1", "./scripts/rename.sh new --dry-run", "Exit code 127\n(eval):1: ./scripts/rename.sh: bad interpreter: /bin/bash^M: no such file or directory", true));
+    lines.extend(bash(
+        &mut line,
+        "c2",
+        "sed -i 's/\\r$//' scripts/rename.sh",
+        "",
+        false,
+    ));
+    let settled = lines.len();
+    lines.extend(bash(
+        &mut line,
+        "c3",
+        "./scripts/rename.sh new --dry-run 2>&1 | head -60",
+        "would rename 12 files",
+        false,
+    ));
+    lines.push(line(
+        "assistant",
+        json!([{"type": "text", "text": "The dry run works now."}]),
+    ));
+    let summary = |lines: &[String], keep: &str| {
+        std::fs::write(&path, lines.join("\n") + "\n").unwrap();
+        let out = compactd()
+            .args([
+                "compact",
+                "--summarizer",
+                "offline",
+                "--keep-recent-tokens",
+                "1",
+            ])
+            .args(["--keep-recent-messages", keep])
+            .arg(&path)
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert!(
+            out.status.success(),
+            "{stdout}{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(
+            stdout.contains("Conversation compacted: 7 messages"),
+            "{stdout}"
+        );
+        stdout
+    };
+    // Summarized up to the fix; the retry that worked is kept verbatim.
+    let kept = summary(&lines, "3");
+    assert!(!kept.contains("Errors still open"), "{kept}");
+    assert!(
+        kept.contains("failed: (eval):1: ./scripts/rename.sh: bad interpreter"),
+        "the failure is still told: {kept}"
+    );
+    // Without the retry after it, the same summary calls it open.
+    let mut unsettled = lines[..settled].to_vec();
+    unsettled.push(line(
+        "assistant",
+        json!([{"type": "text", "text": "Fixed the line endings."}]),
+    ));
+    unsettled.push(line("user", json!("Thanks. What does it print?")));
+    unsettled.push(line(
+        "assistant",
+        json!([{"type": "text", "text": "Let me check."}]),
+    ));
+    let open = summary(&unsettled, "3");
+    assert!(
+        open.contains("## Errors still open\n- `./scripts/rename.sh new --dry-run`"),
+        "{open}"
+    );
+}

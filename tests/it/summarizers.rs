@@ -51,6 +51,7 @@ fn request() -> SummaryRequest {
         .map(Into::into)
         .collect(),
         partial_summaries: Vec::new(),
+        later: Vec::new(),
         instructions: None,
         max_tool_output_chars: 2000,
         compact_prompt: None,

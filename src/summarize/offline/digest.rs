@@ -228,8 +228,7 @@ impl Digest {
         add_counts(&mut self.looked, newer.looked);
         self.quiet_commands += newer.quiet_commands;
         add_counts(&mut self.tools, newer.tools);
-        self.errors
-            .retain(|e| !newer.succeeded.iter().any(|k| same_work(k, &e.key)));
+        self.close_errors_done_in(&newer.succeeded);
         // The newer part went well past the older failures.
         if requests >= PASSED_REQUESTS && newer.succeeded.len() >= PASSED_SUCCESSES {
             self.errors.clear();
@@ -245,6 +244,43 @@ impl Digest {
             self.next = newer.next;
         }
         self.focus = newer.focus;
+    }
+
+    /// Failures that work which succeeded later (`succeeded`, keys) did
+    /// again: a retry that worked answers them.
+    fn close_errors_done_in(&mut self, succeeded: &[String]) {
+        self.errors
+            .retain(|e| !succeeded.iter().any(|k| same_work(k, &e.key)));
+    }
+
+    /// What the messages kept verbatim after the summary (`later`, their
+    /// digest) show of what this one calls open: a failure retried there
+    /// with success, and a change to a file that failed and then worked
+    /// there, are not open; nor a failure the session went well past
+    /// (counting those messages). The summary itself says nothing of them:
+    /// they are read right after it.
+    pub fn settle_by(&mut self, later: &Digest) {
+        self.close_errors_done_in(&later.succeeded);
+        let requests = later.requests.len() + later.follow_ups + usize::from(later.task.is_some());
+        for error in &mut self.errors {
+            error.requests_after += requests;
+            error.successes_after += later.succeeded.len();
+        }
+        self.errors.retain(|e| !e.passed_over());
+        for file in &mut self.files {
+            let changed_later = later
+                .files
+                .iter()
+                .any(|f| f.path == file.path && f.status.is_none());
+            if changed_later
+                && file
+                    .status
+                    .as_deref()
+                    .is_some_and(|s| s.starts_with(CHANGE_FAILED))
+            {
+                file.status = None;
+            }
+        }
     }
 
     /// A request after the task: listed when it says something new (not

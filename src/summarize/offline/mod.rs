@@ -117,6 +117,9 @@ fn digest_of_request(request: &SummaryRequest) -> Digest {
     if !request.messages.is_empty() {
         digest.absorb(extract::digest_of(&request.messages));
     }
+    if !request.later.is_empty() {
+        digest.settle_by(&extract::digest_of(&request.later));
+    }
     digest.focus = request
         .instructions
         .as_deref()

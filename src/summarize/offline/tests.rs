@@ -8,6 +8,7 @@ fn request(messages: Vec<Message>, previous: Option<String>) -> SummaryRequest {
         previous_summary: previous,
         messages: messages.into_iter().map(Into::into).collect(),
         partial_summaries: Vec::new(),
+        later: Vec::new(),
         instructions: None,
         max_tool_output_chars: 2000,
         compact_prompt: None,
@@ -894,4 +895,124 @@ fn the_task_requests_and_open_errors_cite_their_messages_and_keep_them_through_a
         &["[u1] [u1]"],
     );
     assert_eq!(again.matches("[u1]").count(), 1, "{again}");
+}
+
+/// The summary of `messages` followed by `later`, the messages a
+/// compaction keeps verbatim after it.
+fn summary_before(messages: Vec<Message>, later: Vec<Message>) -> String {
+    summary(&SummaryRequest {
+        later: later.into_iter().map(Into::into).collect(),
+        ..request(messages, None)
+    })
+}
+
+#[test]
+fn a_failure_retried_with_success_in_the_kept_messages_is_not_open() {
+    let messages = vec![
+        Message::user("u1", "Write a script that renames the user everywhere"),
+        Message::assistant("a1", "", bash("c1", "./scripts/rename.sh new --dry-run")),
+        Message::tool_result(
+            "t1",
+            "c1",
+            "(eval):1: ./scripts/rename.sh: bad interpreter: /bin/bash^M: no such file or directory",
+            true,
+        ),
+        Message::assistant("a2", "", bash("c2", "sed -i 's/\\r$//' scripts/rename.sh")),
+        Message::tool_result("t2", "c2", "", false),
+    ];
+    let later = vec![
+        Message::assistant(
+            "a3",
+            "",
+            bash("c3", "./scripts/rename.sh new --dry-run | head"),
+        ),
+        Message::tool_result("t3", "c3", "would rename 12 files", false),
+    ];
+    // Without what follows, the failure is open.
+    let alone = summary_before(messages.clone(), Vec::new());
+    assert_eq!(section(&alone, "Errors still open").len(), 1, "{alone}");
+    // The retry that worked is kept verbatim right after the summary: the
+    // summary does not call the failure open, and still says it happened.
+    let text = summary_before(messages.clone(), later);
+    assert!(section(&text, "Errors still open").is_empty(), "{text}");
+    assert!(
+        text.contains("`./scripts/rename.sh new --dry-run`: failed: (eval):1"),
+        "{text}"
+    );
+    // Kept messages that do other work leave it open.
+    let unrelated = vec![
+        Message::assistant("a3", "", bash("c3", "git status --short")),
+        Message::tool_result("t3", "c3", " M scripts/rename.sh", false),
+    ];
+    let text = summary_before(messages, unrelated);
+    assert_eq!(section(&text, "Errors still open").len(), 1, "{text}");
+}
+
+#[test]
+fn a_failure_the_kept_messages_went_well_past_is_not_open() {
+    let messages = vec![
+        Message::user("u1", "Kill the stuck git processes"),
+        Message::assistant("a1", "", bash("c1", "pkill -9 git")),
+        Message::tool_result(
+            "t1",
+            "c1",
+            "/usr/bin/bash: line 1: pkill: command not found",
+            true,
+        ),
+    ];
+    let mut later = Vec::new();
+    for n in 2..=3 {
+        later.push(Message::user(
+            format!("u{n}"),
+            format!("Now commit part {n} of the audit please"),
+        ));
+        for k in 0..3 {
+            let id = format!("c{n}{k}");
+            later.push(Message::assistant(
+                format!("a{n}{k}"),
+                "",
+                bash(&id, &format!("powershell.exe -Command \"Step-{n}{k}\"")),
+            ));
+            later.push(Message::tool_result(format!("t{n}{k}"), &id, "ok", false));
+        }
+    }
+    let text = summary_before(messages.clone(), later);
+    assert!(section(&text, "Errors still open").is_empty(), "{text}");
+    assert!(
+        text.contains("`pkill -9 git`: failed: /usr/bin/bash: line 1: pkill: command not found"),
+        "{text}"
+    );
+    // Nothing of the kept messages becomes part of the summary.
+    assert!(
+        !text.contains("Step-2") && !text.contains("commit part"),
+        "{text}"
+    );
+    let text = summary_before(messages, Vec::new());
+    assert_eq!(section(&text, "Errors still open").len(), 1, "{text}");
+}
+
+#[test]
+fn a_change_that_failed_and_worked_in_the_kept_messages_is_not_left_failed() {
+    let messages = vec![
+        Message::user("u1", "Rename parse to parse_all in src/lib.rs"),
+        Message::assistant(
+            "a1",
+            "",
+            vec![call("c1", "edit", json!({"path": "src/lib.rs"}))],
+        ),
+        Message::tool_result("t1", "c1", "old_string not found in src/lib.rs", true),
+    ];
+    let later = vec![
+        Message::assistant(
+            "a2",
+            "",
+            vec![call("c2", "edit", json!({"path": "src/lib.rs"}))],
+        ),
+        Message::tool_result("t2", "c2", "ok", false),
+    ];
+    let alone = summary_before(messages.clone(), Vec::new());
+    assert!(alone.contains("last change failed"), "{alone}");
+    let text = summary_before(messages, later);
+    assert!(!text.contains("last change failed"), "{text}");
+    assert!(section(&text, "Errors still open").is_empty(), "{text}");
 }
