@@ -133,6 +133,7 @@ impl Reader for FakeReader {
                 line: number,
                 created_at: None,
                 duration_ms: None,
+                cleared: false,
             }),
             other => out.skip_line_type(number, other, &[]),
         }

@@ -153,17 +153,21 @@ fn record(
     }
     // The rules of what it replaced, and of the summaries before it, stay
     // required: a later compaction must keep them even where the agent's
-    // own summary dropped them.
-    let mut retained_rules = session
-        .compactions()
-        .iter()
-        .rev()
-        .find(|r| !r.summary.is_empty())
-        .map(|r| r.retained_rules.clone())
-        .unwrap_or_default();
-    for rule in retention::rule_lines(view[..summarized].iter().copied()) {
-        if !retained_rules.contains(&rule) {
-            retained_rules.push(rule);
+    // own summary dropped them. A new conversation carries none: the
+    // person started over.
+    let mut retained_rules = Vec::new();
+    if !foreign.cleared {
+        retained_rules = session
+            .compactions()
+            .iter()
+            .rev()
+            .find(|r| !r.summary.is_empty())
+            .map(|r| r.retained_rules.clone())
+            .unwrap_or_default();
+        for rule in retention::rule_lines(view[..summarized].iter().copied()) {
+            if !retained_rules.contains(&rule) {
+                retained_rules.push(rule);
+            }
         }
     }
     // The agent's summary checked as compactd checks its own: against the
@@ -171,13 +175,17 @@ fn record(
     // replaced (the summary alone: the same whether the rest of the
     // transcript is read yet or not).
     let all: Vec<&Message> = session.all_messages().collect();
-    let required = retention::required(
+    let required = if foreign.cleared {
+        Vec::new()
+    } else {
+        retention::required(
         &modified_files(&all),
         retention::latest_request(view[..summarized].iter().copied()),
         &retained_rules,
         retention::first_request(all.iter().copied()),
         &[],
-    );
+        )
+    };
     let outcome = retention::check(&foreign.summary, std::iter::empty(), &required);
     Ok(CompactionRecord {
         id: format!("{}-{number}", format.name()),

@@ -37,6 +37,10 @@ pub struct ForeignCompaction {
     pub created_at: Option<u64>,
     /// How long it took, when the source says (Claude Code's `durationMs`).
     pub duration_ms: Option<u64>,
+    /// Not a summary: a new conversation started in the same transcript
+    /// (Claude Code's `/clear`), so nothing before it is context any more,
+    /// and the rules said before it are not carried past it.
+    pub cleared: bool,
 }
 
 /// What a transcript said, in order.

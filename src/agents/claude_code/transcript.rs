@@ -26,6 +26,9 @@ use crate::store::SessionSettings;
 use crate::transcript::parts::{content_of, part_of, Dialect};
 use crate::transcript::{content_text, Emitter, ForeignCompaction, Format, Imported, Line};
 
+/// What stands for the conversation before a `/clear` in the same file.
+const CLEARED: &str = "(A new conversation started here: the one before it was cleared and is not in the model's context.)";
+
 /// Line types Claude Code writes for itself; none is conversation.
 const BOOKKEEPING: [&str; 15] = [
     "summary",
@@ -191,6 +194,10 @@ impl Reader {
                 out.skip(number, "sidechain (subagent) lines")
             }
             "user" if flag("isCompactSummary") => self.compact_summary(number, entry, out),
+            "user" if self.starts_over(entry, out) => {
+                self.clear(number, entry, out);
+                self.user_line(number, entry, out);
+            }
             "user" => {
                 self.drop_boundary_without_summary(out);
                 self.user_line(number, entry, out);
@@ -253,6 +260,37 @@ impl Reader {
             line: boundary.as_ref().map_or(number, |b| b.line),
             created_at: boundary.as_ref().and_then(|b| b.created_at),
             duration_ms: boundary.as_ref().and_then(|b| b.duration_ms),
+            cleared: false,
+        });
+    }
+
+    /// A prompt with no parent after the conversation began (and not the
+    /// summary after a boundary): a new conversation in the same file, as
+    /// an older Claude Code wrote after `/clear`. The provider's next
+    /// usage shows it: the prompt starts from the system prompt again.
+    fn starts_over(&self, entry: &Value, out: &Emitter) -> bool {
+        entry.get("parentUuid").is_some_and(Value::is_null)
+            && self.boundary.is_none()
+            && out.has_messages()
+    }
+
+    /// Everything before `entry` leaves the context: a compaction that
+    /// keeps nothing and says so.
+    fn clear(&mut self, number: usize, entry: &Value, out: &mut Emitter) {
+        self.end_command(out);
+        self.response = None;
+        out.compaction(ForeignCompaction {
+            summary: CLEARED.to_string(),
+            first_kept: None,
+            tokens_before: 0,
+            tokens_after: None,
+            read_files: Vec::new(),
+            modified_files: Vec::new(),
+            trigger: Trigger::Manual,
+            line: number,
+            created_at: crate::transcript::time::timestamp_ms(entry),
+            duration_ms: None,
+            cleared: true,
         });
     }
 
@@ -705,6 +743,41 @@ mod tests {
             imported.skipped.reasons(),
             ["cost-state lines: 1 (first at line 8)"]
         );
+    }
+
+    /// An older Claude Code wrote the conversation after `/clear` into the
+    /// same file, from a new root: the context starts over there (the
+    /// provider's next prompt is the system prompt and the new request).
+    #[test]
+    fn a_new_root_after_the_conversation_is_a_clear() {
+        let imported = lines(&[
+            r#"{"type":"user","uuid":"u1","parentUuid":null,"sessionId":"s","message":{"role":"user","content":"go. Never push to main."}}"#,
+            r#"{"type":"assistant","uuid":"a1","parentUuid":"u1","sessionId":"s","message":{"id":"msg_1","role":"assistant","model":"claude-x","content":[{"type":"text","text":"done"}],"usage":{"input_tokens":10,"cache_read_input_tokens":86000,"output_tokens":5}}}"#,
+            r#"{"type":"summary","summary":"Went","leafUuid":"a1"}"#,
+            r#"{"type":"user","uuid":"u2","parentUuid":null,"sessionId":"s","message":{"role":"user","content":"plan the next thing"}}"#,
+            r#"{"type":"assistant","uuid":"a2","parentUuid":"u2","sessionId":"s","message":{"id":"msg_2","role":"assistant","model":"claude-x","content":[{"type":"text","text":"ok"}],"usage":{"input_tokens":10,"cache_read_input_tokens":20000,"output_tokens":5}}}"#,
+        ]);
+        assert_eq!(imported.compaction_count(), 1);
+        let record = imported
+            .entries
+            .iter()
+            .find_map(|e| match e {
+                crate::store::LogEntry::Compaction(record) => Some(record),
+                _ => None,
+            })
+            .unwrap();
+        assert_eq!(record.summary, CLEARED);
+        assert_eq!(record.trigger, Trigger::Manual);
+        assert_eq!(record.first_kept_message_id, None);
+        assert_eq!(record.messages_summarized, 2, "the whole first conversation");
+        assert!(record.retained_rules.is_empty(), "{:?}", record.retained_rules);
+        assert_eq!(imported.message_count(), 4, "every message is kept");
+        // The first line of a file has no parent either: no clear there.
+        let imported = lines(&[
+            r#"{"type":"user","uuid":"u1","parentUuid":null,"sessionId":"s","message":{"role":"user","content":"go"}}"#,
+            r#"{"type":"user","uuid":"u2","parentUuid":"u1","sessionId":"s","message":{"role":"user","content":"and more"}}"#,
+        ]);
+        assert_eq!(imported.compaction_count(), 0);
     }
 
     #[test]

@@ -124,6 +124,7 @@ impl Reader {
             line: number,
             created_at: at,
             duration_ms: None,
+            cleared: false,
         });
     }
 

@@ -230,6 +230,7 @@ fn compaction(reader: &Reader, line: usize, entry: &Value, out: &mut Emitter) {
         line,
         created_at: crate::transcript::time::timestamp_ms(entry),
         duration_ms: None,
+        cleared: false,
     });
 }
 
