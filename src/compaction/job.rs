@@ -53,6 +53,9 @@ pub struct PlanInput<'a> {
     /// The task: the session's first request, as
     /// `retention::first_request` reads it.
     pub task: Option<String>,
+    /// What the agent's own compactions replaced since compactd's last
+    /// summary (`Session::replaced_by_agent`).
+    pub replaced_by_agent: Vec<Arc<Message>>,
     pub pins: &'a [String],
     /// The file sections as the ledger gives them now.
     pub files: FileSections,
@@ -97,9 +100,14 @@ impl PlanInput<'_> {
                 .iter()
                 .map(|e| (Arc::clone(&e.message), e.message_tokens))
                 .collect(),
-            previous_summary,
             note,
             later: self.messages(range.end..self.entries.len()),
+            earlier: if previous_summary.is_some() {
+                self.replaced_by_agent.clone()
+            } else {
+                Vec::new()
+            },
+            previous_summary,
         }
     }
 
@@ -226,6 +234,8 @@ struct SummarySource {
     note: Option<&'static str>,
     /// The messages after `messages` (see `SummaryRequest::later`).
     later: Vec<Arc<Message>>,
+    /// See `SummaryRequest::earlier`.
+    earlier: Vec<Arc<Message>>,
 }
 
 /// A compaction chosen against a session's view, before its summarizer
@@ -505,6 +515,7 @@ fn summary_input(source: SummarySource, options: &PlanOptions, encoding: Encodin
             messages: counted.into_iter().map(|c| c.message).collect(),
             partial_summaries: Vec::new(),
             later: source.later,
+            earlier: source.earlier,
             instructions,
             max_tool_output_chars: options.max_tool_output_chars,
             compact_prompt: options.compact_prompt.clone(),

@@ -120,7 +120,32 @@ fn zero_is_unknown<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<u64>
     Ok(value.filter(|&v| v != 0))
 }
 
+/// The summary of the record that stands for a new conversation started
+/// in the same transcript (an older Claude Code's `/clear`): the record
+/// keeps nothing, and this text says so in the view.
+pub const CLEARED: &str = "(A new conversation started here: the one before it was cleared and is not in the model's context.)";
+
+/// What an agent's own compaction, imported, names as its summarizer.
+pub const IMPORTED: &str = " (imported)";
+
 impl CompactionRecord {
+    /// An agent wrote it (imported from its transcript), not compactd.
+    pub fn is_agents(&self) -> bool {
+        self.summarizer.ends_with(IMPORTED)
+    }
+
+    /// It stands for a `/clear`, not a summary (see `CLEARED`).
+    pub fn clears(&self) -> bool {
+        self.is_agents() && self.summary == CLEARED
+    }
+
+    /// The newest message it replaced (`checkpoint`, `incremental`).
+    pub fn last_replaced_id(&self) -> Option<&str> {
+        self.last_summarized_message_id
+            .as_deref()
+            .or(self.replaces.as_ref().map(|r| r.to_message_id.as_str()))
+    }
+
     /// The messages it names as summarized, replaced or pruned (all must
     /// stand before it in the log).
     pub fn named_message_ids(&self) -> impl Iterator<Item = &str> {

@@ -24,6 +24,11 @@ pub struct SummaryRequest {
     /// call open what they show settled (a failure retried there with
     /// success). LLM summarizers do not send them.
     pub later: Vec<Arc<Message>>,
+    /// When `previous_summary` is an agent's own, the messages it replaced
+    /// (shared). Not summarized again: the built-in digest takes from them
+    /// only what an agent's summary tends to drop (the task, the rules, an
+    /// approved plan). LLM summarizers do not send them.
+    pub earlier: Vec<Arc<Message>>,
     /// Custom instructions from the client to steer the summary.
     pub instructions: Option<String>,
     /// Tool outputs are clipped to this many characters (head and tail).

@@ -70,6 +70,7 @@ impl Recap {
             messages: self.messages.clone(),
             partial_summaries: Vec::new(),
             later: Vec::new(),
+            earlier: Vec::new(),
             instructions: None,
             max_tool_output_chars: 2_000,
             compact_prompt: None,

@@ -308,6 +308,40 @@ impl Session {
         self.messages.iter().map(|c| c.message.as_ref())
     }
 
+    /// The messages the agent's own compactions replaced since compactd's
+    /// last summary (or the last `/clear`), when the newest summary is the
+    /// agent's: its summary may have dropped what they hold (an approved
+    /// plan, a rule), and the built-in digest reads them back.
+    pub fn replaced_by_agent(&self) -> Vec<Arc<Message>> {
+        let summaries: Vec<&CompactionRecord> = self
+            .compactions
+            .iter()
+            .filter(|r| !r.summary.is_empty())
+            .collect();
+        let Some((newest, before)) = summaries.split_last() else {
+            return Vec::new();
+        };
+        if !newest.is_agents() || newest.clears() {
+            return Vec::new();
+        }
+        let after = |r: &CompactionRecord| {
+            r.last_replaced_id()
+                .and_then(|id| self.index.get(id))
+                .map(|i| i + 1)
+        };
+        let start = before
+            .iter()
+            .rev()
+            .find(|r| !r.is_agents() || r.clears())
+            .and_then(|r| after(r))
+            .unwrap_or(0);
+        let end = after(newest).unwrap_or(start).max(start);
+        self.messages[start..end]
+            .iter()
+            .map(|c| Arc::clone(&c.message))
+            .collect()
+    }
+
     /// Every message ever appended, shared (recall reads them off the
     /// state owner without copying them).
     pub fn shared_messages(&self) -> impl Iterator<Item = &Arc<Message>> {
@@ -393,6 +427,7 @@ impl Session {
             has_checkpoint: self.checkpoint.is_some(),
             records: &self.compactions,
             task: retention::first_request(self.all_messages()),
+            replaced_by_agent: self.replaced_by_agent(),
             pins: &self.pins,
             files: self.file_ledger.sections(),
             encoding: self.encoding,

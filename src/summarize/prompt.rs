@@ -202,6 +202,7 @@ mod tests {
             .collect(),
             partial_summaries: Vec::new(),
             later: Vec::new(),
+            earlier: Vec::new(),
             instructions: instructions.map(str::to_string),
             max_tool_output_chars: 300,
             compact_prompt: None,

@@ -179,11 +179,11 @@ fn record(
         Vec::new()
     } else {
         retention::required(
-        &modified_files(&all),
-        retention::latest_request(view[..summarized].iter().copied()),
-        &retained_rules,
-        retention::first_request(all.iter().copied()),
-        &[],
+            &modified_files(&all),
+            retention::latest_request(view[..summarized].iter().copied()),
+            &retained_rules,
+            retention::first_request(all.iter().copied()),
+            &[],
         )
     };
     let outcome = retention::check(&foreign.summary, std::iter::empty(), &required);
@@ -200,7 +200,7 @@ fn record(
         modified_files: foreign.modified_files.clone(),
         file_marks: Default::default(),
         trigger: foreign.trigger,
-        summarizer: format!("{} (imported)", format.name()),
+        summarizer: format!("{}{}", format.name(), crate::compaction::record::IMPORTED),
         chunks: 1,
         degraded: false,
         degraded_reason: None,

@@ -640,6 +640,7 @@ fn a_real_model_streams_and_answers_without_streaming() {
         .collect(),
         partial_summaries: Vec::new(),
         later: Vec::new(),
+        earlier: Vec::new(),
         instructions: None,
         max_tool_output_chars: 200,
         compact_prompt: None,

@@ -52,6 +52,7 @@ fn request() -> SummaryRequest {
         .collect(),
         partial_summaries: Vec::new(),
         later: Vec::new(),
+        earlier: Vec::new(),
         instructions: None,
         max_tool_output_chars: 2000,
         compact_prompt: None,

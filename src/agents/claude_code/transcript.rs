@@ -20,14 +20,12 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::meta::{self, UserText};
+use crate::compaction::record::CLEARED;
 use crate::compaction::Trigger;
 use crate::conversation::{Message, MessageBody, Part, ToolCall, Usage};
 use crate::store::SessionSettings;
 use crate::transcript::parts::{content_of, part_of, Dialect};
 use crate::transcript::{content_text, Emitter, ForeignCompaction, Format, Imported, Line};
-
-/// What stands for the conversation before a `/clear` in the same file.
-const CLEARED: &str = "(A new conversation started here: the one before it was cleared and is not in the model's context.)";
 
 /// Line types Claude Code writes for itself; none is conversation.
 const BOOKKEEPING: [&str; 15] = [
@@ -769,8 +767,15 @@ mod tests {
         assert_eq!(record.summary, CLEARED);
         assert_eq!(record.trigger, Trigger::Manual);
         assert_eq!(record.first_kept_message_id, None);
-        assert_eq!(record.messages_summarized, 2, "the whole first conversation");
-        assert!(record.retained_rules.is_empty(), "{:?}", record.retained_rules);
+        assert_eq!(
+            record.messages_summarized, 2,
+            "the whole first conversation"
+        );
+        assert!(
+            record.retained_rules.is_empty(),
+            "{:?}",
+            record.retained_rules
+        );
         assert_eq!(imported.message_count(), 4, "every message is kept");
         // The first line of a file has no parent either: no clear there.
         let imported = lines(&[

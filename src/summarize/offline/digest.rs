@@ -246,6 +246,29 @@ impl Digest {
         self.focus = newer.focus;
     }
 
+    /// What an agent's own summary (read back as `earlier` lines) tends to
+    /// drop, taken from the messages it replaced (`replaced`, their
+    /// digest): the task, the rules, the approved plan and the task list.
+    /// The rest of those messages is the agent's summary's to tell.
+    pub fn recover(&mut self, replaced: Digest) {
+        if self.task.is_none() {
+            if let Some(task) = &replaced.task {
+                let key = request_key(task);
+                if let Some(id) = replaced.sources.get(&key) {
+                    self.sources.entry(key).or_insert_with(|| id.clone());
+                }
+            }
+            self.task = replaced.task;
+        }
+        extend_unique(&mut self.rules, replaced.rules);
+        if self.plan.is_empty() {
+            self.plan = replaced.plan;
+        }
+        if self.todos.is_empty() {
+            self.todos = replaced.todos;
+        }
+    }
+
     /// Failures that work which succeeded later (`succeeded`, keys) did
     /// again: a retry that worked answers them.
     fn close_errors_done_in(&mut self, succeeded: &[String]) {

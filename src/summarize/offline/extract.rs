@@ -74,6 +74,9 @@ struct Reading<'a> {
     turn: Turn,
     /// A numbered plan the assistant proposed, until the reply to it.
     proposed: Option<String>,
+    /// A plan file written in this turn (`plans::plan_file`): what a plan
+    /// tool called without its plan presents.
+    plan_file: Option<String>,
     /// The id of the message being read.
     at: String,
 }
@@ -96,6 +99,7 @@ impl Reading<'_> {
             return;
         };
         let proposal = self.proposed.take();
+        self.plan_file = None;
         self.close_turn();
         let digest = &mut self.digest;
         if let Some(plan) = proposal.filter(|_| plans::accepts(&request)) {
@@ -151,7 +155,11 @@ impl Reading<'_> {
         for call in tool_calls {
             let result = self.results.get(call.id.as_str()).copied();
             self.digest.citing = result.map(|m| m.id.clone()).filter(|id| !id.is_empty());
-            if !note_plan(&mut self.digest, call, result, &content) {
+            if let Some(plan) = plans::plan_file(&call.name, &call.arguments) {
+                self.plan_file = Some(plan.to_string());
+            }
+            let presented = self.plan_file.as_deref().unwrap_or(&content);
+            if !note_plan(&mut self.digest, call, result, presented) {
                 let changed = note_call(&mut self.digest, &self.tools, call, result);
                 self.turn.files.extend(changed);
             }

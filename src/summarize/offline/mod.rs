@@ -114,6 +114,9 @@ fn digest_of_request(request: &SummaryRequest) -> Digest {
     for partial in &request.partial_summaries {
         digest.absorb(Digest::parse(partial));
     }
+    if !request.earlier.is_empty() {
+        digest.recover(extract::digest_of(&request.earlier));
+    }
     if !request.messages.is_empty() {
         digest.absorb(extract::digest_of(&request.messages));
     }

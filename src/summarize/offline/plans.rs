@@ -31,6 +31,22 @@ pub(super) fn presented_plan(name: &str, arguments: &Value, fallback: &str) -> O
     (!plan.trim().is_empty()).then(|| plan.to_string())
 }
 
+/// The plan a file write holds when the file is a plan: Claude Code's plan
+/// mode writes its plan to `~/.claude/plans/<name>.md` and calls
+/// `ExitPlanMode` without it; a plan written elsewhere when that folder is
+/// not writable is named like one (`…plan….md`).
+pub(super) fn plan_file<'a>(name: &str, arguments: &'a Value) -> Option<&'a str> {
+    if !name.eq_ignore_ascii_case("Write") {
+        return None;
+    }
+    let path = arguments.get("file_path").and_then(Value::as_str)?;
+    let file = path.rsplit('/').next().unwrap_or(path).to_lowercase();
+    let plan = path.contains("/.claude/plans/") || (file.contains("plan") && file.ends_with(".md"));
+    plan.then(|| arguments.get("content").and_then(Value::as_str))
+        .flatten()
+        .filter(|c| !c.trim().is_empty())
+}
+
 /// The task list a todo tool sets (`TodoWrite`'s `todos` with `content`
 /// and `status`; `update_plan`'s `plan` with `step` and `status`), as
 /// marked lines.
@@ -63,11 +79,16 @@ const STEP_HEADINGS: [&str; 6] = ["implement", "step", "task", "phase", "change"
 /// those under a heading such as "Implementation steps" when it has one,
 /// so an explanation's numbered list is not taken for steps), else its
 /// bulleted items, else its headings; the title first when it has one.
+/// More steps than a summary lists, grouped under headings of their own
+/// ("Phase 1: Core backend"), are listed by group, each group's steps on
+/// its line, so no phase is cut off.
 pub(super) fn steps(plan: &str) -> Vec<String> {
     let mut title = None;
     let (mut numbered, mut bulleted, mut headings) = (Vec::new(), Vec::new(), Vec::new());
     // Numbered items under a heading that names steps.
     let mut under_steps: Vec<String> = Vec::new();
+    // Those items by the heading right above them.
+    let mut groups: Vec<(String, Vec<String>)> = Vec::new();
     let mut in_steps = false;
     let mut in_code = false;
     for line in plan.lines() {
@@ -88,18 +109,41 @@ pub(super) fn steps(plan: &str) -> Vec<String> {
                     let lower = heading.to_lowercase();
                     in_steps = STEP_HEADINGS.iter().any(|h| lower.contains(h));
                     headings.push(heading.to_string());
+                    if in_steps {
+                        groups.push((heading.to_string(), Vec::new()));
+                    }
                 }
             }
         } else if let Some(item) = numbered_item(trimmed).filter(|_| top) {
             numbered.push(item.to_string());
             if in_steps {
                 under_steps.push(item.to_string());
+                if let Some((_, items)) = groups.last_mut() {
+                    items.push(item.to_string());
+                }
             }
         } else if let Some(item) = trimmed.strip_prefix("- ").or(trimmed.strip_prefix("* ")) {
             if top {
                 bulleted.push(item.to_string());
             }
         }
+    }
+    groups.retain(|(_, items)| !items.is_empty());
+    if under_steps.len() > STEPS && groups.len() > 1 && groups.len() <= STEPS {
+        let mut out: Vec<String> = title.into_iter().map(|t| clean(&t)).collect();
+        out.extend(groups.iter().map(|(heading, items)| {
+            let items: Vec<String> = items
+                .iter()
+                .map(|i| collapse(&i.replace("**", "")))
+                .collect();
+            let line = format!(
+                "{}: {}",
+                collapse(&heading.replace("**", "")),
+                items.join("; ")
+            );
+            clip(&line, 2 * STEP_CHARS)
+        }));
+        return out;
     }
     let chosen = [under_steps, numbered, bulleted, headings]
         .into_iter()

@@ -9,6 +9,7 @@ fn request(messages: Vec<Message>, previous: Option<String>) -> SummaryRequest {
         messages: messages.into_iter().map(Into::into).collect(),
         partial_summaries: Vec::new(),
         later: Vec::new(),
+        earlier: Vec::new(),
         instructions: None,
         max_tool_output_chars: 2000,
         compact_prompt: None,
@@ -719,6 +720,69 @@ fn an_approved_plan_keeps_its_steps_and_what_is_done() {
 }
 
 #[test]
+fn a_long_plan_in_phases_keeps_every_phase() {
+    let mut plan = String::from(
+        "# Applet plan\n\n## Overview\n1. Why: the panel\n\n## Implementation Steps\n",
+    );
+    for phase in 1..=5 {
+        plan.push_str(&format!("\n### Phase {phase}: Part {phase}\n"));
+        for step in 1..=4 {
+            plan.push_str(&format!(
+                "{}. Build piece {phase}.{step}\n   - a detail\n",
+                (phase - 1) * 4 + step
+            ));
+        }
+    }
+    let steps = plans::steps(&plan);
+    assert_eq!(steps.len(), 6, "{steps:#?}");
+    assert_eq!(steps[0], "Applet plan");
+    assert_eq!(
+        steps[5],
+        "Phase 5: Part 5: Build piece 5.1; Build piece 5.2; Build piece 5.3; Build piece 5.4"
+    );
+    assert!(!steps.concat().contains("a detail") && !steps.concat().contains("Why"));
+    // Few enough steps are listed one by one.
+    let short = "# P\n## Phase 1\n1. One\n2. Two\n## Phase 2\n3. Three";
+    assert_eq!(plans::steps(short), ["P", "1. One", "2. Two", "3. Three"]);
+}
+
+/// Claude Code's plan mode writes its plan to a file and calls
+/// `ExitPlanMode` without it.
+#[test]
+fn a_plan_written_to_a_plan_file_is_the_plan_approved() {
+    let plan = "# Plan\n\n## Steps\n1. Read the RAPL counters\n2. Draw the panel text";
+    check(
+        vec![
+            Message::user("u1", "Plan a power applet"),
+            Message::assistant(
+                "a1",
+                "",
+                vec![call(
+                    "c1",
+                    "Write",
+                    json!({"file_path": "/tmp/power-plan.md", "content": plan}),
+                )],
+            ),
+            Message::tool_result("t1", "c1", "File created successfully", false),
+            Message::assistant(
+                "a2",
+                "The plan is in /tmp/power-plan.md.",
+                vec![call("c2", "ExitPlanMode", json!({}))],
+            ),
+            Message::tool_result(
+                "t2",
+                "c2",
+                "User has approved exiting plan mode. You can now proceed.",
+                false,
+            ),
+        ],
+        None,
+        &["## Plan\n- Plan\n- 1. Read the RAPL counters\n- 2. Draw the panel text"],
+        &[],
+    );
+}
+
+#[test]
 fn the_users_own_shell_commands_and_their_output_are_kept() {
     let text = check(
         vec![
@@ -1015,4 +1079,57 @@ fn a_change_that_failed_and_worked_in_the_kept_messages_is_not_left_failed() {
     let text = summary_before(messages, later);
     assert!(!text.contains("last change failed"), "{text}");
     assert!(section(&text, "Errors still open").is_empty(), "{text}");
+}
+
+/// An agent's own compaction replaced the messages that held the task, a
+/// rule and the approved plan, and its summary kept none of them: the next
+/// summary takes them back from those messages (and only them: the rest is
+/// the agent's summary's to tell).
+#[test]
+fn what_an_agents_summary_dropped_comes_back_from_the_messages_it_replaced() {
+    let plan = "# Plan\n\n## Steps\n1. Read the RAPL counters\n2. Draw the panel text";
+    let replaced = vec![
+        Message::user("u1", "Build a power applet. Never run sudo yourself."),
+        Message::assistant(
+            "a1",
+            "",
+            vec![call("c1", "ExitPlanMode", json!({"plan": plan}))],
+        ),
+        Message::tool_result("t1", "c1", "User has approved your plan.", false),
+        Message::assistant("a2", "", bash("c2", "cargo build --release")),
+        Message::tool_result("t2", "c2", "error: linker `cc` not found", true),
+    ];
+    let agents = "This session is being continued from a previous conversation. The applet's backend is written.";
+    let request = SummaryRequest {
+        earlier: replaced.into_iter().map(Into::into).collect(),
+        ..request(
+            vec![Message::user("u9", "Now the popup, please")],
+            Some(agents.to_string()),
+        )
+    };
+    let text = summary(&request);
+    for needle in [
+        "## Task\n- \"Build a power applet. Never run sudo yourself.\" [u1]",
+        "## User rules\n- \"Never run sudo yourself.\"",
+        "## Plan\n- Plan\n- 1. Read the RAPL counters",
+        "The applet's backend is written.",
+        "Now the popup, please",
+    ] {
+        assert!(text.contains(needle), "missing {needle:?} in\n{text}");
+    }
+    // What else those messages hold is not told again.
+    assert!(!text.contains("linker"), "{text}");
+    // Without them, the agent's summary is all there is.
+    let text = summary(&request_without_earlier(&request));
+    assert!(
+        !text.contains("## Plan") && !text.contains("## User rules"),
+        "{text}"
+    );
+}
+
+fn request_without_earlier(request: &SummaryRequest) -> SummaryRequest {
+    SummaryRequest {
+        earlier: Vec::new(),
+        ..request.clone()
+    }
 }
