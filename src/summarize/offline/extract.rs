@@ -347,6 +347,7 @@ fn note_call(
         Some(m) if rejection(m.text()).is_some() || m.text().contains(INTERRUPTED) => {
             Outcome::NoResult
         }
+        Some(m) if m.is_error_result() && stops_what_had_stopped(call, m.text()) => Outcome::Ok,
         Some(m) if m.is_error_result() => Outcome::Failed(error_line(m.text())),
         Some(_) => Outcome::Ok,
     };
@@ -389,6 +390,24 @@ fn note_call(
     }
     settle(digest, call.name.clone(), &outcome);
     changed
+}
+
+/// A call that stops a background shell or process "failed" because it
+/// had already stopped (Claude Code's `KillShell`: "Shell … is not
+/// running"): what it was for is done, nothing is open.
+fn stops_what_had_stopped(call: &ToolCall, output: &str) -> bool {
+    let name = call.name.to_lowercase();
+    let stops = name.contains("kill") || name.contains("stop");
+    let output = output.to_lowercase();
+    stops
+        && [
+            "is not running",
+            "no such process",
+            "already stopped",
+            "already exited",
+        ]
+        .iter()
+        .any(|s| output.contains(s))
 }
 
 /// The file a reading tool the shipped mapping does not know (SWE-agent's
@@ -526,6 +545,7 @@ fn note_command(digest: &mut Digest, command: &str, outcome: &Outcome) {
     }
     if *outcome == Outcome::Ok {
         mark_deleted(digest, &core);
+        close_parts(digest, &core);
     }
     note_runs_on_files(digest, &command, &core, outcome);
     let (failures, first_error) = match outcome {
@@ -540,6 +560,22 @@ fn note_command(digest: &mut Digest, command: &str, outcome: &Outcome) {
         last: outcome.clone(),
     });
     settle(digest, clip(&core, 80), outcome);
+}
+
+/// Each command of a chain that succeeded (`git add . && git commit -m
+/// v1`) succeeded: it answers an earlier failure of its own (`git commit
+/// -m v1` alone).
+fn close_parts(digest: &mut Digest, core: &str) {
+    if !core.contains("&&") {
+        return;
+    }
+    for part in core.split("&&").map(str::trim).filter(|p| !p.is_empty()) {
+        let part = clip(part, 80);
+        digest.errors.retain(|e| !same_work(&e.key, &part));
+        if !digest.succeeded.contains(&part) {
+            digest.succeeded.push(part);
+        }
+    }
 }
 
 /// A command without the `cd … &&` in front, the pipeline behind and the

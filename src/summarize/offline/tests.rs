@@ -1133,3 +1133,56 @@ fn request_without_earlier(request: &SummaryRequest) -> SummaryRequest {
         ..request.clone()
     }
 }
+
+#[test]
+fn stopping_a_shell_that_had_stopped_is_no_error() {
+    let messages = vec![
+        Message::user("u1", "Stop the dev server"),
+        Message::assistant(
+            "a1",
+            "",
+            vec![call("c1", "KillShell", json!({"shell_id": "dce0af"}))],
+        ),
+        Message::tool_result(
+            "t1",
+            "c1",
+            "Shell dce0af is not running, so cannot be killed (status: killed)",
+            true,
+        ),
+    ];
+    let text = check(messages.clone(), None, &["KillShell"], &["not running"]);
+    assert!(section(&text, "Errors still open").is_empty(), "{text}");
+    // Other failures of it stay failures.
+    let mut other = messages[..2].to_vec();
+    other.push(Message::tool_result("t1", "c1", "Permission denied", true));
+    let text = check(other, None, &[], &[]);
+    assert_eq!(section(&text, "Errors still open").len(), 1, "{text}");
+}
+
+#[test]
+fn a_chain_that_succeeded_answers_the_failure_of_each_of_its_commands() {
+    let messages = vec![
+        Message::user("u1", "Release v0.8.0"),
+        Message::assistant("a1", "", bash("c1", "git commit -m \"Release v0.8.0\"")),
+        Message::tool_result(
+            "t1",
+            "c1",
+            "test-theme-colors.ts(23,35): error TS2345: Argument of type '\"toolText\"' is not assignable",
+            true,
+        ),
+        Message::assistant("a2", "", bash("c2", "git add . && git commit -m \"Release v0.8.0\"")),
+        Message::tool_result("t2", "c2", "[main 1a2b3c4] Release v0.8.0", false),
+    ];
+    let text = check(messages.clone(), None, &["TS2345"], &[]);
+    assert!(section(&text, "Errors still open").is_empty(), "{text}");
+    // A chain that ran other commands answers nothing.
+    let mut other = messages[..3].to_vec();
+    other.push(Message::assistant(
+        "a2",
+        "",
+        bash("c2", "git add . && git status"),
+    ));
+    other.push(Message::tool_result("t2", "c2", "On branch main", false));
+    let text = check(other, None, &[], &[]);
+    assert_eq!(section(&text, "Errors still open").len(), 1, "{text}");
+}
