@@ -133,6 +133,29 @@ pub(crate) fn place(
     Ok(record)
 }
 
+/// The rules of what a foreign compaction replaced, and of the summaries
+/// before it: they stay required, so a later compaction must keep them
+/// even where the agent's own summary dropped them. A new conversation
+/// (`cleared`) carries none: the person started over.
+fn carried_rules(session: &Session, replaced: &[&Message], cleared: bool) -> Vec<String> {
+    if cleared {
+        return Vec::new();
+    }
+    let mut rules = session
+        .compactions()
+        .iter()
+        .rev()
+        .find(|r| !r.summary.is_empty())
+        .map(|r| r.retained_rules.clone())
+        .unwrap_or_default();
+    for rule in retention::rule_lines(replaced.iter().copied()) {
+        if !rules.contains(&rule) {
+            rules.push(rule);
+        }
+    }
+    rules
+}
+
 fn record(
     session: &Session,
     foreign: &ForeignCompaction,
@@ -151,25 +174,7 @@ fn record(
     if summarized == 0 {
         return Err("it summarizes no message".into());
     }
-    // The rules of what it replaced, and of the summaries before it, stay
-    // required: a later compaction must keep them even where the agent's
-    // own summary dropped them. A new conversation carries none: the
-    // person started over.
-    let mut retained_rules = Vec::new();
-    if !foreign.cleared {
-        retained_rules = session
-            .compactions()
-            .iter()
-            .rev()
-            .find(|r| !r.summary.is_empty())
-            .map(|r| r.retained_rules.clone())
-            .unwrap_or_default();
-        for rule in retention::rule_lines(view[..summarized].iter().copied()) {
-            if !retained_rules.contains(&rule) {
-                retained_rules.push(rule);
-            }
-        }
-    }
+    let retained_rules = carried_rules(session, &view[..summarized], foreign.cleared);
     // The agent's summary checked as compactd checks its own: against the
     // files changed so far, the rules, the task and the latest request it
     // replaced (the summary alone: the same whether the rest of the

@@ -32,7 +32,7 @@ pub(super) fn presented_plan(name: &str, arguments: &Value, fallback: &str) -> O
 }
 
 /// The plan a file write holds when the file is a plan: Claude Code's plan
-/// mode writes its plan to `~/.claude/plans/<name>.md` and calls
+/// mode writes its plan to a Markdown file in its `plans` folder and calls
 /// `ExitPlanMode` without it; a plan written elsewhere when that folder is
 /// not writable is named like one (`…plan….md`).
 pub(super) fn plan_file<'a>(name: &str, arguments: &'a Value) -> Option<&'a str> {
@@ -40,8 +40,10 @@ pub(super) fn plan_file<'a>(name: &str, arguments: &'a Value) -> Option<&'a str>
         return None;
     }
     let path = arguments.get("file_path").and_then(Value::as_str)?;
-    let file = path.rsplit('/').next().unwrap_or(path).to_lowercase();
-    let plan = path.contains("/.claude/plans/") || (file.contains("plan") && file.ends_with(".md"));
+    let mut parts = path.rsplit('/');
+    let file = parts.next().unwrap_or(path).to_lowercase();
+    let folder = parts.next().unwrap_or("");
+    let plan = file.ends_with(".md") && (folder == "plans" || file.contains("plan"));
     plan.then(|| arguments.get("content").and_then(Value::as_str))
         .flatten()
         .filter(|c| !c.trim().is_empty())
@@ -85,9 +87,7 @@ const STEP_HEADINGS: [&str; 6] = ["implement", "step", "task", "phase", "change"
 pub(super) fn steps(plan: &str) -> Vec<String> {
     let mut title = None;
     let (mut numbered, mut bulleted, mut headings) = (Vec::new(), Vec::new(), Vec::new());
-    // Numbered items under a heading that names steps.
-    let mut under_steps: Vec<String> = Vec::new();
-    // Those items by the heading right above them.
+    // Numbered items under a heading that names steps, by that heading.
     let mut groups: Vec<(String, Vec<String>)> = Vec::new();
     let mut in_steps = false;
     let mut in_code = false;
@@ -116,11 +116,8 @@ pub(super) fn steps(plan: &str) -> Vec<String> {
             }
         } else if let Some(item) = numbered_item(trimmed).filter(|_| top) {
             numbered.push(item.to_string());
-            if in_steps {
-                under_steps.push(item.to_string());
-                if let Some((_, items)) = groups.last_mut() {
-                    items.push(item.to_string());
-                }
+            if let Some((_, items)) = groups.last_mut().filter(|_| in_steps) {
+                items.push(item.to_string());
             }
         } else if let Some(item) = trimmed.strip_prefix("- ").or(trimmed.strip_prefix("* ")) {
             if top {
@@ -128,28 +125,21 @@ pub(super) fn steps(plan: &str) -> Vec<String> {
             }
         }
     }
+    let mut out: Vec<String> = title.into_iter().map(|t| clean(&t)).collect();
     groups.retain(|(_, items)| !items.is_empty());
+    let under_steps: Vec<String> = groups.iter().flat_map(|(_, i)| i.clone()).collect();
     if under_steps.len() > STEPS && groups.len() > 1 && groups.len() <= STEPS {
-        let mut out: Vec<String> = title.into_iter().map(|t| clean(&t)).collect();
-        out.extend(groups.iter().map(|(heading, items)| {
-            let items: Vec<String> = items
+        out.extend(
+            groups
                 .iter()
-                .map(|i| collapse(&i.replace("**", "")))
-                .collect();
-            let line = format!(
-                "{}: {}",
-                collapse(&heading.replace("**", "")),
-                items.join("; ")
-            );
-            clip(&line, 2 * STEP_CHARS)
-        }));
+                .map(|(heading, items)| group_line(heading, items)),
+        );
         return out;
     }
     let chosen = [under_steps, numbered, bulleted, headings]
         .into_iter()
         .find(|list| !list.is_empty())
         .unwrap_or_default();
-    let mut out: Vec<String> = title.into_iter().map(|t| clean(&t)).collect();
     out.extend(
         chosen
             .iter()
@@ -161,6 +151,20 @@ pub(super) fn steps(plan: &str) -> Vec<String> {
         out.push(format!("… {} more steps", chosen.len() - STEPS));
     }
     out
+}
+
+/// One group of a plan's steps on one line: its heading, then its steps.
+fn group_line(heading: &str, items: &[String]) -> String {
+    let items: Vec<String> = items
+        .iter()
+        .map(|i| collapse(&i.replace("**", "")))
+        .collect();
+    let line = format!(
+        "{}: {}",
+        collapse(&heading.replace("**", "")),
+        items.join("; ")
+    );
+    clip(&line, 2 * STEP_CHARS)
 }
 
 fn clean(text: &str) -> String {
