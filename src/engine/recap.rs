@@ -42,9 +42,10 @@ impl Recap {
     /// The recap of everything the session holds, compacted or not: what
     /// an earlier compaction of the agent's dropped is still known here.
     pub fn of(session: &Session) -> Recap {
-        let messages: Vec<&Message> = session.all_messages().collect();
+        // After a `/clear` the conversation before it is no one's context.
+        let messages: Vec<&Message> = session.conversation_messages().map(Arc::as_ref).collect();
         let mut rules: Vec<String> = session
-            .compactions()
+            .conversation_compactions()
             .iter()
             .flat_map(|r| r.retained_rules.iter().cloned())
             .collect();
@@ -58,7 +59,7 @@ impl Recap {
             latest_request: retention::latest_request(messages.iter().copied()),
             rules,
             files: session.file_ledger.sections(),
-            messages: messages.into_iter().cloned().map(Arc::new).collect(),
+            messages: session.conversation_messages().cloned().collect(),
             pins: session.pins().to_vec(),
         }
     }
@@ -288,6 +289,43 @@ mod tests {
             "{instructions}"
         );
         assert!(instructions.contains("The latest request: \"Now run the benchmarks please\""));
+    }
+
+    /// After a `/clear` an older Claude Code wrote into the same file, the
+    /// task, the rules and the requests are the new conversation's.
+    #[test]
+    fn a_recap_after_a_clear_is_of_the_new_conversation() {
+        let transcript = [
+            r#"{"type":"user","uuid":"u1","parentUuid":null,"sessionId":"s","message":{"role":"user","content":"Port the parser to nom. Never touch Cargo.lock."}}"#,
+            r#"{"type":"assistant","uuid":"a1","parentUuid":"u1","sessionId":"s","message":{"id":"m1","role":"assistant","model":"claude-x","content":[{"type":"text","text":"done"}]}}"#,
+            r#"{"type":"user","uuid":"u2","parentUuid":null,"sessionId":"s","message":{"role":"user","content":"Write the release notes for v2"}}"#,
+        ]
+        .join("\n");
+        let imported = crate::import::parse(transcript.as_bytes(), None).unwrap();
+        let mut session = Session::new("s".into(), None, None, None, String::new());
+        for entry in imported.entries {
+            match entry {
+                crate::store::LogEntry::Message { message, .. } => session.push(vec![message]),
+                crate::store::LogEntry::Compaction(record) => {
+                    session.apply_compaction(*record);
+                    Vec::new()
+                }
+                _ => Vec::new(),
+            };
+        }
+        let recap = Recap::of(&session);
+        assert_eq!(
+            recap.task.as_deref(),
+            Some("Write the release notes for v2")
+        );
+        assert!(recap.rules.is_empty(), "{:?}", recap.rules);
+        assert!(!recap.context(HOOK_LIMIT).contains("nom"));
+        assert_eq!(
+            session.plan_input().task.as_deref(),
+            Some("Write the release notes for v2")
+        );
+        // The messages before it are still there to search and read.
+        assert_eq!(session.all_messages().count(), 3);
     }
 
     #[test]

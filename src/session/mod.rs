@@ -342,6 +342,34 @@ impl Session {
             .collect()
     }
 
+    /// Where the current conversation starts: after the last `/clear` an
+    /// agent's transcript recorded (`CompactionRecord::clears`), else at
+    /// the first message.
+    fn conversation_start(&self) -> usize {
+        self.compactions
+            .iter()
+            .rev()
+            .find(|r| r.clears())
+            .and_then(|r| r.last_replaced_id())
+            .and_then(|id| self.index.get(id))
+            .map_or(0, |i| i + 1)
+    }
+
+    /// The messages of the current conversation (see
+    /// `conversation_start`), shared: the task, the rules and the recap
+    /// come from them.
+    pub fn conversation_messages(&self) -> impl Iterator<Item = &Arc<Message>> {
+        self.messages[self.conversation_start()..]
+            .iter()
+            .map(|c| &c.message)
+    }
+
+    /// The compactions since the current conversation started.
+    pub fn conversation_compactions(&self) -> &[CompactionRecord] {
+        let cleared = self.compactions.iter().rposition(|r| r.clears());
+        &self.compactions[cleared.map_or(0, |i| i + 1)..]
+    }
+
     /// Every message ever appended, shared (recall reads them off the
     /// state owner without copying them).
     pub fn shared_messages(&self) -> impl Iterator<Item = &Arc<Message>> {
@@ -426,7 +454,7 @@ impl Session {
             correction: self.correction(),
             has_checkpoint: self.checkpoint.is_some(),
             records: &self.compactions,
-            task: retention::first_request(self.all_messages()),
+            task: retention::first_request(self.conversation_messages().map(Arc::as_ref)),
             replaced_by_agent: self.replaced_by_agent(),
             pins: &self.pins,
             files: self.file_ledger.sections(),
