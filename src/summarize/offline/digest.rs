@@ -260,6 +260,12 @@ impl Digest {
             }
             self.task = replaced.task;
         }
+        for rule in &replaced.rules {
+            let key = rule_key(rule);
+            if let Some(id) = replaced.sources.get(&key) {
+                self.sources.entry(key).or_insert_with(|| id.clone());
+            }
+        }
         extend_unique(&mut self.rules, replaced.rules);
         if self.plan.is_empty() {
             self.plan = replaced.plan;
@@ -495,6 +501,11 @@ pub(super) fn request_key(request: &str) -> String {
     format!("r:{request}")
 }
 
+/// The key of a user rule in `sources`.
+pub(super) fn rule_key(rule: &str) -> String {
+    format!("u:{rule}")
+}
+
 /// The key of an open error in `sources`.
 pub(super) fn error_key(key: &str) -> String {
     format!("e:{key}")
@@ -719,7 +730,10 @@ impl Digest {
     /// Every rule, even one the task quotes: a later compaction may
     /// shorten the task, and the rules must outlive it.
     fn listed_rules(&self) -> Vec<String> {
-        self.rules.iter().map(|r| quoted(r)).collect()
+        self.rules
+            .iter()
+            .map(|r| self.cited(quoted(r), &rule_key(r)))
+            .collect()
     }
 
     fn sections(&self) -> Vec<(&'static str, Vec<String>)> {
@@ -1085,7 +1099,7 @@ impl Digest {
     /// An entry read back without its citation, which goes to `sources`.
     fn take_citation(&mut self, title: &str, entry: String) -> String {
         let (entry, cited) = match title {
-            TASK | REQUESTS | ERRORS => split_citation(&entry),
+            TASK | REQUESTS | RULES | ERRORS => split_citation(&entry),
             _ => (entry, None),
         };
         let key = match title {
@@ -1093,6 +1107,7 @@ impl Digest {
                 .strip_prefix('`')
                 .and_then(|r| r.split_once("`: "))
                 .map(|(key, _)| error_key(key)),
+            RULES => Some(rule_key(&unquoted(&entry))),
             _ => Some(request_key(&unquoted(&entry))),
         };
         if let (Some(id), Some(key)) = (cited, key) {

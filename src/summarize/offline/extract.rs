@@ -118,6 +118,10 @@ impl Reading<'_> {
             error.requests_after += 1;
         }
         for rule in rules_in(content) {
+            if !self.at.is_empty() {
+                let key = super::digest::rule_key(&rule);
+                digest.sources.entry(key).or_insert_with(|| self.at.clone());
+            }
             if !digest.rules.contains(&rule) {
                 digest.rules.push(rule);
             }

@@ -321,7 +321,7 @@ fn an_update_merges_into_the_previous_summary() {
         &[
             "## Task\n- \"Port the selector to the theme system, always run the build after an edit.\"",
             "- … and 1 short follow-up or question",
-            "## User rules\n- \"Port the selector to the theme system, always run the build after an edit.\"\n- \"Never push to main.\"",
+            "## User rules\n- \"Port the selector to the theme system, always run the build after an edit.\" [u1]\n- \"Never push to main.\"",
             "## Progress\n- Fixed the missing semicolon; the build passes.",
             "- `a.ts`: edited ×2",
             "- `npm run build` ×2: failed (first: error TS1005: ';' expected), then ok",
@@ -558,7 +558,7 @@ fn pasted_output_is_not_the_user_speaking() {
         &[],
     );
     let rules = section(&text, "User rules");
-    assert_eq!(rules, ["\"never force push though\""], "{text}");
+    assert_eq!(rules, ["\"never force push though\" [u1]"], "{text}");
 }
 
 #[test]
@@ -922,9 +922,10 @@ fn a_request_sent_again_is_listed_once() {
 }
 
 #[test]
-fn the_task_requests_and_open_errors_cite_their_messages_and_keep_them_through_an_update() {
+fn the_task_requests_rules_and_open_errors_cite_their_messages_and_keep_them_through_an_update() {
     let first = vec![
         Message::user("u1", "Make the build pass."),
+        Message::user("u0", "Never edit Cargo.lock by hand."),
         Message::assistant(
             "a1",
             "",
@@ -940,6 +941,7 @@ fn the_task_requests_and_open_errors_cite_their_messages_and_keep_them_through_a
             "- \"Make the build pass.\" [u1]",
             "- \"Also add a test for parse_args, please.\" [u2]",
             "`cargo build`: error[E0425]: cannot find value `argv` [t1]",
+            "## User rules\n- \"Never edit Cargo.lock by hand.\" [u0]",
         ],
         &[],
     );
@@ -955,6 +957,7 @@ fn the_task_requests_and_open_errors_cite_their_messages_and_keep_them_through_a
             "- \"Also add a test for parse_args, please.\" [u2]",
             "\"Then update the changelog for the release.\" [u3]",
             "[t1]",
+            "## User rules\n- \"Never edit Cargo.lock by hand.\" [u0]",
         ],
         &["[u1] [u1]"],
     );
