@@ -704,6 +704,17 @@ mod tests {
         parse(lines.join("\n").as_bytes(), Some(FORMAT)).unwrap()
     }
 
+    fn first_compaction(imported: &Imported) -> &crate::compaction::CompactionRecord {
+        imported
+            .entries
+            .iter()
+            .find_map(|e| match e {
+                crate::store::LogEntry::Compaction(record) => Some(&**record),
+                _ => None,
+            })
+            .expect("a compaction")
+    }
+
     /// The compaction figures; the view is checked through the binary
     /// (tests/it/import.rs) on a real session.
     #[test]
@@ -720,14 +731,7 @@ mod tests {
         ]);
         assert_eq!(imported.settings.context_window, Some(1_000_000));
         assert_eq!(imported.compaction_count(), 1);
-        let record = imported
-            .entries
-            .iter()
-            .find_map(|e| match e {
-                crate::store::LogEntry::Compaction(record) => Some(record),
-                _ => None,
-            })
-            .unwrap();
+        let record = first_compaction(&imported);
         assert_eq!(
             record.summary,
             "This session is being continued. Summary: went."
@@ -756,14 +760,7 @@ mod tests {
             r#"{"type":"assistant","uuid":"a2","parentUuid":"u2","sessionId":"s","message":{"id":"msg_2","role":"assistant","model":"claude-x","content":[{"type":"text","text":"ok"}],"usage":{"input_tokens":10,"cache_read_input_tokens":20000,"output_tokens":5}}}"#,
         ]);
         assert_eq!(imported.compaction_count(), 1);
-        let record = imported
-            .entries
-            .iter()
-            .find_map(|e| match e {
-                crate::store::LogEntry::Compaction(record) => Some(record),
-                _ => None,
-            })
-            .unwrap();
+        let record = first_compaction(&imported);
         assert_eq!(record.summary, CLEARED);
         assert_eq!(record.trigger, Trigger::Manual);
         assert_eq!(record.first_kept_message_id, None);

@@ -864,6 +864,28 @@ fn quotes_lose_shell_line_continuations() {
     );
 }
 
+/// Two more requests of the person, each answered by three commands that
+/// succeeded: the session going well past what came before.
+fn work_going_on(
+    request: impl Fn(u32) -> String,
+    command: impl Fn(String) -> String,
+) -> Vec<Message> {
+    let mut messages = Vec::new();
+    for n in 2..=3 {
+        messages.push(Message::user(format!("u{n}"), request(n)));
+        for k in 0..3 {
+            let id = format!("c{n}{k}");
+            messages.push(Message::assistant(
+                format!("a{n}{k}"),
+                "",
+                bash(&id, &command(format!("{n}{k}"))),
+            ));
+            messages.push(Message::tool_result(format!("t{n}{k}"), &id, "ok", false));
+        }
+    }
+    messages
+}
+
 #[test]
 fn a_failure_the_session_went_well_past_is_not_open() {
     let mut messages = vec![
@@ -871,21 +893,10 @@ fn a_failure_the_session_went_well_past_is_not_open() {
         Message::assistant("a1", "", bash("c1", "chromium --version")),
         Message::tool_result("t1", "c1", "chromium: command not found", true),
     ];
-    for n in 2..=3 {
-        messages.push(Message::user(
-            format!("u{n}"),
-            format!("Now do step {n} of the export please"),
-        ));
-        for k in 0..3 {
-            let id = format!("c{n}{k}");
-            messages.push(Message::assistant(
-                format!("a{n}{k}"),
-                "",
-                bash(&id, &format!("./export.sh --part {n}{k}")),
-            ));
-            messages.push(Message::tool_result(format!("t{n}{k}"), &id, "ok", false));
-        }
-    }
+    messages.extend(work_going_on(
+        |n| format!("Now do step {n} of the export please"),
+        |part| format!("./export.sh --part {part}"),
+    ));
     let text = check(
         messages.clone(),
         None,
@@ -1027,22 +1038,10 @@ fn a_failure_the_kept_messages_went_well_past_is_not_open() {
             true,
         ),
     ];
-    let mut later = Vec::new();
-    for n in 2..=3 {
-        later.push(Message::user(
-            format!("u{n}"),
-            format!("Now commit part {n} of the audit please"),
-        ));
-        for k in 0..3 {
-            let id = format!("c{n}{k}");
-            later.push(Message::assistant(
-                format!("a{n}{k}"),
-                "",
-                bash(&id, &format!("powershell.exe -Command \"Step-{n}{k}\"")),
-            ));
-            later.push(Message::tool_result(format!("t{n}{k}"), &id, "ok", false));
-        }
-    }
+    let later = work_going_on(
+        |n| format!("Now commit part {n} of the audit please"),
+        |part| format!("powershell.exe -Command \"Step-{part}\""),
+    );
     let text = summary_before(messages.clone(), later);
     assert!(section(&text, "Errors still open").is_empty(), "{text}");
     assert!(
