@@ -147,11 +147,8 @@ pub fn first_prompt(agent: Agent, bytes: &[u8]) -> Option<String> {
 /// Up to `max` bytes from the start of a regular file, cut after its last
 /// complete line.
 fn read_head(path: &Path, max: u64) -> Option<Vec<u8>> {
-    if !fs::metadata(path).ok()?.is_file() {
-        return None;
-    }
     let mut bytes = Vec::new();
-    fs::File::open(path)
+    crate::regular_file::open_read(path)
         .ok()?
         .take(max)
         .read_to_end(&mut bytes)

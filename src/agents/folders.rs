@@ -55,7 +55,7 @@ pub fn jsonl_files(dir: &Path) -> Vec<PathBuf> {
 
 /// The cwd a transcript's first line names, at `pointer`.
 fn first_line_cwd(path: &Path, pointer: &str) -> Option<String> {
-    let file = fs::File::open(path).ok()?;
+    let file = crate::regular_file::open_read(path).ok()?;
     let mut line = Vec::new();
     BufReader::new(file.take(4 << 20))
         .read_until(b'\n', &mut line)

@@ -210,7 +210,10 @@ impl Homes {
     }
 }
 
-/// The JSON of a file, when it is some.
+/// The JSON of a settings file, when it is some (a regular file of at most
+/// `SETTINGS_MAX_BYTES`: a FIFO there must not hang a hook or the status
+/// line, nor `/dev/zero` fill memory).
 pub(crate) fn read_json(path: &Path) -> Option<Value> {
-    serde_json::from_str(&std::fs::read_to_string(path).ok()?).ok()
+    let bytes = crate::regular_file::read_capped(path, crate::regular_file::SETTINGS_MAX_BYTES);
+    serde_json::from_slice(&bytes.ok()?).ok()
 }

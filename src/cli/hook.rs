@@ -149,7 +149,8 @@ fn cached(cache: &Path, transcript: &Path) -> Option<Answers> {
         .modified()
         .ok()
         .and_then(|t| SystemTime::now().duration_since(t).ok())?;
-    let cached: Cached = serde_json::from_slice(&std::fs::read(cache).ok()?).ok()?;
+    let bytes = crate::regular_file::read_capped(cache, crate::regular_file::SETTINGS_MAX_BYTES);
+    let cached: Cached = serde_json::from_slice(&bytes.ok()?).ok()?;
     let now = length(transcript)?;
     let fresh = cached.version == CACHE_VERSION
         && cached.transcript == transcript

@@ -19,25 +19,38 @@ pub fn workspace(roots: Vec<PathBuf>) -> Workspace {
     Workspace::new(roots, dirs::home_dir())
 }
 
+/// Files larger than this are not hashed: hashing runs where the change
+/// is recorded, and gigabytes would stall every session for seconds.
+pub const HASH_MAX_BYTES: u64 = 256 << 20;
+
 /// The hash of a regular file's content; `None` when it is missing,
-/// unreadable or not a regular file (symlinks are followed here: what
-/// matters is the content a reader would get).
+/// unreadable, larger than `HASH_MAX_BYTES` or not a regular file.
+/// Symlinks are followed (what matters is the content a reader would
+/// get), but a FIFO or a device is refused by its type before anything
+/// opens it, and the open itself never blocks (`regular_file`): a FIFO
+/// at a tracked path would otherwise freeze the server until something
+/// wrote to it.
 pub fn content_hash(path: &Path) -> Option<String> {
-    let mut file = std::fs::File::open(path).ok()?;
-    if !file.metadata().ok()?.is_file() {
+    let file = crate::regular_file::open_read(path).ok()?;
+    if file.metadata().ok()?.len() > HASH_MAX_BYTES {
         return None;
     }
+    let mut file = file.take(HASH_MAX_BYTES + 1);
     let mut hasher = Sha256::new();
     let mut buf = vec![0u8; 64 * 1024];
+    let mut read = 0u64;
     loop {
         match file.read(&mut buf) {
             Ok(0) => break,
-            Ok(n) => hasher.update(&buf[..n]),
+            Ok(n) => {
+                hasher.update(&buf[..n]);
+                read += n as u64;
+            }
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
             Err(_) => return None,
         }
     }
-    Some(format_hash(&hasher.finalize()))
+    (read <= HASH_MAX_BYTES).then(|| format_hash(&hasher.finalize()))
 }
 
 /// The hash of a text as it would be on disk (an editor buffer).
@@ -70,5 +83,16 @@ mod tests {
         );
         assert_eq!(content_hash(dir.path()), None, "a directory has no content");
         assert_eq!(content_hash(&dir.path().join("missing")), None);
+        #[cfg(unix)]
+        {
+            // Opened blocking, a FIFO would hang this test forever.
+            let fifo = dir.path().join("fifo");
+            let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+            assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+            assert_eq!(content_hash(&fifo), None);
+            let link = dir.path().join("zero");
+            std::os::unix::fs::symlink("/dev/zero", &link).unwrap();
+            assert_eq!(content_hash(&link), None, "a device has no content");
+        }
     }
 }

@@ -9,70 +9,22 @@
 //! non-blocking for that reason). The read stops one byte past the cap, so
 //! a file that grows while it is read cannot exhaust memory.
 
-use std::fs::{File, Metadata};
-use std::io::Read;
+use std::io::ErrorKind;
 use std::path::Path;
 
-use crate::regular_file::{self, human_bytes};
+use crate::regular_file;
 
 /// The bytes of the regular file at `path`, or why it was not read.
 pub fn read_regular(path: &Path, max_bytes: u64) -> Result<Vec<u8>, String> {
-    let before = std::fs::metadata(path).map_err(|e| e.to_string())?;
-    check(&before, max_bytes)?;
-    let file = open(path)?;
-    let opened = file.metadata().map_err(|e| e.to_string())?;
-    check(&opened, max_bytes)?;
-    read_bounded(file, opened.len(), max_bytes)
-}
-
-fn open(path: &Path) -> Result<File, String> {
-    regular_file::open_read(path).map_err(|e| e.to_string())
-}
-
-/// At most `max_bytes` from `reader`; an error if there is more.
-/// `expected` (the size when checked) only sizes the buffer.
-fn read_bounded(reader: impl Read, expected: u64, max_bytes: u64) -> Result<Vec<u8>, String> {
-    let mut bytes = Vec::with_capacity(expected.min(max_bytes) as usize);
-    reader
-        .take(max_bytes.saturating_add(1))
-        .read_to_end(&mut bytes)
-        .map_err(|e| e.to_string())?;
-    if bytes.len() as u64 > max_bytes {
-        return Err(format!(
-            "the file grew past maxImportBytes ({}) while it was read",
-            human_bytes(max_bytes)
-        ));
-    }
-    Ok(bytes)
-}
-
-fn check(metadata: &Metadata, max_bytes: u64) -> Result<(), String> {
-    if let Err(e) = regular_file::check_regular(metadata) {
-        return Err(format!("{e}; only regular files are imported"));
-    }
-    if metadata.len() > max_bytes {
-        return Err(format!(
-            "the file is {}, more than maxImportBytes ({})",
-            human_bytes(metadata.len()),
-            human_bytes(max_bytes)
-        ));
-    }
-    Ok(())
+    regular_file::read_capped_as(path, max_bytes, "maxImportBytes").map_err(|e| match e.kind() {
+        ErrorKind::InvalidInput => format!("{e}; only regular files are imported"),
+        _ => e.to_string(),
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_reader_longer_than_the_cap_is_refused_without_reading_it_all() {
-        // An endless reader stands in for a file that grows while read.
-        let endless = std::io::repeat(b'x');
-        let err = read_bounded(endless, 10, 1000).unwrap_err();
-        assert!(err.contains("grew past maxImportBytes"), "{err}");
-        let exact = read_bounded(&b"0123456789"[..], 10, 10).unwrap();
-        assert_eq!(exact.len(), 10);
-    }
 
     #[test]
     fn directories_and_devices_are_not_read() {

@@ -98,10 +98,15 @@ impl Tail {
             if n == 0 {
                 return Ok(());
             }
-            pending.extend_from_slice(&chunk[..n]);
-            let Some(last_newline) = pending.iter().rposition(|b| *b == b'\n') else {
+            // Only the new bytes are searched: `pending` holds no newline
+            // before them, so a long last line costs its length, not its
+            // length squared.
+            let Some(in_chunk) = chunk[..n].iter().rposition(|b| *b == b'\n') else {
+                pending.extend_from_slice(&chunk[..n]);
                 continue;
             };
+            let last_newline = pending.len() + in_chunk;
+            pending.extend_from_slice(&chunk[..n]);
             let complete: Vec<u8> = pending.drain(..=last_newline).collect();
             if self.head.len() < HEAD && self.offset == 0 {
                 self.head = complete[..complete.len().min(HEAD)].to_vec();

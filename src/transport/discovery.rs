@@ -50,7 +50,7 @@ pub fn resolve_path(given: Option<&Path>) -> Option<PathBuf> {
 
 /// Reads a discovery file; `Ok(None)` when there is none.
 pub fn read(path: &Path) -> std::io::Result<Option<Discovery>> {
-    match std::fs::read(path) {
+    match crate::regular_file::read_capped(path, 1 << 20) {
         Ok(bytes) => serde_json::from_slice(&bytes).map(Some).map_err(|e| {
             std::io::Error::new(
                 std::io::ErrorKind::InvalidData,

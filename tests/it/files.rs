@@ -726,3 +726,59 @@ fn modified_files_of_real_claude_code_sessions_equal_their_successful_edits() {
     }
     assert_eq!(seen, 4);
 }
+
+/// A FIFO wherever compactd would hash a file: named by each file event,
+/// by a tool call, created beside a watched file, and swapped in for a
+/// tracked one. Opened, it would block the state owner until something
+/// wrote to it; every request after these must still be answered, and the
+/// FIFO is recorded without a hash.
+#[cfg(unix)]
+#[test]
+fn a_fifo_at_a_hashed_path_freezes_nothing() {
+    let data = tempfile::tempdir().unwrap();
+    let root = tempfile::tempdir().unwrap();
+    let r = root.path();
+    let mut server = Server::start_in_workspace(data.path(), r, json!({}));
+    let id = server.open(json!({}));
+    let a = write(r, "src/a.rs", "fn a() {}\n");
+    let b = write(r, "src/b.rs", "fn b() {}\n");
+    let fifo = r.join("src/pipe.rs");
+    crate::support::mkfifo(&fifo);
+    let f = fifo.display().to_string();
+    server.append(
+        &id,
+        json!([
+            {"role": "user", "content": "read them"},
+            {"role": "assistant", "content": "", "toolCalls": [
+                call("c1", "read", json!({"path": "src/a.rs"})),
+                call("c2", "read", json!({"path": "src/b.rs"})),
+                call("c3", "read", json!({"path": "src/pipe.rs"}))
+            ]},
+            result("c1", false), result("c2", false), result("c3", false)
+        ]),
+    );
+    server.notify("files/didRead", json!({"sessionId": id, "path": f}));
+    server.notify("files/didModify", json!({"path": f}));
+    server.notify(
+        "textDocument/didSave",
+        json!({"textDocument": {"uri": file_uri(&fifo), "version": 1}}),
+    );
+    server.notify(
+        "workspace/didChangeWatchedFiles",
+        json!({"changes": [{"uri": file_uri(&fifo), "type": 2}]}),
+    );
+    let l = list(&mut server, &id);
+    assert_eq!(entry(&l, "src/pipe.rs")["status"], "modified", "{l}");
+    assert!(entry(&l, "src/pipe.rs").get("contentHash").is_none(), "{l}");
+    assert!(entry(&l, "src/a.rs")["contentHash"].is_string(), "{l}");
+
+    // The watcher: a FIFO appears beside a watched file, and a tracked file
+    // is replaced by one; a later change to another file still arrives.
+    crate::support::mkfifo(&r.join("src/new-pipe"));
+    std::fs::remove_file(&b).unwrap();
+    crate::support::mkfifo(&b);
+    std::fs::write(&a, "fn a() { changed() }\n").unwrap();
+    assert_eq!(did_change_of(&mut server, &a)["kind"], "changed");
+    let l = list(&mut server, &id);
+    assert_eq!(entry(&l, "src/a.rs")["status"], "modified", "{l}");
+}

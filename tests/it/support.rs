@@ -86,20 +86,7 @@ impl Server {
         }
         #[cfg(unix)]
         if let Some(nofile) = nofile {
-            use std::os::unix::process::CommandExt;
-            // SAFETY: setrlimit is async-signal-safe; nothing else runs here.
-            unsafe {
-                command.pre_exec(move || {
-                    let limit = libc::rlimit {
-                        rlim_cur: nofile,
-                        rlim_max: nofile,
-                    };
-                    if libc::setrlimit(libc::RLIMIT_NOFILE, &limit) != 0 {
-                        return Err(std::io::Error::last_os_error());
-                    }
-                    Ok(())
-                });
-            }
+            set_rlimit(&mut command, libc::RLIMIT_NOFILE, nofile);
         }
         #[cfg(not(unix))]
         let _ = nofile;
@@ -480,6 +467,36 @@ pub fn wait_with_patience(child: Child, patience: Duration) -> std::process::Out
             let _ = Command::new("kill").args(["-9", &pid.to_string()]).status();
             panic!("process {pid} was still running after {patience:?}");
         }
+    }
+}
+
+/// Caps the address space of the process `command` starts at `bytes`, so a
+/// read that never ends fails that process instead of the machine.
+#[cfg(unix)]
+pub fn cap_memory(command: &mut Command, bytes: u64) -> &mut Command {
+    set_rlimit(command, libc::RLIMIT_AS, bytes)
+}
+
+/// Sets a resource limit (soft and hard) of the process `command` starts.
+#[cfg(unix)]
+fn set_rlimit(
+    command: &mut Command,
+    resource: libc::__rlimit_resource_t,
+    value: u64,
+) -> &mut Command {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: setrlimit is async-signal-safe; nothing else runs here.
+    unsafe {
+        command.pre_exec(move || {
+            let limit = libc::rlimit {
+                rlim_cur: value,
+                rlim_max: value,
+            };
+            if libc::setrlimit(resource, &limit) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        })
     }
 }
 

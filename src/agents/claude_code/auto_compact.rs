@@ -40,7 +40,9 @@ fn switched_off(homes: &Homes) -> Option<String> {
         auto_compact_enabled: Option<bool>,
     }
     let state_file = state_file(homes);
-    let bytes = std::fs::read(&state_file).unwrap_or_default();
+    let bytes =
+        crate::regular_file::read_capped(&state_file, crate::regular_file::SETTINGS_MAX_BYTES)
+            .unwrap_or_default();
     let named = bytes.windows(18).any(|w| w == b"autoCompactEnabled");
     let state = named
         .then(|| serde_json::from_slice::<State>(&bytes).ok())

@@ -88,7 +88,7 @@ fn transcript_status(
         .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
         .map_or(0, |d| d.as_millis() as u64);
     let cache = cache_file(config, transcript);
-    let cached = std::fs::read(&cache)
+    let cached = crate::regular_file::read_capped(&cache, crate::regular_file::SETTINGS_MAX_BYTES)
         .ok()
         .and_then(|bytes| serde_json::from_slice::<Cached>(&bytes).ok())
         .filter(|c| c.version == CACHE_VERSION && c.status.tail.path() == transcript);

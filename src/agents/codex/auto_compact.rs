@@ -1,7 +1,5 @@
 //! Where Codex compacts by itself: its rule over its configuration.
 
-use std::fs;
-
 use super::home::home;
 use crate::agents::limits::{AutoCompactPoint, Basis};
 use crate::agents::Homes;
@@ -14,7 +12,11 @@ pub struct Config {
 }
 
 pub fn config(homes: &Homes) -> Config {
-    let text = fs::read_to_string(home(homes).join("config.toml")).unwrap_or_default();
+    let text = crate::regular_file::read_to_string_capped(
+        &home(homes).join("config.toml"),
+        crate::regular_file::SETTINGS_MAX_BYTES,
+    )
+    .unwrap_or_default();
     let Ok(table) = toml::from_str::<toml::Table>(&text) else {
         return Config::default();
     };
