@@ -1,8 +1,16 @@
 //! Reading the configuration's layers: defaults < user `compactd.toml` <
 //! workspace `compactd.toml` < `initializationOptions`, each checked on its
 //! own (errors name the file), keys refused wherever they are written.
+//!
+//! A workspace's `compactd.toml` comes with whatever repository was cloned,
+//! so it is trusted less than the others: it may not choose where the
+//! conversation (and a key) is sent, which key is sent, nor where the logs
+//! are written (`WORKSPACE_RESTRICTED`), unless the user's own
+//! `compactd.toml` or the client lists the workspace in
+//! `trustedWorkspaces`. What it may not set is left out with a warning,
+//! so a cloned repository never stops compactd from starting.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use super::credentials;
 use super::settings::{Config, CONFIG_FILE_NAME, MIN_MAX_FRAME_BYTES};
@@ -18,19 +26,23 @@ impl Config {
         user_dir: Option<&Path>,
     ) -> Result<Config, ConfigError> {
         let mut merged = serde_json::Value::Object(Default::default());
-        let files = [
-            user_dir.map(|d| d.join(CONFIG_FILE_NAME)),
-            workspace_root.map(|d| d.join(CONFIG_FILE_NAME)),
-        ];
-        for path in files.into_iter().flatten() {
-            if let Some(layer) = read_toml_layer(&path)? {
+        if let Some(dir) = user_dir {
+            if let Some(layer) = read_toml_layer(&dir.join(CONFIG_FILE_NAME))? {
+                merge(&mut merged, layer);
+            }
+        }
+        let init_options = init_options.filter(|o| !o.is_null());
+        if let Some(root) = workspace_root {
+            let trusted = [Some(&merged), init_options]
+                .into_iter()
+                .flatten()
+                .any(|layer| trusts(layer, root));
+            if let Some(layer) = workspace_layer(root, trusted)? {
                 merge(&mut merged, layer);
             }
         }
         if let Some(options) = init_options {
-            if !options.is_null() {
-                merge(&mut merged, options.clone());
-            }
+            merge(&mut merged, options.clone());
         }
         reject_inline_keys(&merged, "configuration")?;
         let mut config: Config = from_value(merged, "configuration")?;
@@ -107,8 +119,91 @@ pub enum ConfigError {
     },
 }
 
+/// What a workspace's `compactd.toml` sets only when the workspace is
+/// trusted: where the conversation and a key go (a provider that sends
+/// nothing, `offline` or `test`, is always allowed), which key, where logs
+/// are written, and the trust itself.
+pub const WORKSPACE_RESTRICTED: [&str; 5] = [
+    "summarizer.provider",
+    "summarizer.baseUrl",
+    "summarizer.apiKeyEnv",
+    "dataDir",
+    "trustedWorkspaces",
+];
+
+/// The most read of a `compactd.toml`: a real one is a few hundred bytes,
+/// and one that is a symlink to a huge or endless file must not fill memory.
+const CONFIG_MAX_BYTES: u64 = 1 << 20;
+
+/// Whether `layer`'s `trustedWorkspaces` names `root` (both resolved, so a
+/// symlink or a `..` does not matter).
+fn trusts(layer: &serde_json::Value, root: &Path) -> bool {
+    let real = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
+    let root = real(root);
+    layer
+        .get("trustedWorkspaces")
+        .and_then(|t| t.as_array())
+        .into_iter()
+        .flatten()
+        .filter_map(|p| p.as_str())
+        .any(|p| real(&expand_home(p)) == root)
+}
+
+/// `~/x` as the home's `x`.
+fn expand_home(path: &str) -> PathBuf {
+    match (path.strip_prefix("~/"), dirs::home_dir()) {
+        (Some(rest), Some(home)) => home.join(rest),
+        _ => PathBuf::from(path),
+    }
+}
+
+/// The workspace's `compactd.toml`, less what it may not set unless
+/// `trusted` (each left out with a warning naming it).
+fn workspace_layer(root: &Path, trusted: bool) -> Result<Option<serde_json::Value>, ConfigError> {
+    let path = root.join(CONFIG_FILE_NAME);
+    let Some(mut layer) = read_toml_layer(&path)? else {
+        return Ok(None);
+    };
+    for ignored in untrusted_fields(&mut layer, trusted) {
+        tracing::warn!(
+            "{}: `{ignored}` ignored: a workspace's compactd.toml may not choose where the conversation or a key is sent, nor where logs are written; list this workspace in `trustedWorkspaces` in your own compactd.toml to allow it",
+            path.display()
+        );
+    }
+    Ok(Some(layer))
+}
+
+/// Removes from a workspace layer what it may not set (all of
+/// `WORKSPACE_RESTRICTED` but the trust itself when `trusted`); the dotted
+/// names of what was removed.
+fn untrusted_fields(layer: &mut serde_json::Value, trusted: bool) -> Vec<&'static str> {
+    let mut removed = Vec::new();
+    for field in WORKSPACE_RESTRICTED {
+        if trusted && field != "trustedWorkspaces" {
+            continue;
+        }
+        let (parent, key) = match field.split_once('.') {
+            Some((table, key)) => (layer.get_mut(table), key),
+            None => (Some(&mut *layer), field),
+        };
+        let Some(parent) = parent.and_then(|p| p.as_object_mut()) else {
+            continue;
+        };
+        // A provider that sends nothing anywhere may be chosen by anyone.
+        let local = |v: &serde_json::Value| matches!(v.as_str(), Some("offline" | "test"));
+        if field == "summarizer.provider" && parent.get(key).is_some_and(local) {
+            continue;
+        }
+        let taken = parent.remove(key);
+        if taken.is_some() {
+            removed.push(field);
+        }
+    }
+    removed
+}
+
 fn read_toml_layer(path: &Path) -> Result<Option<serde_json::Value>, ConfigError> {
-    let text = match std::fs::read_to_string(path) {
+    let text = match crate::regular_file::read_to_string_capped(path, CONFIG_MAX_BYTES) {
         Ok(text) => text,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => {

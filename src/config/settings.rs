@@ -104,6 +104,11 @@ pub struct Config {
     /// workspace, and each one that starts later (`conversation/didFollow`).
     /// `off`: follow only what `conversation/follow` asks for.
     pub follow: FollowMode,
+    /// Workspaces whose own `compactd.toml` may set `summarizer.provider`,
+    /// `summarizer.baseUrl`, `summarizer.apiKeyEnv` and `dataDir` (a path,
+    /// `~/` for the home). Read from the user's `compactd.toml` and the
+    /// client only: a workspace cannot trust itself.
+    pub trusted_workspaces: Vec<PathBuf>,
 }
 
 /// Whether the server follows the workspace's agent sessions by itself.
@@ -149,6 +154,7 @@ impl Default for Config {
             max_frame_bytes: crate::transport::DEFAULT_MAX_FRAME_BYTES,
             durability: crate::store::Durability::Flush,
             follow: FollowMode::Off,
+            trusted_workspaces: Vec::new(),
         }
     }
 }

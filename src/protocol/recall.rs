@@ -25,9 +25,10 @@ pub struct SearchParams {
     #[serde(default)]
     pub roles: Option<Vec<Role>>,
     /// Only messages a compaction summarized or pruned (what the model no
-    /// longer sees verbatim).
+    /// longer sees verbatim). Default false; `null` is the default, as for
+    /// the other fields.
     #[serde(default)]
-    pub compacted_only: bool,
+    pub compacted_only: Option<bool>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]

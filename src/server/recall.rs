@@ -98,7 +98,7 @@ fn search(snapshots: &[Snapshot], query: &Query, params: &SearchParams) -> RpcRe
         let summarized = recall::summarized_by(&snapshot.records, &ids);
         let accept = |doc: usize| {
             let message = &snapshot.messages[doc];
-            (!params.compacted_only || summarized[doc].is_some())
+            (params.compacted_only != Some(true) || summarized[doc].is_some())
                 && params
                     .roles
                     .as_ref()

@@ -764,18 +764,23 @@ fn stats_leaves_no_frozen_bar_on_the_terminal() {
 
 /// When the configured LLM summarizer fails and the offline one writes the
 /// summary, text output says so on stdout, not only on stderr and in
-/// `--json`; and "nothing to compact" is said once.
+/// `--json`; and "nothing to compact" is said once. The summarizer is the
+/// user's own choice (a workspace's `compactd.toml` may not choose one
+/// that sends anything: `config::resolve`).
 #[test]
 fn compact_says_on_stdout_which_summarizer_wrote_the_summary() {
     let work = tempfile::tempdir().unwrap();
+    let user = work.path().join("config/compactd");
+    std::fs::create_dir_all(&user).unwrap();
     std::fs::write(
-        work.path().join("compactd.toml"),
+        user.join("compactd.toml"),
         "[summarizer]\nprovider = \"openai\"\nbaseUrl = \"http://127.0.0.1:9/v1\"\nmodel = \"gone\"\napiKeyEnv = \"COMPACTD_TEST_GONE_KEY\"\n",
     )
     .unwrap();
     let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/conversation.json");
-    let out = compactd()
+    let out = Command::new(env!("CARGO_BIN_EXE_compactd"))
         .current_dir(work.path())
+        .env("XDG_CONFIG_HOME", work.path().join("config"))
         .env("COMPACTD_TEST_GONE_KEY", "sk-test-0123456789abcdef")
         .arg("compact")
         .arg(&example)
@@ -937,4 +942,79 @@ fn compact_does_not_call_open_what_the_kept_messages_settled() {
         open.contains("## Errors still open\n- `./scripts/rename.sh new --dry-run`"),
         "{open}"
     );
+}
+
+/// Configuration and settings files a cloned workspace (or a home) holds
+/// are read only when they are regular files of a sane size: a
+/// `compactd.toml`, `.claude.json` or `settings.json` that is a FIFO would
+/// hang the hook, the status line or the command, and a symlink to
+/// `/dev/zero` would be read until memory ran out. Each process runs under
+/// a 2 GiB address-space cap, so an endless read fails it instead of the
+/// machine, and within the tests' patience, so a hang fails it too.
+#[cfg(unix)]
+#[test]
+fn workspace_and_agent_settings_that_are_fifos_or_devices_are_not_read() {
+    use std::os::unix::fs::symlink;
+    const CAP: u64 = 2 << 30;
+    let work = tempfile::tempdir().unwrap();
+    let (w, home) = (work.path().join("repo"), work.path().join("home"));
+    std::fs::create_dir_all(w.join(".claude")).unwrap();
+    std::fs::create_dir_all(home.join(".claude")).unwrap();
+    symlink("/dev/zero", w.join(".claude/settings.json")).unwrap();
+    symlink("/dev/zero", home.join(".claude/settings.json")).unwrap();
+    crate::support::mkfifo(&home.join(".claude.json"));
+    let transcript = w.join("t.jsonl");
+    std::fs::copy(
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/claude-code/5217d838-5181-433d-a8b8-c96b9ad7bfb3.jsonl"),
+        &transcript,
+    )
+    .unwrap();
+    let run = |args: &[&str], stdin: &str| {
+        let mut command = compactd();
+        command
+            .args(args)
+            .current_dir(&w)
+            .env("HOME", &home)
+            .env("XDG_DATA_HOME", work.path().join("data"))
+            .env_remove("CLAUDE_CONFIG_DIR")
+            .stderr(std::process::Stdio::piped());
+        crate::support::cap_memory(&mut command, CAP);
+        crate::support::output_with_stdin(&mut command, stdin)
+    };
+    let input = serde_json::json!({"session_id": "s", "transcript_path": transcript, "cwd": w,
+        "hook_event_name": "PreCompact", "trigger": "auto"})
+    .to_string();
+    for config in ["fifo", "zero", "none"] {
+        let toml = w.join("compactd.toml");
+        let _ = std::fs::remove_file(&toml);
+        match config {
+            "fifo" => crate::support::mkfifo(&toml),
+            "zero" => symlink("/dev/zero", &toml).unwrap(),
+            _ => {}
+        }
+        let hook = run(&["hook", "claude-code"], &input);
+        assert!(hook.status.success(), "{config}: {hook:?}");
+        let line = run(&["statusline"], &input);
+        assert!(line.status.success(), "{config}: {line:?}");
+        assert!(
+            String::from_utf8_lossy(&line.stdout).starts_with("⛁ "),
+            "{config}: {line:?}"
+        );
+        let stats = run(&["stats", transcript.to_str().unwrap(), "--quiet"], "");
+        let stderr = String::from_utf8_lossy(&stats.stderr);
+        let kind = match config {
+            "fifo" => "not a regular file (a FIFO or pipe)",
+            "zero" => "not a regular file (a character device)",
+            _ => {
+                assert!(stats.status.success(), "{stderr}");
+                continue;
+            }
+        };
+        assert_eq!(stats.status.code(), Some(1), "{config}: {stderr}");
+        assert!(
+            stderr.contains("compactd.toml") && stderr.contains(kind),
+            "{config}: {stderr}"
+        );
+    }
 }

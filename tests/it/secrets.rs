@@ -300,3 +300,60 @@ fn connection_errors_show_the_url_without_its_query() {
     assert!(!reason.contains("QUERYTEXT"), "{reason}");
     assert_no_key_anywhere(server, data.path(), "connection error");
 }
+
+/// A cloned repository's `compactd.toml` names a URL of its own and the
+/// user's key variable: compactd neither sends there nor reads that key
+/// (the built-in summarizer writes the summary) and says what it left out.
+/// Once the client trusts the workspace (as the user's own `compactd.toml`
+/// can, `config::tests`), the same file is obeyed, so the first half could
+/// fail.
+#[test]
+fn a_workspace_config_sends_the_users_key_nowhere_until_trusted() {
+    let fixture = Fixture::script(vec![Reply::json(200, openai_completion(SUMMARY))]);
+    let data = tempfile::tempdir().unwrap();
+    let workspace = tempfile::tempdir().unwrap();
+    std::fs::write(
+        workspace.path().join("compactd.toml"),
+        format!(
+            "keepRecentTokens = 1\n[summarizer]\nprovider = \"openai\"\nbaseUrl = \"{}\"\napiKeyEnv = \"{KEY_ENV}\"\nmodel = \"fixture\"\nstream = false\ntimeoutMs = 5000\n",
+            fixture.url
+        ),
+    )
+    .unwrap();
+    let compact = |trusted: bool| {
+        let mut server = spawn(data.path());
+        let options = match trusted {
+            true => json!({"trustedWorkspaces": [workspace.path()]}),
+            false => json!({}),
+        };
+        let root = crate::support::file_uri(workspace.path());
+        server.initialize_params(options, json!({"rootUri": root}));
+        let id = fill(&mut server);
+        let result = server
+            .request("conversation/compact", json!({"sessionId": id}))
+            .unwrap();
+        (server, result)
+    };
+
+    let (server, result) = compact(false);
+    assert_eq!(result["summarizer"], "offline", "{result}");
+    assert!(fixture.requests().is_empty(), "nothing was sent");
+    let stderr = server.stderr();
+    for field in [
+        "summarizer.provider",
+        "summarizer.baseUrl",
+        "summarizer.apiKeyEnv",
+    ] {
+        assert!(stderr.contains(&format!("`{field}` ignored")), "{stderr}");
+    }
+    assert_no_key_anywhere(server, data.path(), "untrusted workspace");
+
+    let (_server, result) = compact(true);
+    assert_eq!(result["summarizer"], "openai:fixture", "{result}");
+    let requests = fixture.requests();
+    assert_eq!(requests.len(), 1);
+    assert_eq!(
+        requests[0].header("authorization"),
+        Some(format!("Bearer {KEY}").as_str())
+    );
+}

@@ -554,6 +554,11 @@ class Config(TypedDict, total=False):
     summarizer: SummarizerConfig
     #: The message that introduces the summary in the compacted history.
     summaryPrefix: Optional[str]
+    #: Workspaces whose own `compactd.toml` may set `summarizer.provider`,
+    #: `summarizer.baseUrl`, `summarizer.apiKeyEnv` and `dataDir` (a path,
+    #: `~/` for the home). Read from the user's `compactd.toml` and the
+    #: client only: a workspace cannot trust itself.
+    trustedWorkspaces: List[str]
     #: Auto-compact when the user turns since the last compaction reach
     #: this count (0 disables).
     turnThreshold: int
@@ -1066,8 +1071,9 @@ class _SearchParamsRequired(TypedDict):
 #: compacted away or not, found by what they say.
 class SearchParams(_SearchParamsRequired, total=False):
     #: Only messages a compaction summarized or pruned (what the model no
-    #: longer sees verbatim).
-    compactedOnly: bool
+    #: longer sees verbatim). Default false; `null` is the default, as for
+    #: the other fields.
+    compactedOnly: Optional[bool]
     #: The most hits (default 20, at most 200).
     limit: Optional[int]
     #: Only messages of these roles.

@@ -1229,9 +1229,10 @@ export interface ReportErrorResult {
 export interface SearchParams {
   /**
    * Only messages a compaction summarized or pruned (what the model no
-   * longer sees verbatim).
+   * longer sees verbatim). Default false; `null` is the default, as for
+   * the other fields.
    */
-  compactedOnly?: boolean;
+  compactedOnly?: boolean | null;
   /**
    * The most hits (default 20, at most 200).
    */
@@ -1475,6 +1476,13 @@ export interface Config {
    * The message that introduces the summary in the compacted history.
    */
   summaryPrefix?: string | null;
+  /**
+   * Workspaces whose own `compactd.toml` may set `summarizer.provider`,
+   * `summarizer.baseUrl`, `summarizer.apiKeyEnv` and `dataDir` (a path,
+   * `~/` for the home). Read from the user's `compactd.toml` and the
+   * client only: a workspace cannot trust itself.
+   */
+  trustedWorkspaces?: string[];
   /**
    * Auto-compact when the user turns since the last compaction reach
    * this count (0 disables).

@@ -42,6 +42,7 @@ export const SERVER_SETTING_KEYS: readonly string[] = [
   'summarizer.temperature',
   'summarizer.timeoutMs',
   'summaryPrefix',
+  'trustedWorkspaces',
   'turnThreshold',
   'updatePrompt'
 ];
