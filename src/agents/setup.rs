@@ -38,6 +38,10 @@ pub struct SetupPlan {
     pub servers: Vec<(&'static str, &'static str, Value)>,
     /// What the user should know once it is written.
     pub note: Option<String>,
+    /// The file holds the agent's private state: created 0600, as the
+    /// agent itself creates it (Claude Code's `.claude.json`: user id,
+    /// account, projects). An existing file keeps its mode either way.
+    pub private: bool,
 }
 
 /// What `compactd setup` changes for one agent.
@@ -255,6 +259,15 @@ impl SetupPlan {
             entries: Vec::new(),
             servers: vec![(key, "compactd", entry)],
             note: None,
+            private: false,
+        }
+    }
+
+    /// The same plan for a file of the agent's private state (`private`).
+    pub fn private(self) -> SetupPlan {
+        SetupPlan {
+            private: true,
+            ..self
         }
     }
 }
@@ -273,23 +286,29 @@ pub fn shell_word(path: &Path) -> String {
     }
 }
 
-/// Whether a hook command is compactd's for this plan: its program is a
-/// `compactd` and it runs `hook <agent>` (whatever the binary's path when
-/// it was set up).
+/// Whether a hook command is the one this setup writes: the same program
+/// (this binary's path) and arguments, however quoted. Another install's
+/// compactd (`/opt/other/compactd hook claude-code`) is not ours to count
+/// or remove.
 fn is_ours(plan: &SetupPlan, command: &str) -> bool {
-    let agent = plan.command.rsplit(' ').next().unwrap_or("");
-    compactd_arguments(command).is_some_and(|args| args == ["hook", agent])
+    same_command(command, &plan.command)
 }
 
-fn is_our_status_line(value: &Value) -> bool {
+fn is_our_status_line(plan: &SetupPlan, value: &Value) -> bool {
     let command = value["command"].as_str().unwrap_or("");
-    compactd_arguments(command).is_some_and(|args| args == ["statusline"])
+    plan.status_line
+        .as_deref()
+        .is_some_and(|ours| same_command(command, ours))
 }
 
-/// The arguments of a command whose program is a `compactd`, read as a
-/// shell reads words (a path in quotes, as `setup` writes one with a space,
-/// is one word); `None` for any other program.
-fn compactd_arguments(command: &str) -> Option<Vec<String>> {
+/// Two command lines that run the same words.
+fn same_command(a: &str, b: &str) -> bool {
+    shell_words(a) == shell_words(b)
+}
+
+/// The words of a command line, read as a shell reads them (a path in
+/// quotes, as `setup` writes one with a space, is one word).
+fn shell_words(command: &str) -> Vec<String> {
     let mut words = Vec::new();
     let mut word: Option<String> = None;
     let mut quote: Option<char> = None;
@@ -312,9 +331,7 @@ fn compactd_arguments(command: &str) -> Option<Vec<String>> {
         }
     }
     words.extend(word);
-    let program = words.first()?;
-    let name = Path::new(program).file_name()?.to_str()?;
-    name.starts_with("compactd").then(|| words[1..].to_vec())
+    words
 }
 
 /// The copy of the file as it was before compactd first changed it.
@@ -370,9 +387,19 @@ pub fn install(plan: &SetupPlan, dry_run: bool) -> Result<SetupReport, String> {
     }
     for (key, name, entry) in &plan.servers {
         let mut servers = doc.take_object(key, &plan.path)?;
-        if servers.get(name).is_none() {
-            servers.put(name, Item::New(entry.clone()));
-            changes.push(format!("add {key}.{name}: {}", server_command(entry)));
+        match servers.get(name) {
+            None => {
+                servers.put(name, Item::New(entry.clone()));
+                changes.push(format!("add {key}.{name}: {}", server_command(entry)));
+            }
+            Some(there) if !same_command(&server_command(&there), &server_command(entry)) => {
+                changes.push(format!(
+                    "{key}.{name}: kept yours ({}); compactd's is `{}`",
+                    server_command(&there),
+                    server_command(entry)
+                ))
+            }
+            Some(_) => {}
         }
         doc.put(key, Item::Object(servers));
     }
@@ -386,7 +413,7 @@ pub fn install(plan: &SetupPlan, dry_run: bool) -> Result<SetupReport, String> {
                 doc.put("statusLine", Item::Object(Document::of(line)));
                 changes.push(format!("add statusLine: {command}"));
             }
-            Some(existing) if !is_our_status_line(&existing) => changes.push(format!(
+            Some(existing) if !is_our_status_line(plan, &existing) => changes.push(format!(
                 "statusLine: kept yours ({}); compactd's is `{command}`",
                 existing["command"].as_str().unwrap_or("?")
             )),
@@ -404,9 +431,10 @@ pub fn install(plan: &SetupPlan, dry_run: bool) -> Result<SetupReport, String> {
         if !backup.exists() {
             // No file before: an empty copy says so. The copy is as
             // private as the file (Claude Code's `.claude.json` is 0600).
-            write_like(&backup, original.as_deref().unwrap_or(""), &plan.path)?;
+            let before = original.as_deref().unwrap_or("");
+            write_like(&backup, before, &plan.path, plan.private)?;
         }
-        write(&plan.path, &text)?;
+        write_like(&plan.path, &text, &plan.path, plan.private)?;
     }
     Ok(SetupReport {
         path: plan.path.clone(),
@@ -434,7 +462,7 @@ pub fn uninstall(plan: &SetupPlan, dry_run: bool) -> Result<SetupReport, String>
     if plan.status_line.is_some()
         && doc
             .get("statusLine")
-            .is_some_and(|s| is_our_status_line(&s))
+            .is_some_and(|s| is_our_status_line(plan, &s))
     {
         doc.remove("statusLine");
         changes.push("remove statusLine".into());
@@ -449,9 +477,9 @@ pub fn uninstall(plan: &SetupPlan, dry_run: bool) -> Result<SetupReport, String>
     // As it was before compactd, byte for byte, when nothing else changed.
     let backup = backup_path(&plan.path);
     let rendered = doc.render();
-    let text = match std::fs::read_to_string(&backup) {
-        Ok(before) if before.is_empty() && doc.entries.is_empty() => None,
-        Ok(before) if same_json(&before, &rendered) => Some(before),
+    let text = match read(&backup).ok().flatten() {
+        Some(before) if before.is_empty() && doc.entries.is_empty() => None,
+        Some(before) if same_json(&before, &rendered) => Some(before),
         _ => Some(rendered),
     };
     if !dry_run {
@@ -501,21 +529,21 @@ fn remove_hooks(
     Ok(())
 }
 
-/// Removes the plan's named objects from `doc` while they run a compactd
-/// (an object left empty by it goes too).
+/// Removes the plan's named objects from `doc` while they run what this
+/// setup wrote (an object left empty by it goes too).
 fn remove_servers(
     plan: &SetupPlan,
     doc: &mut Document,
     changes: &mut Vec<String>,
 ) -> Result<(), String> {
-    for (key, name, _) in &plan.servers {
+    for (key, name, entry) in &plan.servers {
         if doc.get(key).is_none() {
             continue;
         }
         let mut servers = doc.take_object(key, &plan.path)?;
         let ours = servers
             .get(name)
-            .is_some_and(|entry| compactd_arguments(&server_command(&entry)).is_some());
+            .is_some_and(|there| same_command(&server_command(&there), &server_command(entry)));
         if ours {
             servers.remove(name);
             changes.push(format!("remove {key}.{name}"));
@@ -599,7 +627,8 @@ fn same_json(a: &str, b: &str) -> bool {
 }
 
 fn read(path: &Path) -> Result<Option<String>, String> {
-    match std::fs::read_to_string(path) {
+    match crate::regular_file::read_to_string_capped(path, crate::regular_file::SETTINGS_MAX_BYTES)
+    {
         Ok(text) => Ok(Some(text)),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
         Err(e) => Err(format!("{}: {e}", path.display())),
@@ -607,25 +636,65 @@ fn read(path: &Path) -> Result<Option<String>, String> {
 }
 
 /// Writes through a temporary file in the same folder, so a crash leaves
-/// the old file or the new one; the file keeps its permissions.
+/// the old file or the new one; the file keeps its permissions and owner.
 fn write(path: &Path, text: &str) -> Result<(), String> {
-    write_like(path, text, path)
+    write_like(path, text, path, false)
 }
 
-/// `write`, with the permissions `like` has when it exists (a new file
-/// gets the defaults).
-fn write_like(path: &Path, text: &str, like: &Path) -> Result<(), String> {
+/// `write`, with the mode and owner `like` has when it exists; a new file
+/// is 0600 when `private`, else the process's default (0666 less the
+/// umask). A settings file that is a symlink (dotfiles kept in a
+/// repository) stays one: the file it points to is written.
+fn write_like(path: &Path, text: &str, like: &Path, private: bool) -> Result<(), String> {
+    let path = &link_target(path);
+    let like = &link_target(like);
     let fail = |e: std::io::Error| format!("{}: {e}", path.display());
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir).map_err(fail)?;
     }
     let temporary = path.with_extension(format!("compactd-{}.tmp", std::process::id()));
-    std::fs::write(&temporary, text).map_err(fail)?;
+    let _ = std::fs::remove_file(&temporary);
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        // Private from the first byte: no moment where others may read it.
+        options.mode(if private { 0o600 } else { 0o666 });
+    }
+    let written = options.open(&temporary).and_then(|mut file| {
+        use std::io::Write;
+        file.write_all(text.as_bytes())
+    });
+    written.map_err(fail)?;
     if let Ok(meta) = std::fs::metadata(like) {
         std::fs::set_permissions(&temporary, meta.permissions()).map_err(fail)?;
+        keep_owner(&temporary, &meta);
     }
     std::fs::rename(&temporary, path).map_err(fail)
 }
+
+/// Where a symlinked file really is (itself when it is no symlink or its
+/// target cannot be resolved).
+fn link_target(path: &Path) -> PathBuf {
+    match std::fs::symlink_metadata(path) {
+        Ok(meta) if meta.file_type().is_symlink() => {
+            std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf())
+        }
+        _ => path.to_path_buf(),
+    }
+}
+
+/// Gives `file` the owner and group of `like` (run as root, setup must not
+/// make a user's file root's); where that is not allowed, it stays ours.
+#[cfg(unix)]
+fn keep_owner(file: &Path, like: &std::fs::Metadata) {
+    use std::os::unix::fs::MetadataExt;
+    let _ = std::os::unix::fs::chown(file, Some(like.uid()), Some(like.gid()));
+}
+
+#[cfg(not(unix))]
+fn keep_owner(_file: &Path, _like: &std::fs::Metadata) {}
 
 /// The commands of one matcher group (`{"matcher": …, "hooks": [{"command": …}]}`).
 fn group_commands(group: &Item) -> Vec<String> {
@@ -853,6 +922,7 @@ mod tests {
                 json!({"command": "/opt/bin/compactd", "args": ["mcp"]}),
             )],
             note: None,
+            private: false,
         }
     }
 
@@ -943,16 +1013,25 @@ mod tests {
     #[test]
     fn its_own_commands_are_known_by_program_and_arguments() {
         let quoted = "'/home/me/my tools/compactd' hook claude-code";
-        assert_eq!(compactd_arguments(quoted).unwrap(), ["hook", "claude-code"]);
+        assert_eq!(
+            shell_words(quoted),
+            ["/home/me/my tools/compactd", "hook", "claude-code"]
+        );
         let escaped = "'/opt/it'\\''s/compactd' statusline";
-        assert_eq!(compactd_arguments(escaped).unwrap(), ["statusline"]);
-        assert!(compactd_arguments("/usr/bin/other hook claude-code").is_none());
+        assert_eq!(shell_words(escaped), ["/opt/it's/compactd", "statusline"]);
         let dir = tempfile::tempdir().unwrap();
         let mut plan = plan(dir.path());
         plan.command = quoted.into();
         assert!(is_ours(&plan, quoted));
-        assert!(is_ours(&plan, "/usr/local/bin/compactd hook claude-code"));
-        assert!(!is_ours(&plan, "/usr/local/bin/compactd hook codex"));
+        assert!(is_ours(
+            &plan,
+            "/home/me/my\\ tools/compactd  hook claude-code"
+        ));
+        assert!(
+            !is_ours(&plan, "/usr/local/bin/compactd hook claude-code"),
+            "another install's"
+        );
+        assert!(!is_ours(&plan, "'/home/me/my tools/compactd' hook codex"));
     }
 
     #[cfg(unix)]
@@ -994,6 +1073,7 @@ mod list_entry_tests {
             entries: vec![("extensions", "/opt/compactd/integrations/pi".into())],
             servers: Vec::new(),
             note: None,
+            private: false,
         }
     }
 

@@ -107,6 +107,9 @@ fn a_marker_compacted_away_is_found_and_read_back_verbatim() {
         json!({"sessionId": id, "query": "step 39", "compactedOnly": true})
     )
     .is_empty());
+    // Every optional field takes null as "not given".
+    let nulls = json!({"sessionId": id, "query": "step 39", "limit": null, "roles": null, "compactedOnly": null});
+    assert_eq!(check(&mut server, nulls), ["m39"]);
     // Without a session: every open one.
     assert_eq!(
         check(&mut server, json!({"query": "ZQX-MARKER-7741"})),
@@ -138,6 +141,20 @@ fn a_marker_compacted_away_is_found_and_read_back_verbatim() {
         .map(|m| m["message"]["id"].as_str().unwrap())
         .collect();
     assert_eq!(ids, ["m2", "m3", "m4", "m5"]);
+
+    // Data of 8 KiB or more is stored apart; it comes back all the same.
+    let large = "QUFB".repeat(3 << 10);
+    let image = json!({"type": "image", "mediaType": "image/png", "data": large});
+    server
+        .request("conversation/append", json!({"sessionId": id, "messages": [{"id": "m39b", "role": "user", "content": [{"type": "text", "text": "see"}, image]}]}))
+        .unwrap();
+    let read = server
+        .request(
+            "conversation/messages",
+            json!({"sessionId": id, "ids": ["m39b"]}),
+        )
+        .unwrap();
+    assert_eq!(read["messages"][0]["message"]["content"][1], image);
 
     // What comes later is searchable at once.
     server

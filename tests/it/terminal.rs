@@ -112,6 +112,85 @@ fn setup_merges_into_existing_settings_twice_is_once_and_uninstall_restores_them
     assert_eq!(leftovers, ["settings.json"]);
 }
 
+/// Claude Code creates its `.claude.json` (user id, account, projects)
+/// 0600 and keeps whatever mode it finds: setup must not create it
+/// readable by everyone. A file that exists keeps its mode and owner (run
+/// as root, as CI is, the owner is another user's), and a settings file
+/// that is a symlink into a dotfiles folder stays a symlink.
+#[cfg(unix)]
+#[test]
+fn setup_creates_the_state_file_private_and_keeps_an_existing_ones_mode_and_owner() {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    let mode = |path: &Path| std::fs::metadata(path).unwrap().permissions().mode() & 0o777;
+    let fresh = tempfile::tempdir().unwrap();
+    let (ok, printed, _) = setup(fresh.path(), &[]);
+    assert!(ok, "{printed}");
+    assert_eq!(mode(&fresh.path().join(".claude.json")), 0o600);
+
+    let home = tempfile::tempdir().unwrap();
+    let state = home.path().join(".claude.json");
+    std::fs::write(&state, "{\"theme\": \"dark\"}\n").unwrap();
+    std::fs::set_permissions(&state, std::fs::Permissions::from_mode(0o640)).unwrap();
+    if unsafe { libc::geteuid() } == 0 {
+        std::os::unix::fs::chown(&state, Some(4242), Some(4243)).unwrap();
+    }
+    let owner = |path: &Path| {
+        let meta = std::fs::metadata(path).unwrap();
+        (meta.uid(), meta.gid())
+    };
+    let before = owner(&state);
+    let dotfiles = home.path().join("dotfiles");
+    std::fs::create_dir_all(&dotfiles).unwrap();
+    std::fs::create_dir_all(home.path().join(".claude")).unwrap();
+    std::fs::write(dotfiles.join("settings.json"), "{}\n").unwrap();
+    let link = home.path().join(".claude/settings.json");
+    std::os::unix::fs::symlink(dotfiles.join("settings.json"), &link).unwrap();
+
+    let (ok, printed, _) = setup(home.path(), &[]);
+    assert!(ok, "{printed}");
+    assert!(std::fs::read_to_string(&state)
+        .unwrap()
+        .contains("mcpServers"));
+    assert_eq!(mode(&state), 0o640);
+    assert_eq!(owner(&state), before);
+    assert!(link.symlink_metadata().unwrap().file_type().is_symlink());
+    let linked = std::fs::read_to_string(dotfiles.join("settings.json")).unwrap();
+    assert!(linked.contains("hook claude-code"), "{linked}");
+}
+
+/// Another install's compactd (`/opt/other/compactd`) is not this setup's:
+/// setup adds its own hooks beside it, keeps its status line, and
+/// uninstall removes only what it wrote.
+#[test]
+fn setup_counts_and_removes_only_what_it_wrote() {
+    let home = tempfile::tempdir().unwrap();
+    let before = "{\n  \"hooks\": {\"PreCompact\": [{\"hooks\": [{\"type\": \"command\", \"command\": \"/opt/other/compactd hook claude-code\"}]}]},\n  \"statusLine\": {\"type\": \"command\", \"command\": \"/opt/other/compactd statusline\"}\n}\n";
+    std::fs::create_dir_all(home.path().join(".claude")).unwrap();
+    std::fs::write(home.path().join(".claude/settings.json"), before).unwrap();
+    let (ok, printed, installed) = setup(home.path(), &[]);
+    assert!(ok, "{printed}");
+    let value: Value = serde_json::from_str(&installed.unwrap()).unwrap();
+    let ours = format!("{} hook claude-code", env!("CARGO_BIN_EXE_compactd"));
+    let pre = &value["hooks"]["PreCompact"];
+    assert_eq!(
+        pre[0]["hooks"][0]["command"],
+        "/opt/other/compactd hook claude-code"
+    );
+    assert_eq!(pre[1]["hooks"][0]["command"], ours.as_str(), "{value}");
+    assert_eq!(
+        value["statusLine"]["command"],
+        "/opt/other/compactd statusline"
+    );
+    assert!(printed.contains("statusLine: kept yours"), "{printed}");
+    let (ok, printed, restored) = setup(home.path(), &["--uninstall"]);
+    assert!(ok, "{printed}");
+    assert_eq!(
+        restored.as_deref(),
+        Some(before),
+        "theirs stay, byte for byte"
+    );
+}
+
 #[test]
 fn setup_leaves_a_settings_file_it_cannot_parse_alone() {
     let home = tempfile::tempdir().unwrap();

@@ -51,14 +51,16 @@ pub(super) fn answer(call: &HookCall, text: &str) -> String {
 /// `compactd`, in its `.claude.json` (user scope) or the project's
 /// `.mcp.json`.
 pub(super) fn setup(homes: &Homes, project: Option<&Path>, compactd: &Path) -> Vec<Setup> {
-    let mcp = match project {
-        Some(root) => root.join(".mcp.json"),
-        None => state_file(homes),
-    };
     let server = json!({"type": "stdio", "command": compactd.to_string_lossy(), "args": ["mcp"]});
+    // The project's `.mcp.json` is shared in the repository; the user's
+    // `.claude.json` is Claude Code's private state (0600).
+    let mcp = match project {
+        Some(root) => SetupPlan::servers(root.join(".mcp.json"), "mcpServers", server),
+        None => SetupPlan::servers(state_file(homes), "mcpServers", server).private(),
+    };
     vec![
         Setup::Settings(settings(homes, project, compactd)),
-        Setup::Settings(SetupPlan::servers(mcp, "mcpServers", server)),
+        Setup::Settings(mcp),
     ]
 }
 
@@ -81,6 +83,7 @@ fn settings(homes: &Homes, project: Option<&Path>, compactd: &Path) -> SetupPlan
         entries: Vec::new(),
         servers: Vec::new(),
         note: None,
+        private: false,
     }
 }
 

@@ -71,6 +71,7 @@ fn hooks(dir: &Path, compactd: &Path) -> SetupPlan {
         entries: Vec::new(),
         servers: Vec::new(),
         note: Some("Codex asks to trust a new hook the next time it starts".into()),
+        private: false,
     }
 }
 

@@ -46,6 +46,7 @@ pub(super) fn setup(
         entries: vec![("extensions", extension.display().to_string())],
         servers: Vec::new(),
         note,
+        private: false,
     })
 }
 

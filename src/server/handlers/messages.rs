@@ -1,6 +1,8 @@
 //! `conversation/messages`: messages verbatim, by id or range, each with
-//! the compaction that summarized it.
+//! the compaction that summarized it; images and documents stored apart
+//! come back with their data, as `conversation/history` gives them.
 
+use crate::engine;
 use crate::protocol::{MessagesParams, MessagesResult, RecalledMessage};
 use crate::recall;
 use crate::server::context::Context;
@@ -11,7 +13,8 @@ const MAX_MESSAGES: usize = 500;
 const MAX_BYTES: usize = 8 << 20;
 
 pub fn handle(context: &mut Context, params: MessagesParams) -> RpcResult<MessagesResult> {
-    let session = &context.state.sessions.get(&params.session_id)?.session;
+    let open = context.state.sessions.get(&params.session_id)?;
+    let session = &open.session;
     let position = |id: &str, field: &str| {
         session.position(id).ok_or_else(|| {
             RpcError::invalid_params(format!(
@@ -55,9 +58,14 @@ pub fn handle(context: &mut Context, params: MessagesParams) -> RpcResult<Messag
     let summarized = recall::summarized_by(session.compactions(), &ids);
     let mut out = Vec::new();
     let mut bytes = 0;
+    let blobs = open.log.blobs();
     for &i in &wanted {
-        let message = messages[i].as_ref().clone();
-        bytes += recall::searchable_text(&message).len();
+        let mut message = [messages[i].as_ref().clone()];
+        for warning in engine::blobs::restore_data(&blobs, &mut message) {
+            tracing::warn!("session {}: {warning}", session.id);
+        }
+        let [message] = message;
+        bytes += recall::searchable_text(&message).len() + data_bytes(&message);
         if out.len() == MAX_MESSAGES || (bytes > MAX_BYTES && !out.is_empty()) {
             break;
         }
@@ -70,4 +78,16 @@ pub fn handle(context: &mut Context, params: MessagesParams) -> RpcResult<Messag
         truncated: out.len() < wanted.len(),
         messages: out,
     })
+}
+
+/// The bytes of data (images, documents) a message carries.
+fn data_bytes(message: &crate::protocol::Message) -> usize {
+    message
+        .content()
+        .part_list()
+        .into_iter()
+        .flatten()
+        .filter_map(|part| part.data())
+        .map(str::len)
+        .sum()
 }
