@@ -14,8 +14,10 @@ pub enum HookEvent {
     /// context for the model's next request.
     AfterCompactContext,
     /// A compaction finished; `summary` is the agent's own, checked against
-    /// what compactd knows. The answer goes to the user.
-    AfterCompact { summary: String },
+    /// what compactd knows (`None` when the agent sent none: nothing can be
+    /// checked, which is not the same as a summary that kept nothing). The
+    /// answer goes to the user.
+    AfterCompact { summary: Option<String> },
 }
 
 /// The answer to a SessionStart hook in the JSON Claude Code reads (Codex

@@ -71,7 +71,13 @@ fn answer(args: &HookArgs, no_user_config: bool) -> Result<Option<String>, Strin
     let text = match &call.event {
         HookEvent::BeforeCompact => answers.instructions,
         HookEvent::AfterCompactContext => answers.context,
-        HookEvent::AfterCompact { summary } => {
+        HookEvent::AfterCompact { summary: None } => format!(
+            "compactd: {} sent no summary with this hook, so compactd could not check what it kept; compactd's record went into the context",
+            agent.display_name()
+        ),
+        HookEvent::AfterCompact {
+            summary: Some(summary),
+        } => {
             let dropped = answers.must_keep.dropped(summary);
             if dropped.is_empty() {
                 return Ok(None);

@@ -43,7 +43,7 @@ pub fn positions(
 ) -> Result<Vec<usize>, String> {
     let position = |id: &str| {
         session
-            .position(id)
+            .find(id)
             .ok_or_else(|| format!("no message `{id}` in this session"))
     };
     match (ids.is_empty(), from, to) {

@@ -381,6 +381,23 @@ impl Session {
         self.index.get(id).copied()
     }
 
+    /// The position of the message an id or a summary's citation names
+    /// (`conversation::short_id`: the start of a longer id, when exactly one
+    /// message's id starts so).
+    pub fn find(&self, id: &str) -> Option<usize> {
+        if let Some(at) = self.position(id) {
+            return Some(at);
+        }
+        if id.chars().count() < 8 {
+            return None;
+        }
+        let mut found = self.index.iter().filter(|(full, _)| full.starts_with(id));
+        match (found.next(), found.next()) {
+            (Some((_, at)), None) => Some(*at),
+            _ => None,
+        }
+    }
+
     /// Raw messages in the current view (after the latest checkpoint,
     /// excluding those replaced by an incremental summary).
     pub fn view_messages(&self) -> impl Iterator<Item = &Message> {
@@ -632,5 +649,23 @@ pub(crate) mod tests {
                 id: "x".into()
             })
         );
+    }
+
+    #[test]
+    fn a_citation_finds_the_one_message_whose_id_starts_with_it() {
+        let mut s = session();
+        let ids = [
+            "5217d838-5181-433d-a8b8-c96b9ad7bfb3",
+            "9a1c04e2-0000-4000-8000-000000000001",
+            "9a1c04e2-0000-4000-8000-000000000002",
+        ];
+        s.push(ids.iter().map(|id| Message::user(*id, "x")).collect());
+        let cite = crate::conversation::short_id(ids[0]);
+        assert_eq!(cite, "5217d838");
+        assert_eq!(s.find(cite), Some(0));
+        assert_eq!(s.find(ids[1]), Some(1), "a whole id");
+        assert_eq!(s.find("9a1c04e2"), None, "two messages start so");
+        assert_eq!(s.find("5217"), None, "too short to name one");
+        assert_eq!(crate::conversation::short_id("m12"), "m12");
     }
 }

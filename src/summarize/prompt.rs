@@ -5,7 +5,7 @@
 use super::SummaryRequest;
 use crate::compaction::clip_middle;
 use crate::conversation::request::strip_ansi;
-use crate::conversation::MessageBody;
+use crate::conversation::{short_id, MessageBody};
 
 pub const SYSTEM: &str = include_str!("prompts/system.md");
 pub const SUMMARIZE: &str = include_str!("prompts/summarize.md");
@@ -103,7 +103,11 @@ fn transcript(request: &SummaryRequest) -> String {
         };
         match &message.body {
             MessageBody::System { .. } => block(&mut out, "system", &content),
-            MessageBody::User { .. } => block(&mut out, &format!("user {}", message.id), &content),
+            MessageBody::User { .. } => block(
+                &mut out,
+                &format!("user {}", short_id(&message.id)),
+                &content,
+            ),
             MessageBody::Assistant { tool_calls, .. } => {
                 if !content.trim().is_empty() {
                     block(&mut out, "assistant", &content);
@@ -119,9 +123,9 @@ fn transcript(request: &SummaryRequest) -> String {
                 ..
             } => {
                 let label = match (tool_name, is_error) {
-                    (Some(name), true) => format!("tool error {name} {}", message.id),
+                    (Some(name), true) => format!("tool error {name} {}", short_id(&message.id)),
                     (Some(name), false) => format!("tool result {name}"),
-                    (None, true) => format!("tool error {}", message.id),
+                    (None, true) => format!("tool error {}", short_id(&message.id)),
                     (None, false) => "tool result".to_string(),
                 };
                 block(&mut out, &label, &clip(&content));

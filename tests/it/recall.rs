@@ -155,6 +155,19 @@ fn a_marker_compacted_away_is_found_and_read_back_verbatim() {
         )
         .unwrap();
     assert_eq!(read["messages"][0]["message"]["content"][1], image);
+    // A summary cites an agent's UUID by its first 8 characters: that
+    // citation reads the message back.
+    let uuid = "5217d838-5181-433d-a8b8-c96b9ad7bfb3";
+    server
+        .request("conversation/append", json!({"sessionId": id, "messages": [{"id": uuid, "role": "user", "content": "cited"}]}))
+        .unwrap();
+    let read = server
+        .request(
+            "conversation/messages",
+            json!({"sessionId": id, "ids": ["5217d838"]}),
+        )
+        .unwrap();
+    assert_eq!(read["messages"][0]["message"]["id"], uuid);
 
     // What comes later is searchable at once.
     server

@@ -309,6 +309,13 @@ fn hooks_answer_from_the_transcript_and_never_fail_the_agent() {
         ok && dropped.contains("Claude Code's summary dropped"),
         "{dropped}"
     );
+    // Without `compact_summary` nothing can be checked: it says so, and
+    // does not claim the summary dropped everything.
+    let mut unsent: Value = serde_json::from_str(&input("PostCompact")).unwrap();
+    unsent.as_object_mut().unwrap().remove("compact_summary");
+    let (ok, said) = hook(home.path(), &unsent.to_string());
+    assert!(ok && said.contains("could not check"), "{said}");
+    assert!(!said.contains("dropped"), "{said}");
     // Nothing for what it does not take part in, and nothing harmful on
     // any error: exit 0, empty stdout.
     for input in [

@@ -29,7 +29,9 @@ pub(super) fn call(input: &Value) -> Option<HookCall> {
         ("PreCompact", _) => HookEvent::BeforeCompact,
         ("SessionStart", Some("compact")) => HookEvent::AfterCompactContext,
         ("PostCompact", _) => HookEvent::AfterCompact {
-            summary: text("compact_summary").unwrap_or("").to_string(),
+            summary: text("compact_summary")
+                .filter(|s| !s.trim().is_empty())
+                .map(str::to_string),
         },
         _ => return None,
     };
@@ -119,8 +121,15 @@ mod tests {
                 .unwrap()
                 .event,
             HookEvent::AfterCompact {
-                summary: "S".into()
+                summary: Some("S".into())
             }
+        );
+        assert_eq!(
+            with(json!({"hook_event_name": "PostCompact"}))
+                .unwrap()
+                .event,
+            HookEvent::AfterCompact { summary: None },
+            "no summary sent is not an empty summary"
         );
         assert!(with(json!({"hook_event_name": "Stop"})).is_none());
     }

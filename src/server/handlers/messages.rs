@@ -16,7 +16,7 @@ pub fn handle(context: &mut Context, params: MessagesParams) -> RpcResult<Messag
     let open = context.state.sessions.get(&params.session_id)?;
     let session = &open.session;
     let position = |id: &str, field: &str| {
-        session.position(id).ok_or_else(|| {
+        session.find(id).ok_or_else(|| {
             RpcError::invalid_params(format!(
                 "{field}: no message `{id}` in session `{}`",
                 params.session_id

@@ -212,9 +212,7 @@ impl Digest {
         if !newer.plan.is_empty() {
             self.plan = newer.plan;
         }
-        if !newer.todos.is_empty() {
-            self.todos = newer.todos;
-        }
+        super::plans::merge_tasks(&mut self.todos, newer.todos);
         append_log(&mut self.shell, newer.shell);
         let drop = self.shell.len().saturating_sub(SHELL_KEPT);
         self.shell.drain(..drop);
@@ -765,7 +763,7 @@ impl Digest {
             ),
             (RULES, self.listed_rules()),
             (PINNED, self.pinned.iter().map(|p| quoted(p)).collect()),
-            (PLAN, self.plan.iter().chain(&self.todos).cloned().collect()),
+            (PLAN, self.plan_lines()),
             (SHELL, self.shell.clone()),
             (EARLIER, self.earlier.clone()),
             (
@@ -801,10 +799,20 @@ impl Digest {
         ]
     }
 
+    /// The approved plan and the task list; a list whose every item is
+    /// done is one line saying the work is finished, and the plan it
+    /// carried out is dropped: neither is presented as current.
+    fn plan_lines(&self) -> Vec<String> {
+        match super::plans::finished(&self.todos) {
+            Some(finished) => vec![finished],
+            None => self.plan.iter().chain(&self.todos).cloned().collect(),
+        }
+    }
+
     /// `entry` with the id of the message it came from, when known.
     fn cited(&self, entry: String, key: &str) -> String {
         match self.sources.get(key) {
-            Some(id) => format!("{entry} [{id}]"),
+            Some(id) => format!("{entry} [{}]", crate::conversation::short_id(id)),
             None => entry,
         }
     }

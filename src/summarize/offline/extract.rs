@@ -209,6 +209,12 @@ fn note_plan(digest: &mut Digest, call: &ToolCall, result: Option<&Message>, sai
         digest.todos = list;
         return true;
     }
+    let answer = result.filter(|m| !m.is_error_result()).map(|m| m.text());
+    if let Some(answer) = answer {
+        if plans::task_change(&call.name, &call.arguments, answer, &mut digest.todos) {
+            return true;
+        }
+    }
     let Some(plan) = plans::presented_plan(&call.name, &call.arguments, said) else {
         return false;
     };

@@ -63,15 +63,163 @@ pub(super) fn task_list(name: &str, arguments: &Value) -> Option<Vec<String>> {
         .iter()
         .filter_map(|item| {
             let text = item.get(text).and_then(Value::as_str)?;
-            let mark = match item.get("status").and_then(Value::as_str) {
-                Some("completed") => DONE,
-                Some("in_progress") => DOING,
-                _ => TODO,
-            };
+            let mark = status_mark(item.get("status").and_then(Value::as_str).unwrap_or(""));
             Some(format!("{mark}{}", clip(text, STEP_CHARS)))
         })
         .collect();
     Some(lines)
+}
+
+/// What Claude Code 2.1's task tools do to the task list, item by item
+/// (each line `<mark>#<id> <subject>`): `TaskCreate` adds its `subject`
+/// under the number its result gives ("Task #3 created successfully: …"),
+/// else the next one; `TaskUpdate` sets `taskId`'s status (`deleted`
+/// removes it) or subject, and an update to an item this part never saw
+/// is kept as the line `<mark>#<id>` for `merge_tasks` to apply. `false`
+/// for any other tool.
+pub(super) fn task_change(
+    name: &str,
+    arguments: &Value,
+    result: &str,
+    todos: &mut Vec<String>,
+) -> bool {
+    let text = |key: &str| arguments.get(key).and_then(Value::as_str).map(str::trim);
+    match name {
+        "TaskCreate" => {
+            let Some(subject) = text("subject").filter(|s| !s.is_empty()) else {
+                return true;
+            };
+            let id = created_number(result).unwrap_or_else(|| {
+                let highest = todos
+                    .iter()
+                    .filter_map(|t| task_id(t))
+                    .filter_map(|id| id.parse::<u64>().ok())
+                    .max();
+                (highest.unwrap_or(0) + 1).to_string()
+            });
+            todos.retain(|t| task_id(t) != Some(id.as_str()));
+            todos.push(format!(
+                "{TODO}#{id} {}",
+                clip(&collapse(subject), STEP_CHARS)
+            ));
+            true
+        }
+        "TaskUpdate" => {
+            let Some(id) = text("taskId").map(|id| id.trim_start_matches('#').to_string()) else {
+                return true;
+            };
+            let mark = match text("status") {
+                Some("deleted") => {
+                    todos.retain(|t| task_id(t) != Some(id.as_str()));
+                    return true;
+                }
+                Some(status) => Some(status_mark(status)),
+                None => None,
+            };
+            let subject = text("subject")
+                .filter(|s| !s.is_empty())
+                .map(|s| clip(&collapse(s), STEP_CHARS));
+            match todos.iter_mut().find(|t| task_id(t) == Some(id.as_str())) {
+                Some(line) => {
+                    let old = task_subject(line).to_string();
+                    let mark = mark.unwrap_or(&line[..TODO.len()]).to_string();
+                    *line = format!("{mark}#{id} {}", subject.unwrap_or(old))
+                        .trim_end()
+                        .to_string();
+                }
+                None => todos.push(
+                    format!(
+                        "{}#{id} {}",
+                        mark.unwrap_or(TODO),
+                        subject.unwrap_or_default()
+                    )
+                    .trim_end()
+                    .to_string(),
+                ),
+            }
+            true
+        }
+        _ => false,
+    }
+}
+
+/// A newer part's task list laid over an older one's: a todo tool's list
+/// replaces it whole; task tool items (`#<id>`) replace or update the
+/// older items of the same number, and new numbers are added.
+pub(super) fn merge_tasks(older: &mut Vec<String>, newer: Vec<String>) {
+    if newer.is_empty() {
+        return;
+    }
+    if !newer.iter().all(|t| task_id(t).is_some()) || !older.iter().all(|t| task_id(t).is_some()) {
+        *older = newer;
+        return;
+    }
+    for line in newer {
+        let id = task_id(&line).unwrap_or_default().to_string();
+        match older.iter_mut().find(|t| task_id(t) == Some(id.as_str())) {
+            Some(old) if task_subject(&line).is_empty() => {
+                *old = format!("{}{}", &line[..TODO.len()], &old[TODO.len()..]);
+            }
+            Some(old) => *old = line,
+            None => older.push(line),
+        }
+    }
+}
+
+/// A finished task list, as one line (`None` while anything is left):
+/// every item done says the work is finished, not what is current.
+pub(super) fn finished(todos: &[String]) -> Option<String> {
+    if todos.is_empty() || !todos.iter().all(|t| t.starts_with(DONE)) {
+        return None;
+    }
+    let subjects: Vec<&str> = todos
+        .iter()
+        .map(|t| task_subject(t))
+        .map(|s| s.strip_prefix(FINISHED).unwrap_or(s))
+        .filter(|s| !s.is_empty())
+        .collect();
+    Some(format!(
+        "{DONE}{FINISHED}{}",
+        clip(&subjects.join("; "), 300)
+    ))
+}
+
+/// How a finished list begins.
+const FINISHED: &str = "Finished, every task done: ";
+
+fn status_mark(status: &str) -> &'static str {
+    match status {
+        "completed" => DONE,
+        "in_progress" => DOING,
+        _ => TODO,
+    }
+}
+
+/// The number of a task tool's item (`[>] #3 Fix it` → `3`).
+fn task_id(line: &str) -> Option<&str> {
+    let rest = line.get(TODO.len()..)?.strip_prefix('#')?;
+    let end = rest.find(' ').unwrap_or(rest.len());
+    let id = &rest[..end];
+    (!id.is_empty() && id.chars().all(|c| c.is_ascii_alphanumeric())).then_some(id)
+}
+
+/// An item's text after its mark (and its number, for a task tool's).
+fn task_subject(line: &str) -> &str {
+    let rest = line.get(TODO.len()..).unwrap_or("");
+    match task_id(line) {
+        Some(id) => rest[1 + id.len()..].trim_start(),
+        None => rest,
+    }
+}
+
+/// The number in "Task #3 created successfully: …".
+fn created_number(result: &str) -> Option<String> {
+    let rest = &result[result.find("Task #")? + "Task #".len()..];
+    let id: String = rest
+        .chars()
+        .take_while(|c| c.is_ascii_alphanumeric())
+        .collect();
+    (!id.is_empty()).then_some(id)
 }
 
 /// Headings under which a plan lists what is to be done.

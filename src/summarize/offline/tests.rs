@@ -1188,3 +1188,75 @@ fn a_chain_that_succeeded_answers_the_failure_of_each_of_its_commands() {
     let text = check(other, None, &[], &[]);
     assert_eq!(section(&text, "Errors still open").len(), 1, "{text}");
 }
+
+/// Claude Code 2.1's task tools build the list item by item; the summary
+/// shows each item with its state, and updates from after a compaction
+/// apply to the items the summary carried.
+#[test]
+fn claude_codes_task_tools_keep_each_item_and_its_state() {
+    let create = |id: &str, subject: &str, n: u32| {
+        [
+            Message::assistant(
+                format!("a{id}"),
+                "",
+                vec![call(
+                    &format!("c{id}"),
+                    "TaskCreate",
+                    json!({"subject": subject, "description": "…", "activeForm": "…"}),
+                )],
+            ),
+            Message::tool_result(
+                format!("t{id}"),
+                format!("c{id}"),
+                format!("Task #{n} created successfully: {subject}"),
+                false,
+            ),
+        ]
+    };
+    let update = |id: &str, args: serde_json::Value| {
+        [
+            Message::assistant(
+                format!("a{id}"),
+                "",
+                vec![call(&format!("c{id}"), "TaskUpdate", args)],
+            ),
+            Message::tool_result(format!("t{id}"), format!("c{id}"), "Updated task", false),
+        ]
+    };
+    let mut messages = vec![Message::user("u1", "Ship the plugin")];
+    messages.extend(create("1", "Create the plugin manifest", 1));
+    messages.extend(create("2", "Write publish.sh", 2));
+    messages.extend(create("3", "Document it", 3));
+    messages.extend(create("4", "Try a web UI", 4));
+    messages.extend(update("5", json!({"taskId": "1", "status": "completed"})));
+    messages.extend(update("6", json!({"taskId": "2", "status": "in_progress"})));
+    messages.extend(update("7", json!({"taskId": "4", "status": "deleted"})));
+    let first = check(
+        messages,
+        None,
+        &["## Plan\n- [x] #1 Create the plugin manifest\n- [>] #2 Write publish.sh\n- [ ] #3 Document it"],
+        &["Try a web UI"],
+    );
+    // After a compaction: updates to items only the summary holds.
+    let mut later = vec![Message::user("u9", "go on")];
+    later.extend(update("8", json!({"taskId": "2", "status": "completed"})));
+    later.extend(update(
+        "9",
+        json!({"taskId": "3", "status": "in_progress", "subject": "Document it in README.md"}),
+    ));
+    let second = check(
+        later.clone(),
+        Some(&first),
+        &["- [x] #1 Create the plugin manifest\n- [x] #2 Write publish.sh\n- [>] #3 Document it in README.md"],
+        &[],
+    );
+    // Every item done: the list is finished, not current.
+    let mut done = vec![Message::user("u10", "thanks")];
+    done.extend(update("10", json!({"taskId": "3", "status": "completed"})));
+    check(
+        done,
+        Some(&second),
+        &["## Plan\n- [x] Finished, every task done: Create the plugin manifest; Write publish.sh; Document it in README.md"],
+        &["[ ]", "[>]"],
+    );
+}
