@@ -53,11 +53,19 @@ pub fn strip_ansi(text: &str) -> Cow<'_, str> {
 /// hook output (the Claude Code importer removes them too).
 pub const HARNESS_BLOCKS: [&str; 2] = ["system-reminder", "user-prompt-submit-hook"];
 
+/// The block an agent's reader puts around what a slash command or a
+/// skill the person ran expands to (a prompt template, a skill's body):
+/// the model reads it, but the person did not write it, so it is never
+/// their request or their rule. The command line itself is.
+pub const COMMAND_EXPANSION: &str = "command-expansion";
+
 /// Blocks clients add around what the person typed: the file open or the
-/// selection in the editor, and the harness's blocks.
-const WRAPPERS: [&str; 4] = [
+/// selection in the editor, a command's expansion, and the harness's
+/// blocks.
+const WRAPPERS: [&str; 5] = [
     "ide_opened_file",
     "ide_selection",
+    COMMAND_EXPANSION,
     HARNESS_BLOCKS[0],
     HARNESS_BLOCKS[1],
 ];
@@ -84,12 +92,16 @@ const NOT_REQUESTS: [&str; 8] = [
 
 /// The request a user message makes, as the person wrote it: escapes and
 /// client wrappers removed. `None` when the message is not a request (see
-/// `NOT_REQUESTS`) or is a bare slash command such as `/model`.
+/// `NOT_REQUESTS`) or is a bare slash command such as `/model`; a command
+/// that expanded into a prompt (`/init`) is the request, as typed.
 pub fn request_text(content: &str) -> Option<String> {
+    let expanded = content.contains(&format!("<{COMMAND_EXPANSION}>"));
     let text = without_blocks(&strip_ansi(content), &WRAPPERS);
     let text = text.as_str();
-    let bare_command =
-        text.starts_with('/') && !text.contains(char::is_whitespace) && text.chars().count() <= 40;
+    let bare_command = !expanded
+        && text.starts_with('/')
+        && !text.contains(char::is_whitespace)
+        && text.chars().count() <= 40;
     if text.is_empty() || bare_command || NOT_REQUESTS.iter().any(|p| text.starts_with(p)) {
         return None;
     }

@@ -320,15 +320,33 @@ pub fn rules_in(content: &str) -> Vec<String> {
         let paragraph = without_emphasis(paragraph);
         for sentence in sentences(&paragraph) {
             let sentence = collapse(sentence);
-            if sentence.split_whitespace().count() >= 2
-                && states_rule(&sentence, i < typed)
-                && !rules.contains(&sentence)
-            {
-                rules.push(sentence);
+            if sentence.split_whitespace().count() >= 2 && states_rule(&sentence, i < typed) {
+                let rule = without_lead_in(&sentence, i < typed).to_string();
+                if !rules.contains(&rule) {
+                    rules.push(rule);
+                }
             }
         }
     }
     rules
+}
+
+/// A rule without the words that lead up to it ("One more thing: Never
+/// touch the migrations folder." → "Never touch the migrations folder."):
+/// a short lead-in before a colon goes when what follows states the rule
+/// on its own, so the rule is the person's words and nothing else.
+fn without_lead_in(sentence: &str, typed: bool) -> &str {
+    match sentence.split_once(": ") {
+        Some((lead, rule))
+            if lead.split_whitespace().count() <= 5
+                && rule.split_whitespace().count() >= 2
+                && states_rule(rule, typed)
+                && !states_rule(lead, typed) =>
+        {
+            rule.trim()
+        }
+        _ => sentence,
+    }
 }
 
 /// `text` without Markdown emphasis marks: `**`, `__`, and a `*` or `_`
@@ -504,6 +522,15 @@ mod tests {
         assert_eq!(
             rules_in("Fix it.\n```\nnever run this\n\nalways that\n```\nDon't touch the lockfile"),
             ["Don't touch the lockfile"]
+        );
+        // The rule, in the person's words, and nothing else of the sentence.
+        assert_eq!(
+            rules_in("Add the endpoint. One more thing: **Never touch the migrations folder.**"),
+            ["Never touch the migrations folder."]
+        );
+        assert_eq!(
+            rules_in("Rule: the parser must stay allocation free."),
+            ["the parser must stay allocation free."]
         );
     }
 }

@@ -419,7 +419,9 @@ impl Reader {
                 if let Some(MessageBody::User { content }) =
                     out.message_mut(position).map(|m| &mut m.body)
                 {
-                    content.append_line(&format!("\n{expansion}"));
+                    // The model reads the expansion; the digest must not
+                    // take its template's "Don't …" lines for the user's.
+                    content.append_line(&format!("\n{}", command_expansion(&expansion)));
                 }
                 self.open_command = Some(position);
                 Some(position)
@@ -654,6 +656,13 @@ pub fn subagent_files(session_file: &Path) -> Vec<PathBuf> {
     files
 }
 
+/// What a slash command or skill expands to, marked as the client's text
+/// (`conversation::request::COMMAND_EXPANSION`).
+fn command_expansion(text: &str) -> String {
+    let tag = crate::conversation::request::COMMAND_EXPANSION;
+    format!("<{tag}>\n{text}\n</{tag}>")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -835,7 +844,7 @@ mod tests {
         assert_eq!(
             texts,
             [
-                "/init\n\nPlease analyze this codebase and create a CLAUDE.md file.",
+                "/init\n\n<command-expansion>\nPlease analyze this codebase and create a CLAUDE.md file.\n</command-expansion>",
                 "Created CLAUDE.md",
                 "now fix the build"
             ]

@@ -799,6 +799,21 @@ impl Digest {
         ]
     }
 
+    /// Later requests shortened to `chars` (beginning and end kept), each
+    /// still citing its message.
+    fn clip_requests(&mut self, chars: usize) {
+        for i in 0..self.requests.len() {
+            let clipped = super::wording::clip_ends(&self.requests[i], chars);
+            if clipped == self.requests[i] {
+                continue;
+            }
+            if let Some(id) = self.sources.get(&request_key(&self.requests[i])).cloned() {
+                self.sources.insert(request_key(&clipped), id);
+            }
+            self.requests[i] = clipped;
+        }
+    }
+
     /// The approved plan and the task list; a list whose every item is
     /// done is one line saying the work is finished, and the plan it
     /// carried out is dropped: neither is presented as current.
@@ -1209,10 +1224,10 @@ const SHRINK: &[Shrink] = &[
         d.looked.clear();
         d.tools.clear();
     },
-    |d| clip_all(&mut d.requests, 120),
+    |d| d.clip_requests(120),
     |d| d.earlier.truncate(30),
     |d| keep_newest(&mut d.progress, &mut d.progress_omitted, 12),
-    |d| clip_all(&mut d.requests, 80),
+    |d| d.clip_requests(80),
     |d| keep_newest(&mut d.decisions, &mut d.decisions_omitted, 0),
     |d| keep_newest(&mut d.progress, &mut d.progress_omitted, 6),
     |d| clip_all(d.state.as_mut_slice(), 160),

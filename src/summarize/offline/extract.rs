@@ -10,7 +10,7 @@ use super::digest::{
     same_work, CommandNote, Digest, FileNote, Latest, OpenError, Outcome, CHANGE_FAILED, DECIDES,
 };
 use super::plans;
-use super::wording::{clip, error_line, test_failure, typed_part};
+use super::wording::{clip, clip_ends, error_line, test_failure, typed_part};
 use crate::conversation::request::{
     collapse, rejection, request_text, shell_run, strip_ansi, withdraws,
 };
@@ -266,7 +266,7 @@ pub(super) fn task_text(request: &str) -> String {
     if request.chars().count() <= TASK_CHARS {
         request.to_string()
     } else {
-        clip(&typed_part(request), LONG_TASK_CHARS)
+        clip_ends(&typed_part(request), LONG_TASK_CHARS)
     }
 }
 

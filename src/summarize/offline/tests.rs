@@ -1260,3 +1260,62 @@ fn claude_codes_task_tools_keep_each_item_and_its_state() {
         &["[ ]", "[>]"],
     );
 }
+
+/// A slash command's or skill's expansion (a prompt template full of
+/// "Don't …" lines) is the client's text: the task is the command as the
+/// person typed it, with its arguments, and none of the template's lines
+/// is a user rule. A rule the person typed later still is one.
+#[test]
+fn a_commands_expansion_is_neither_the_task_nor_a_rule() {
+    let expansion = "<command-expansion>\nBase directory for this skill: /home/me/skills/review\n\nReview the pull request. Don't comment on style. Never approve a change without tests.\n</command-expansion>";
+    check(
+        vec![
+            Message::user(
+                "u1",
+                &format!("/review-pr 42 focus on the parser\n\n{expansion}"),
+            ),
+            Message::assistant("a1", "Reviewing.", vec![]),
+            Message::user("u2", "Never push to main."),
+        ],
+        None,
+        &[
+            "## Task\n- \"/review-pr 42 focus on the parser\" [u1]",
+            "## User rules\n- \"Never push to main.\" [u2]",
+        ],
+        &["Don't comment on style", "Never approve", "Base directory"],
+    );
+}
+
+/// A long message whose request comes at its end, after a review pasted as
+/// prose: the request line keeps the ending, not only the head.
+#[test]
+fn a_long_messages_request_at_its_end_is_kept() {
+    let review = "The review found that the release workflow reuses the cache key of the test job, that the artifact names collide between platforms, and that the signing step runs before the checksums are written. ".repeat(3);
+    let later = format!(
+        "{review}Given all that, make a plan to fix that path only for the nightly builds."
+    );
+    check(
+        vec![
+            Message::user("u1", "Set up the release pipeline for the CLI."),
+            Message::assistant("a1", "Done.", vec![]),
+            Message::user("u2", &later),
+        ],
+        None,
+        &["make a plan to fix that path only for the nightly builds."],
+        &[],
+    );
+    // The same when it is the task.
+    let task = format!(
+        "{}\n\nGiven all that, make a plan to fix that path only for the nightly builds.",
+        review.repeat(5)
+    );
+    check(
+        vec![Message::user("u1", &task)],
+        None,
+        &[
+            "## Task\n- \"The review found",
+            "make a plan to fix that path only for the nightly builds.\" [u1]",
+        ],
+        &[],
+    );
+}

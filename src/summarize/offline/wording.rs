@@ -4,9 +4,11 @@
 //! it merges and shrinks.
 
 use crate::conversation::request::{collapse, strip_ansi, typed_text};
+use crate::conversation::rules::sentences;
 
-/// Characters of a later request, of an error line.
-const REQUEST_CHARS: usize = 160;
+/// Characters of a later request (its beginning and its end), of an
+/// error line.
+const REQUEST_CHARS: usize = 200;
 const LINE_CHARS: usize = 160;
 
 /// A request worth listing: five words or more, and not a short question
@@ -18,9 +20,45 @@ pub fn substantial(request: &str) -> bool {
 }
 
 /// A later request as one line: what the person typed, without what they
-/// pasted after it, clipped.
+/// pasted after it, clipped at both ends (`clip_ends`).
 pub fn request_line(request: &str) -> String {
-    clip(&typed_part(request), REQUEST_CHARS)
+    clip_ends(&typed_part(request), REQUEST_CHARS)
+}
+
+/// `text` in at most about `chars` characters, keeping its beginning and
+/// its last sentences: people paste a log, a diff or a review and write
+/// what they want at the end ("… make a plan to fix that path only for the
+/// nightly builds"), so cutting only the tail would lose the request.
+pub fn clip_ends(text: &str, chars: usize) -> String {
+    let text = collapse(text);
+    if text.chars().count() <= chars {
+        return clip(&text, chars);
+    }
+    // The ending in two fifths of the budget, the beginning in the rest:
+    // within `chars` in all, so clipping the result again changes nothing.
+    let tail_budget = chars * 2 / 5;
+    let mut tail = String::new();
+    for sentence in sentences(&text).iter().rev() {
+        let longer = match tail.is_empty() {
+            true => sentence.to_string(),
+            false => format!("{sentence} {tail}"),
+        };
+        if longer.chars().count() > tail_budget {
+            break;
+        }
+        tail = longer;
+    }
+    if tail.is_empty() {
+        // One long last sentence: its last words.
+        let words: Vec<&str> = text.split_whitespace().collect();
+        let mut start = words.len();
+        while start > 1 && words[start - 1..].join(" ").chars().count() <= tail_budget {
+            start -= 1;
+        }
+        tail = words[start..].join(" ");
+    }
+    let head = clip(&text, chars.saturating_sub(tail.chars().count() + 2));
+    format!("{head} {tail}")
 }
 
 /// The part of a request the person typed (see `request::typed_text`); for
@@ -153,4 +191,20 @@ pub fn test_failure(output: &str) -> Option<String> {
         ),
         None => clip(named, LINE_CHARS),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn clipping_both_ends_fits_and_is_done_once() {
+        let text = "OK, so this was just so you know what there is now, but after more than a decade I want to pick it up again and fix the broken APIs. Also, I deleted config.ru, as a first step let's figure out what would be the simplest way to serve it up on localhost (as I believe running off file:// has some limitations)";
+        let once = clip_ends(text, 200);
+        assert!(once.chars().count() <= 200, "{once}");
+        assert!(once.starts_with("OK, so this was just so you know what there is now, but after more than a decade I want to pick it up"), "{once}");
+        assert!(once.ends_with("has some limitations)"), "{once}");
+        assert_eq!(clip_ends(&once, 200), once, "a second pass changes nothing");
+        assert_eq!(clip_ends("short enough", 200), "short enough");
+    }
 }
