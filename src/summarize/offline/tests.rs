@@ -1272,7 +1272,7 @@ fn a_commands_expansion_is_neither_the_task_nor_a_rule() {
         vec![
             Message::user(
                 "u1",
-                &format!("/review-pr 42 focus on the parser\n\n{expansion}"),
+                format!("/review-pr 42 focus on the parser\n\n{expansion}"),
             ),
             Message::assistant("a1", "Reviewing.", vec![]),
             Message::user("u2", "Never push to main."),
