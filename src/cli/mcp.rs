@@ -1,7 +1,8 @@
-//! `compactd mcp`: the recall MCP server (`crate::mcp`) on stdio. Its
-//! session is picked once, at start; a session that cannot be found is an
-//! error on stderr before any MCP traffic (the agent shows the server as
-//! failed, and carries on).
+//! `compactd mcp`: the recall MCP server (`crate::mcp`) on stdio. A session
+//! named by `--session` or `--transcript` that cannot be read is an error
+//! on stderr before any MCP traffic (the agent shows the server as failed,
+//! and carries on); without either, the session is found at the first call
+//! (`mcp::Source::Pending`).
 
 use rmcp::ServiceExt;
 

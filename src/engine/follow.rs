@@ -41,6 +41,7 @@ pub struct FollowEnv<'a> {
 /// What a follow outside the server (a command) needs, owned: the
 /// configuration, its tool mapping, the agents' folders, the session
 /// environment of `workspace`.
+#[derive(Clone)]
 pub struct FollowSetup {
     pub config: Config,
     tools: FileTools,
@@ -355,7 +356,18 @@ fn own_log(
     followed: &FollowedTranscript,
     lock: Option<SessionLock>,
 ) -> EngineResult<(Vec<CompactionRecord>, SessionLog)> {
-    let loaded = store.load(id)?;
+    let loaded = match store.load(id) {
+        Ok(loaded) => loaded,
+        // Only reading: a data directory that cannot be read (or is not
+        // there, or not a directory) means no compactions of its own.
+        Err(e) if lock.is_none() => {
+            tracing::warn!(
+                "compactd's log of {id} cannot be read ({e}); serving the transcript alone"
+            );
+            None
+        }
+        Err(e) => return Err(e.into()),
+    };
     let own = loaded
         .as_ref()
         .map_or_else(Vec::new, |l| own_compactions(&l.entries));

@@ -1,8 +1,8 @@
 //! `compactd mcp`: recall as MCP tools, over stdio, for any agent that
 //! speaks MCP (built on `rmcp`, the official Rust SDK). It serves one
-//! session (`source`): by default the newest agent session of the
-//! directory it was started in — the agent that launched it — followed as
-//! the transcript grows; or compactd's own session by id. Each call first
+//! session (`source`): by default the session of the agent that launched
+//! it (the one of its directory written since it started), followed as the
+//! transcript grows; or compactd's own session by id. Each call first
 //! reads what the session gained since the last one, then answers from the
 //! recall index (`recall`), which it keeps in step the same way.
 

@@ -3,7 +3,18 @@
 //! own log of it only read, never locked), or
 //! compactd's own session read from its log (again when the log grew;
 //! without its lock, so a session another process holds is read too).
+//!
+//! Started without a transcript or a session, it serves the session of the
+//! agent that launched it, which it cannot name at start: agents start
+//! their MCP servers before they write their transcript, and the
+//! directory may hold older sessions (and another agent's, running). So it
+//! notes the sessions there at start (`Pending`) and, at the first call,
+//! takes the one that appeared since (else the one that grew since): the
+//! launching agent has written the prompt that led to the call by then.
+//! When none, or more than one, qualifies, each call says so and answers
+//! from no session rather than from another one.
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use crate::agents::{discover, Agent, Cwds};
@@ -14,13 +25,18 @@ use crate::store::{Durability, SessionStore};
 
 #[derive(Debug, thiserror::Error)]
 pub enum SourceError {
-    #[error("no agent session of {dir} found (compactd knows {1} transcripts); start compactd mcp in the agent's directory, or give --session or --transcript", dir = .0.display())]
-    NoSession(PathBuf, String),
     #[error("{0}")]
     Failed(String),
 }
 
 pub enum Source {
+    /// The session of the agent that launched it, not known yet: the
+    /// sessions of `workspace` at start, with their sizes.
+    Pending {
+        setup: Box<FollowSetup>,
+        workspace: PathBuf,
+        before: HashMap<PathBuf, u64>,
+    },
     Followed {
         agent: Agent,
         path: PathBuf,
@@ -40,31 +56,43 @@ pub enum Source {
 
 impl Source {
     /// The transcript at `path` (its agent told from where it lives or what
-    /// it holds), or the newest agent session of `workspace`.
+    /// it holds), or the session of `workspace` that the agent launching
+    /// this server writes (`Pending` until a call finds it).
     pub fn follow(
         setup: FollowSetup,
         workspace: &Path,
         path: Option<&Path>,
     ) -> Result<Source, SourceError> {
-        let homes = crate::agents::Homes::from_env();
-        let (agent, path) = match path {
-            Some(path) => {
-                let agent = discover::agent_of(&homes, path).ok_or_else(|| {
-                    SourceError::Failed(format!(
-                        "{}: not a transcript of an agent compactd knows",
-                        path.display()
-                    ))
-                })?;
-                (agent, path.to_path_buf())
-            }
-            None => discover::all_sessions(&homes, &Cwds::default(), workspace, 1)
+        let Some(path) = path else {
+            let before = sessions_of(workspace)
                 .into_iter()
-                .next()
-                .map(|s| (s.agent, s.path))
-                .ok_or_else(|| {
-                    SourceError::NoSession(workspace.to_path_buf(), Agent::display_names())
-                })?,
+                .map(|s| (s.path, s.size))
+                .collect();
+            return Ok(Source::Pending {
+                setup: Box::new(setup),
+                workspace: workspace.to_path_buf(),
+                before,
+            });
         };
+        let homes = crate::agents::Homes::from_env();
+        if let Err(e) = std::fs::metadata(path) {
+            return Err(SourceError::Failed(format!("{}: {e}", path.display())));
+        }
+        let agent = discover::agent_of(&homes, path).ok_or_else(|| {
+            SourceError::Failed(format!(
+                "{}: not a transcript of an agent compactd knows",
+                path.display()
+            ))
+        })?;
+        Self::followed(setup, workspace, agent, path.to_path_buf())
+    }
+
+    fn followed(
+        setup: FollowSetup,
+        workspace: &Path,
+        agent: Agent,
+        path: PathBuf,
+    ) -> Result<Source, SourceError> {
         let store = SessionStore::new(setup.config.sessions_dir(), Durability::Flush);
         let (open, mirror) =
             follow::follow_read_only(&store, agent, &path, workspace, &setup.env())
@@ -93,6 +121,10 @@ impl Source {
     /// What it serves, for the log.
     pub fn describe(&self) -> String {
         match self {
+            Source::Pending { workspace, .. } => format!(
+                "session of the agent that launched it, in {} (found at the first call)",
+                workspace.display()
+            ),
             Source::Followed { agent, path, .. } => {
                 format!("{} session {}", agent.display_name(), path.display())
             }
@@ -102,7 +134,18 @@ impl Source {
 
     /// The session with what it gained since the last call.
     pub fn refresh(&mut self) -> Result<&Session, String> {
+        if let Source::Pending {
+            setup,
+            workspace,
+            before,
+        } = self
+        {
+            let (agent, path) = launching_session(workspace, before)?;
+            *self = Self::followed((**setup).clone(), &workspace.clone(), agent, path)
+                .map_err(|e| e.to_string())?;
+        }
         match self {
+            Source::Pending { .. } => unreachable!("resolved above"),
             Source::Followed {
                 setup,
                 open,
@@ -134,6 +177,50 @@ impl Source {
                 Ok(&open.session)
             }
         }
+    }
+}
+
+/// The most sessions of a directory looked at.
+const SESSIONS_LOOKED_AT: usize = 10_000;
+
+fn sessions_of(workspace: &Path) -> Vec<discover::AgentSession> {
+    let homes = crate::agents::Homes::from_env();
+    discover::all_sessions(&homes, &Cwds::default(), workspace, SESSIONS_LOOKED_AT)
+}
+
+/// The session the launching agent writes: the one that appeared since
+/// start, else the one that grew since; an error that says why when there
+/// is none or more than one.
+fn launching_session(
+    workspace: &Path,
+    before: &HashMap<PathBuf, u64>,
+) -> Result<(Agent, PathBuf), String> {
+    let now = sessions_of(workspace);
+    let appeared: Vec<_> = now
+        .iter()
+        .filter(|s| !before.contains_key(&s.path))
+        .collect();
+    let grew: Vec<_> = now
+        .iter()
+        .filter(|s| before.get(&s.path).is_some_and(|size| s.size > *size))
+        .collect();
+    let candidates = if appeared.is_empty() { grew } else { appeared };
+    match candidates.as_slice() {
+        [one] => Ok((one.agent, one.path.clone())),
+        [] => Err(format!(
+            "no session of {} has been written since this server started, so compactd cannot tell which one is yours and answers from none ({} older sessions are there; to read one, start compactd mcp with --transcript PATH)",
+            workspace.display(),
+            now.len()
+        )),
+        many => Err(format!(
+            "{} sessions of {} changed since this server started ({}), so compactd cannot tell which one is yours and answers from none; start compactd mcp with --transcript PATH",
+            many.len(),
+            workspace.display(),
+            many.iter()
+                .map(|s| s.path.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        )),
     }
 }
 

@@ -118,35 +118,60 @@ async fn a_compacted_away_marker_is_found_and_read_back_over_mcp() {
     server.shutdown_and_exit();
 }
 
+/// Agents start their MCP servers before they write their transcript, in
+/// a directory that may hold older sessions: `compactd mcp` serves the
+/// session that appears (or grows) after it started, never an older one,
+/// and says so while it cannot tell.
 #[tokio::test(flavor = "multi_thread")]
-async fn it_serves_the_newest_agent_session_of_its_directory() {
+async fn it_serves_the_session_of_the_agent_that_launched_it() {
     let home = tempfile::tempdir().unwrap();
     let ws = home.path().join("ws");
     std::fs::create_dir_all(&ws).unwrap();
     let ws = ws.canonicalize().unwrap();
     let dir = claude_dir(home.path(), &ws);
     std::fs::create_dir_all(&dir).unwrap();
-    let transcript = dir.join("00000000-0000-4000-8000-000000000001.jsonl");
-    let line = |uuid: &str, parent: Option<&str>, text: &str| {
-        json!({"type": "user", "uuid": uuid, "parentUuid": parent, "sessionId": "00000000-0000-4000-8000-000000000001", "cwd": ws, "timestamp": "2026-11-26T10:00:00Z",
+    let line = |session: &str, uuid: &str, parent: Option<&str>, text: &str| {
+        json!({"type": "user", "uuid": uuid, "parentUuid": parent, "sessionId": session, "cwd": ws, "timestamp": "2026-11-26T10:00:00Z",
                "message": {"role": "user", "content": text}})
         .to_string()
             + "\n"
     };
+    let old_id = "00000000-0000-4000-8000-000000000001";
+    let old = dir.join(format!("{old_id}.jsonl"));
+    std::fs::write(&old, line(old_id, "o1", None, "the old token PLUM-2231")).unwrap();
+    let client = start(home.path(), &ws, &[]).await;
+    // Nothing written since it started: it cannot tell, and says so.
+    let unknown = call(&client, "search_history", json!({"query": "plum-2231"})).await;
+    assert!(
+        unknown.contains("cannot tell which one is yours") && !unknown.contains("PLUM-2231"),
+        "{unknown}"
+    );
+    // The launching agent's transcript appears: that is the session.
+    let new_id = "00000000-0000-4000-8000-000000000002";
+    let transcript = dir.join(format!("{new_id}.jsonl"));
     std::fs::write(
         &transcript,
-        line("u1", None, "remember the token PLUM-2231"),
+        line(new_id, "u1", None, "remember the token FIG-7"),
     )
     .unwrap();
-    let client = start(home.path(), &ws, &[]).await;
-    let found = call(&client, "search_history", json!({"query": "plum-2231"})).await;
-    assert!(found.contains("PLUM-2231"), "{found}");
-    // The transcript grows: the next call reads what was written.
-    let mut more = std::fs::read_to_string(&transcript).unwrap();
-    more.push_str(&line("u2", Some("u1"), "and the second token FIG-7"));
-    std::fs::write(&transcript, more).unwrap();
     let found = call(&client, "search_history", json!({"query": "FIG-7"})).await;
     assert!(found.contains("FIG-7"), "{found}");
+    let other = call(&client, "search_history", json!({"query": "plum-2231"})).await;
+    assert!(
+        !other.contains("PLUM-2231"),
+        "the older session is not this one: {other}"
+    );
+    // The transcript grows: the next call reads what was written.
+    let mut more = std::fs::read_to_string(&transcript).unwrap();
+    more.push_str(&line(
+        new_id,
+        "u2",
+        Some("u1"),
+        "and the second token KIWI-9",
+    ));
+    std::fs::write(&transcript, more).unwrap();
+    let found = call(&client, "search_history", json!({"query": "KIWI-9"})).await;
+    assert!(found.contains("KIWI-9"), "{found}");
     // It only reads: an editor's compactd following the same transcript
     // meanwhile takes compactd's log of it and records a compaction there.
     let mut server = Server::start(&home.path().join("data/compactd/sessions"), json!({}));
@@ -166,19 +191,13 @@ async fn it_serves_the_newest_agent_session_of_its_directory() {
     server.shutdown_and_exit();
     client.cancel().await.unwrap();
 
-    // No session there: a clear error before any MCP traffic.
+    // A directory with no session at all: it starts all the same (the
+    // agent's first session writes its transcript later).
     let empty = tempfile::tempdir().unwrap();
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_compactd"))
-        .args(["--no-user-config", "mcp"])
-        .current_dir(empty.path())
-        .env("HOME", empty.path())
-        .env_remove("CLAUDE_CONFIG_DIR")
-        .output()
-        .unwrap();
-    assert!(!out.status.success());
-    assert!(out.stdout.is_empty());
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(stderr.contains("no agent session of"), "{stderr}");
+    let client = start(empty.path(), empty.path(), &[]).await;
+    let none = call(&client, "search_history", json!({"query": "x"})).await;
+    assert!(none.contains("no session of"), "{none}");
+    client.cancel().await.unwrap();
     let unknown = std::process::Command::new(env!("CARGO_BIN_EXE_compactd"))
         .args(["--no-user-config", "mcp", "--session", "nope"])
         .current_dir(empty.path())
@@ -188,4 +207,25 @@ async fn it_serves_the_newest_agent_session_of_its_directory() {
         .unwrap();
     assert!(!unknown.status.success());
     assert!(String::from_utf8_lossy(&unknown.stderr).contains("nope"));
+}
+
+/// `compactd mcp` only reads: a data directory it cannot use (here a file
+/// stands where the folder should be) leaves it serving the transcript.
+#[tokio::test(flavor = "multi_thread")]
+async fn it_serves_read_only_when_the_data_directory_is_unusable() {
+    let home = tempfile::tempdir().unwrap();
+    std::fs::write(home.path().join("data"), "not a folder").unwrap();
+    let transcript = home.path().join("t.jsonl");
+    let line = json!({"type": "user", "uuid": "u1", "sessionId": "s", "cwd": home.path(),
+        "message": {"role": "user", "content": "the token PEAR-41"}});
+    std::fs::write(&transcript, format!("{line}\n")).unwrap();
+    let client = start(
+        home.path(),
+        home.path(),
+        &["--transcript", transcript.to_str().unwrap()],
+    )
+    .await;
+    let found = call(&client, "search_history", json!({"query": "pear-41"})).await;
+    assert!(found.contains("PEAR-41"), "{found}");
+    client.cancel().await.unwrap();
 }
