@@ -24,7 +24,8 @@ pub trait AgentKind: Send + Sync + 'static {
     fn display_name(&self) -> &'static str;
     /// Its transcript format, for people (`Claude Code JSONL`).
     fn format_description(&self) -> &'static str;
-    /// The environment variables that move its folders.
+    /// The environment variables that move its folders, or where it
+    /// compacts by itself.
     fn env_vars(&self) -> &'static [&'static str];
     /// Its transcripts of sessions in `workspace` (the workspace's real
     /// path); the caller keeps the `limit` newest.

@@ -15,15 +15,16 @@ use crate::compaction::retention::{self, Required};
 use crate::compaction::FileSections;
 use crate::conversation::Message;
 use crate::session::Session;
-use crate::summarize::offline::summarize_offline_within;
+use crate::summarize::offline::{digest_within, wording};
 use crate::summarize::SummaryRequest;
 
 /// What an agent lets a hook add at most (Claude Code caps hook output at
 /// 10,000 characters).
 pub const HOOK_LIMIT: usize = 10_000;
 
-/// The digest's budgets tried, largest first, until the context fits.
-const DIGEST_TOKENS: [u64; 4] = [1_500, 1_000, 600, 300];
+/// The digest's budgets tried, largest first, until the context fits
+/// (10,000 characters hold about 2,500 tokens).
+const DIGEST_TOKENS: [u64; 5] = [2_400, 1_500, 1_000, 600, 300];
 /// Files listed per section, tried largest first.
 const LISTED: [usize; 4] = [50, 20, 10, 5];
 
@@ -56,7 +57,7 @@ impl Recap {
         }
         Recap {
             task: retention::first_request(messages.iter().copied()),
-            latest_request: retention::latest_request(messages.iter().copied()),
+            latest_request: latest_substantial_request(&messages),
             rules,
             files: session.file_ledger.sections(),
             messages: session.conversation_messages().cloned().collect(),
@@ -77,7 +78,7 @@ impl Recap {
             compact_prompt: None,
             update_prompt: None,
         };
-        summarize_offline_within(&request, Some(tokens))
+        digest_within(&request, tokens)
     }
 
     /// The files, at most `listed` per section.
@@ -224,6 +225,22 @@ impl MustKeep {
     }
 }
 
+/// The latest request, or when it only says to go on ("Carry on.", "ok,
+/// continue") the last one before it that asks for something: that is
+/// what the next turn works on, and what a summary must keep.
+fn latest_substantial_request(messages: &[&Message]) -> Option<String> {
+    let latest = retention::latest_request(messages.iter().copied())?;
+    if wording::substantial(&latest) {
+        return Some(latest);
+    }
+    let asked = messages
+        .iter()
+        .rev()
+        .filter_map(|m| retention::latest_request([*m]))
+        .find(|r| wording::substantial(r));
+    Some(asked.unwrap_or(latest))
+}
+
 fn clip(text: &str, chars: usize) -> String {
     let text = text.split_whitespace().collect::<Vec<_>>().join(" ");
     match text.char_indices().nth(chars) {
@@ -268,6 +285,39 @@ mod tests {
             Message::user("u2", "Now run the benchmarks please"),
         ]);
         session
+    }
+
+    /// A short session: every request fits in what a hook may hand over,
+    /// so none is left out for the session's size, and "Carry on." is not
+    /// what the next turn works on.
+    #[test]
+    fn a_short_sessions_later_constraint_and_latest_ask_are_kept() {
+        let mut session = Session::new("s".into(), None, None, None, String::new());
+        session.push(vec![
+            Message::user("u1", "Write a word counter for the notes folder, counting every Markdown file in it and in the folders below it, one row per file."),
+            Message::assistant("a1", "Which format should the output take?", vec![]),
+            Message::user(
+                "u2",
+                "Print it as CSV, and the counter must ignore files under drafts/.",
+            ),
+            Message::assistant("a2", "Working on it.", vec![]),
+            Message::user("u3", "Sort the rows by count, largest first, break ties by the file's name in alphabetical order, leave out empty files entirely, put a header row naming each column, and add a total row at the very end."),
+            Message::assistant("a3", "Done.", vec![]),
+            Message::user("u4", "Carry on."),
+        ]);
+        let recap = Recap::of(&session);
+        let context = recap.context(HOOK_LIMIT);
+        assert!(
+            context.contains("the counter must ignore files under drafts/"),
+            "{context}"
+        );
+        assert!(context.contains("add a total row"), "{context}");
+        assert!(!context.contains("earlier request not listed"), "{context}");
+        let instructions = recap.instructions(HOOK_LIMIT);
+        assert!(
+            instructions.contains("The latest request: \"Sort the rows by count"),
+            "{instructions}"
+        );
     }
 
     #[test]

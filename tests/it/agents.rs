@@ -422,6 +422,12 @@ fn real_claude_code_sends_its_status_line_json_to_compactd_statusline() {
 // ---------------------------------------------------------------------
 // compactd inside Claude Code's own compactions, through its hooks.
 
+/// A later request carrying a constraint in a short session (the reply
+/// to it reports usage near the window, so the next prompt compacts
+/// automatically): it must reach the model after that compaction.
+const LATER_CONSTRAINT: &str =
+    "note the size of this context, and from now on answer in French only";
+
 /// The task, with two rules; what must outlive a compaction.
 const HOOKED_TASK: &str =
     "Edit a.txt and write c.md. Never use sudo. Keep it to the files in this folder.";
@@ -487,11 +493,7 @@ fn claude_code_compactions(hooks: bool) -> Option<(Vec<(String, String)>, PathBu
     };
     let first = run(&[HOOKED_TASK]);
     let session = first["session_id"].as_str().unwrap().to_string();
-    for prompt in [
-        "/compact",
-        "note the size of this context",
-        "what is left to do?",
-    ] {
+    for prompt in ["/compact", LATER_CONSTRAINT, "what is left to do?"] {
         run(&["--resume", &session, prompt]);
     }
     let requests: Vec<Value> = std::fs::read_to_string(&log)
@@ -566,6 +568,18 @@ fn real_claude_code_compacts_with_what_compactd_knows() {
         ));
     }
     println!("{}", table.join("\n"));
+    // The constraint of the later request, in a session this short, is in
+    // compactd's record after the automatic compaction; the lossy summary
+    // alone drops it.
+    let constraint = "from now on answer in French only";
+    assert!(
+        with[1].1.contains(constraint),
+        "the later request's constraint is missing"
+    );
+    assert!(
+        !without[1].1.contains(constraint),
+        "the summary alone kept it"
+    );
     for (_, next) in &with {
         assert!(
             next.contains("compactd's record of this session"),

@@ -14,6 +14,10 @@ pub fn point(homes: &Homes, window: u64, max_output: Option<u64>) -> AutoCompact
         return off(format!("Claude Code: auto-compaction is off ({why})"));
     }
     let reserve = max_output.unwrap_or(20_000).min(20_000);
+    let moved = moved_point(homes, window, reserve);
+    if let Some(point) = moved {
+        return point;
+    }
     let at = window.saturating_sub(reserve + 3_000);
     let exact = window == 1_000_000 && reserve == 20_000;
     AutoCompactPoint {
@@ -29,6 +33,78 @@ pub fn point(homes: &Homes, window: u64, max_output: Option<u64>) -> AutoCompact
             }
         ),
     }
+}
+
+/// The two variables that move Claude Code's point (2.1.330, from its own
+/// code): `CLAUDE_CODE_AUTO_COMPACT_WINDOW` caps the window it compacts
+/// in, and `CLAUDE_AUTOCOMPACT_PCT_OVERRIDE` (0–100) lowers the point to
+/// that share of the window less the reserve. Each is read from the
+/// environment (the status line and hooks run under Claude Code's) and
+/// from the `env` of its `settings.json` (compactd following the session
+/// from an editor has no other way to see them).
+pub const WINDOW_VAR: &str = "CLAUDE_CODE_AUTO_COMPACT_WINDOW";
+pub const PCT_VAR: &str = "CLAUDE_AUTOCOMPACT_PCT_OVERRIDE";
+
+/// The point when either variable moves it; an estimate, since the base
+/// it lowers (measured at a 1M window) is one too.
+fn moved_point(homes: &Homes, window: u64, reserve: u64) -> Option<AutoCompactPoint> {
+    let capped = setting(homes, WINDOW_VAR).and_then(|(v, from)| {
+        v.trim()
+            .parse::<u64>()
+            .ok()
+            .filter(|w| *w > 0)
+            .map(|w| (w, from))
+    });
+    let pct = setting(homes, PCT_VAR).and_then(|(v, from)| {
+        let pct = v
+            .trim()
+            .parse::<f64>()
+            .ok()
+            .filter(|p| *p > 0.0 && *p <= 100.0)?;
+        Some((pct, from))
+    });
+    if capped.is_none() && pct.is_none() {
+        return None;
+    }
+    let window = capped.as_ref().map_or(window, |(cap, _)| window.min(*cap));
+    let effective = window.saturating_sub(reserve);
+    let base = effective.saturating_sub(3_000);
+    let at = match &pct {
+        Some((pct, _)) => ((effective as f64 * pct / 100.0).floor() as u64).min(base),
+        None => base,
+    };
+    let said: Vec<String> = [
+        capped.map(|(cap, from)| format!("{WINDOW_VAR}={cap} ({from})")),
+        pct.map(|(pct, from)| format!("{PCT_VAR}={pct} ({from})")),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    Some(AutoCompactPoint {
+        at: Some(at),
+        basis: Basis::Estimate,
+        rule: format!(
+            "Claude Code: {}: window {window} − min(max output, 20000) = {effective}; the point is {at}",
+            said.join(", ")
+        ),
+    })
+}
+
+/// A variable Claude Code reads, and where it was found: the environment,
+/// else its `settings.json`'s `env`.
+fn setting(homes: &Homes, name: &str) -> Option<(String, String)> {
+    if let Some(value) = homes.var(name).and_then(|v| v.to_str()) {
+        return Some((value.to_string(), "environment".into()));
+    }
+    let file = config_dir(homes).join("settings.json");
+    let value = read_json(&file)?
+        .pointer(&format!("/env/{name}"))
+        .and_then(|v| match v {
+            serde_json::Value::String(s) => Some(s.clone()),
+            serde_json::Value::Number(n) => Some(n.to_string()),
+            _ => None,
+        })?;
+    Some((value, file.display().to_string()))
 }
 
 fn switched_off(homes: &Homes) -> Option<String> {
@@ -87,5 +163,45 @@ mod tests {
         // With CLAUDE_CONFIG_DIR the state file is inside it.
         let moved = homes.with_var(CONFIG_DIR, dir.path().join("cfg"));
         assert_eq!(point(&moved, 200_000, None).basis, Basis::Estimate);
+    }
+
+    /// `CLAUDE_AUTOCOMPACT_PCT_OVERRIDE` and `CLAUDE_CODE_AUTO_COMPACT_WINDOW`,
+    /// from the environment or from settings.json's `env`, move the point
+    /// (Claude Code compacted at ~40k with a 1M window where they were set).
+    #[test]
+    fn the_variables_that_move_the_point() {
+        let dir = tempfile::tempdir().unwrap();
+        let homes = Homes::under(dir.path());
+        let pct = homes.clone().with_var(PCT_VAR, "5");
+        let at = point(&pct, 1_000_000, Some(128_000));
+        // (1,000,000 − 20,000) × 5% = 49,000.
+        assert_eq!((at.at, at.basis), (Some(49_000), Basis::Estimate));
+        assert!(
+            at.rule.contains("CLAUDE_AUTOCOMPACT_PCT_OVERRIDE=5"),
+            "{}",
+            at.rule
+        );
+        let window = homes.clone().with_var(WINDOW_VAR, "60000");
+        assert_eq!(point(&window, 1_000_000, Some(128_000)).at, Some(37_000));
+        // A share above the default point changes nothing but the basis.
+        let high = homes.clone().with_var(PCT_VAR, "100");
+        assert_eq!(point(&high, 1_000_000, Some(128_000)).at, Some(977_000));
+        // Nonsense is ignored.
+        let bad = homes.clone().with_var(PCT_VAR, "abc");
+        assert_eq!(point(&bad, 1_000_000, Some(128_000)).basis, Basis::Exact);
+        // From settings.json's env, where Claude Code users set it.
+        std::fs::create_dir_all(dir.path().join(".claude")).unwrap();
+        std::fs::write(
+            dir.path().join(".claude/settings.json"),
+            r#"{"env": {"CLAUDE_AUTOCOMPACT_PCT_OVERRIDE": "4"}}"#,
+        )
+        .unwrap();
+        let from_settings = point(&homes, 1_000_000, Some(128_000));
+        assert_eq!(from_settings.at, Some(39_200));
+        assert!(
+            from_settings.rule.contains("settings.json"),
+            "{}",
+            from_settings.rule
+        );
     }
 }

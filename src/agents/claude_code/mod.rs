@@ -65,7 +65,7 @@ impl AgentKind for ClaudeCode {
     }
 
     fn env_vars(&self) -> &'static [&'static str] {
-        &[CONFIG_DIR]
+        &[CONFIG_DIR, auto_compact::WINDOW_VAR, auto_compact::PCT_VAR]
     }
 
     fn sessions(&self, homes: &Homes, _: &Cwds, workspace: &Path, _: usize) -> Vec<PathBuf> {

@@ -12,7 +12,7 @@
 mod digest;
 mod extract;
 mod plans;
-mod wording;
+pub mod wording;
 
 use std::time::Duration;
 
@@ -101,6 +101,14 @@ pub fn summarize_offline(request: &SummaryRequest) -> String {
 pub fn summarize_offline_within(request: &SummaryRequest, max_tokens: Option<u64>) -> String {
     let (summaries, messages) = input_tokens(request);
     digest_of_request(request).render(budget(max_tokens, summaries, messages))
+}
+
+/// The digest of a whole session within `tokens` (at most
+/// `DEFAULT_BUDGET`), however short the session: what an agent's hook
+/// hands over is bounded by the hook's output, not by what it replaces, so
+/// a short session keeps every request and rule it has.
+pub fn digest_within(request: &SummaryRequest, tokens: u64) -> String {
+    digest_of_request(request).render(tokens.min(DEFAULT_BUDGET))
 }
 
 /// The previous summary and the partial ones read back, the messages
