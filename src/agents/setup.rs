@@ -197,15 +197,25 @@ impl OwnedFile {
     /// Writes the file unless it already says the same; writes unless `dry_run`.
     pub fn install(&self, dry_run: bool) -> Result<SetupReport, String> {
         let existing = read(&self.path)?;
+        // An older compactd's file, or one the user edited: which, it
+        // cannot tell, so the file as it was is kept beside it and said.
+        let kept = self.previous_path();
         let change = match &existing {
             Some(text) if *text == self.text => None,
             Some(text) => {
                 self.check_ours(text)?;
-                Some(format!("update {}", self.path.display()))
+                Some(format!(
+                    "update {} (the file as it was, with any edits of yours, is kept as {})",
+                    self.path.display(),
+                    kept.display()
+                ))
             }
             None => Some(format!("add {}", self.path.display())),
         };
         if change.is_some() && !dry_run {
+            if let Some(previous) = existing.as_deref().filter(|t| *t != self.text) {
+                write(&kept, previous)?;
+            }
             write(&self.path, &self.text)?;
         }
         Ok(SetupReport {
@@ -213,6 +223,14 @@ impl OwnedFile {
             changes: change.into_iter().collect(),
             text: Some(self.text.clone()),
         })
+    }
+
+    /// Where the file as it was before an update is kept (a name the agent
+    /// loads nothing from: `compactd.ts.compactd-old`).
+    fn previous_path(&self) -> PathBuf {
+        let mut name = self.path.file_name().unwrap_or_default().to_os_string();
+        name.push(".compactd-old");
+        self.path.with_file_name(name)
     }
 
     /// Removes the file when it is compactd's; writes unless `dry_run`.

@@ -157,7 +157,7 @@ pub struct FollowArgs {
 /// `compactd hook`.
 #[derive(Args, Debug, Clone)]
 pub struct HookArgs {
-    /// The agent whose hook runs this (`claude-code`).
+    /// The agent whose hook runs this: `claude-code` or `codex`.
     #[arg(value_name = "AGENT")]
     pub agent: String,
 }

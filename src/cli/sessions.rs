@@ -8,7 +8,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use super::args::{FollowArgs, SessionsArgs};
 use super::error::CliError;
-use crate::agents::{discover, Agent, Cwds, Homes};
+
+use crate::agents::{discover, Agent, Basis, Cwds, Homes};
 use crate::config::Config;
 use crate::engine::follow::{self, FollowSetup};
 use crate::store::{Durability, SessionStore};
@@ -153,13 +154,19 @@ pub fn follow(args: &FollowArgs, no_user_config: bool) -> Result<(), CliError> {
     loop {
         let meter = follow::meter(config, &open.session, &mirror);
         let files = open.session.file_ledger.sections().modified.len();
+        // `~` for an estimated point, as the status line and the editors
+        // write it.
+        let point = match mirror.auto_compact.basis {
+            Basis::Off => "never (auto-compaction is off)".to_string(),
+            Basis::Estimate => format!("~{}", human(meter.auto_compact_at)),
+            Basis::Exact => human(meter.auto_compact_at),
+        };
         let line = format!(
-            "⛁ {}/{} {:.0}% · {} compacts at {} · {files} files changed",
+            "⛁ {}/{} {:.0}% · {} compacts at {point} · {files} files changed",
             human(meter.context_tokens),
             human(meter.context_window),
             meter.percent(),
             agent.display_name(),
-            human(meter.auto_compact_at)
         );
         if line != last {
             super::out::line(&line)?;

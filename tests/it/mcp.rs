@@ -207,6 +207,16 @@ async fn it_serves_the_session_of_the_agent_that_launched_it() {
         .unwrap();
     assert!(!unknown.status.success());
     assert!(String::from_utf8_lossy(&unknown.stderr).contains("nope"));
+    // A transcript that is not there is no such file, not "not a transcript".
+    let missing = std::process::Command::new(env!("CARGO_BIN_EXE_compactd"))
+        .args(["--no-user-config", "mcp", "--transcript", "missing.jsonl"])
+        .current_dir(empty.path())
+        .env("HOME", empty.path())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&missing.stderr);
+    assert!(!missing.status.success());
+    assert!(stderr.contains("missing.jsonl: No such file"), "{stderr}");
 }
 
 /// `compactd mcp` only reads: a data directory it cannot use (here a file

@@ -53,6 +53,8 @@ impl Home {
             .env("XDG_DATA_HOME", self.path().join("data"))
             .env_remove("NO_COLOR")
             .env_remove("CLAUDE_CONFIG_DIR")
+            .env_remove("CLAUDE_AUTOCOMPACT_PCT_OVERRIDE")
+            .env_remove("CLAUDE_CODE_AUTO_COMPACT_WINDOW")
             .stderr(Stdio::piped());
         for (k, v) in env {
             command.env(k, v);

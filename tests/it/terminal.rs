@@ -17,7 +17,9 @@ fn compactd(home: &Path) -> Command {
         .arg("--no-user-config")
         .env("HOME", home)
         .env("XDG_DATA_HOME", home.join("data"))
-        .env_remove("CLAUDE_CONFIG_DIR");
+        .env_remove("CLAUDE_CONFIG_DIR")
+        .env_remove("CLAUDE_AUTOCOMPACT_PCT_OVERRIDE")
+        .env_remove("CLAUDE_CODE_AUTO_COMPACT_WINDOW");
     command
 }
 
@@ -246,6 +248,19 @@ fn setup_opencode_writes_its_plugin_once_leaves_others_alone_and_removes_only_it
     assert!(plugin.contains("experimental.session.compacting"));
     let (ok, printed) = run(&[]);
     assert!(ok && printed.contains("nothing to change"), "{printed}");
+    // The user edits compactd's plugin: setup again keeps their version
+    // beside it and says so.
+    let edited = format!("{plugin}// my own tweak\n");
+    std::fs::write(&ours, &edited).unwrap();
+    let (ok, printed) = run(&[]);
+    assert!(
+        ok && printed.contains("with any edits of yours"),
+        "{printed}"
+    );
+    let kept = plugins.join("compactd.ts.compactd-old");
+    assert_eq!(std::fs::read_to_string(&kept).unwrap(), edited);
+    assert_eq!(std::fs::read_to_string(&ours).unwrap(), plugin);
+    std::fs::remove_file(&kept).unwrap();
 
     let (ok, printed) = run(&["--uninstall"]);
     assert!(ok && printed.contains("remove"), "{printed}");
@@ -488,4 +503,28 @@ fn follow_prints_the_meter_as_the_agent_writes_and_its_compactions() {
     );
     child.kill().unwrap();
     child.wait().unwrap();
+}
+
+/// `compactd follow` shows an estimated point with `~`, as the status line
+/// and the editors do, and honours `CLAUDE_AUTOCOMPACT_PCT_OVERRIDE` as
+/// Claude Code does (the fixture's window is 1M: 5% of 980k is 49k).
+#[test]
+fn follow_marks_an_estimated_point_and_honours_the_override() {
+    let home = tempfile::tempdir().unwrap();
+    let out = compactd(home.path())
+        .args(["follow", "--once"])
+        .arg(fixture(FIXTURE))
+        .env("CLAUDE_AUTOCOMPACT_PCT_OVERRIDE", "5")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{out:?}");
+    assert!(stdout.contains("Claude Code compacts at ~49k"), "{stdout}");
+    let plain = compactd(home.path())
+        .args(["follow", "--once"])
+        .arg(fixture(FIXTURE))
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&plain.stdout);
+    assert!(stdout.contains("Claude Code compacts at 977k"), "{stdout}");
 }

@@ -1,10 +1,11 @@
 local H = require('helpers')
 
 -- The lazy.nvim spec in the README, loaded the way lazy.nvim loads a
--- plugin: a fresh Neovim with nothing of compactd on 'runtimepath', the
--- spec's `config(plugin)` called with the plugin's directory (a repository
--- laid out as a clone is: editors/nvim, and target/release/compactd as
--- `build` leaves it). The plugin must come up and work from that alone.
+-- `dir` plugin: a fresh Neovim with the plugin's directory (editors/nvim of
+-- a repository laid out as a clone is, target/release/compactd as `build`
+-- leaves it) added to 'runtimepath' and its plugin/ sourced, then the
+-- spec's `config(plugin)`. The plugin must come up, work, and have its
+-- help tagged (lazy.nvim tags no `dir` plugin's doc/) from that alone.
 
 local function readme_spec()
   local readme = table.concat(vim.fn.readfile(H.plugin_root .. '/README.md'), '\n')
@@ -18,7 +19,7 @@ describe('the README lazy.nvim spec', function()
 
   it('builds with cargo and brings up the plugin from the repository', function()
     local spec = assert(loadstring('return ' .. readme_spec()))()
-    assert.are.equal('cargo build --release', spec.build)
+    assert.are.equal('cargo build --release --locked --manifest-path ../../Cargo.toml', spec.build)
     assert.are.equal('function', type(spec.config))
 
     local repo = H.dir .. '/repo'
@@ -29,8 +30,14 @@ describe('the README lazy.nvim spec', function()
     local script = H.dir .. '/lazy.lua'
     vim.fn.writefile({
       'local spec = assert(loadstring(' .. vim.inspect('return ' .. readme_spec()) .. '))()',
-      'spec.config({ dir = ' .. vim.inspect(repo) .. ', name = "compactd" })',
+      'local dir = ' .. vim.inspect(repo .. '/editors/nvim'),
+      'vim.opt.runtimepath:append(dir)',
+      'vim.cmd.runtime("plugin/compactd.lua")',
+      'spec.config({ dir = dir, name = "compactd" })',
       'assert(vim.fn.exists(":CompactFollow") == 2, "the commands are defined")',
+      'vim.cmd("help compactd-follow")',
+      'assert(vim.fn.expand("%:t") == "compactd.txt", "the help opens: " .. vim.fn.expand("%"))',
+      'vim.cmd("close")',
       'local done, err, result = false, nil, nil',
       'require("compactd").open({ sessionId = "lazy" }, function(e, r) done, err, result = true, e, r end)',
       'assert(vim.wait(60000, function() return done end, 10), "no answer")',

@@ -54,7 +54,7 @@ pub(super) fn setup(homes: &Homes, project: Option<&Path>, compactd: &Path) -> V
     };
     let mut plan = hooks(&root.join(".codex"), compactd);
     plan.note = Some(
-        "Codex asks to trust a new hook the next time it starts; Codex reads MCP servers only from $CODEX_HOME/config.toml: `compactd setup codex` (without --project) registers compactd mcp there".into(),
+        "Codex asks to trust a new hook the next time it starts (`codex exec` never asks, and skips an untrusted hook without saying so: trust it once in the interactive `codex`, or pass --dangerously-bypass-hook-trust); Codex reads MCP servers only from $CODEX_HOME/config.toml: `compactd setup codex` (without --project) registers compactd mcp there".into(),
     );
     vec![Setup::Settings(plan)]
 }
@@ -70,7 +70,7 @@ fn hooks(dir: &Path, compactd: &Path) -> SetupPlan {
         timeout: 30,
         entries: Vec::new(),
         servers: Vec::new(),
-        note: Some("Codex asks to trust a new hook the next time it starts".into()),
+        note: Some("Codex asks to trust a new hook the next time it starts; `codex exec` never asks and skips an untrusted hook without saying so: trust it once in the interactive `codex`, or run `codex exec --dangerously-bypass-hook-trust`".into()),
         private: false,
     }
 }

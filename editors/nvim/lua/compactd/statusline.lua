@@ -67,7 +67,8 @@ function M.format(meter, followed)
   local text = ('%s/%s %d%%'):format(
     M.human(meter.contextTokens or 0),
     M.human(meter.contextWindow or 0),
-    math.floor(percent(meter))
+    -- Rounded, as the status line, `compactd follow` and VS Code show it.
+    math.floor(percent(meter) + 0.5)
   )
   if followed then
     text = ('%s %s%s'):format(followed.agentName or followed.agent, text, agent_point(meter, followed))
