@@ -9,7 +9,11 @@
 //!   30 renders each after one more response (the release binary);
 //! - `compactd hook claude-code` on the same 20 MB transcript, for each
 //!   event it answers (PreCompact, SessionStart after a compaction,
-//!   PostCompact), as whole-process runs (median of 5).
+//!   PostCompact), as whole-process runs (median of 5);
+//! - `compactd hook codex` (SessionStart after a compaction) on Codex
+//!   rollouts of about 20 MB holding 20 and 200 compactions (each keeping
+//!   the user's messages, as Codex does), and the ratio of the two: the
+//!   hook's cost must follow the file, not the number of compactions.
 //!
 //! Under `cargo test` (no `--bench`) it runs a 1 MB smoke check instead.
 //! The transcripts are synthetic but shaped like Claude Code 2.1.330's: a
@@ -132,6 +136,49 @@ fn hook(bin: &Path, home: &Path, transcript: &Path, event: &str) -> (Duration, S
     )
 }
 
+/// A Codex rollout with `compactions` compactions, each keeping the
+/// user's messages (`pad` bytes of them, as Codex keeps up to 20,000
+/// tokens), built from the real 0.169 rollout in tests/fixtures.
+fn codex_rollout(dir: &Path, compactions: usize, pad: usize) -> PathBuf {
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join(
+        "tests/fixtures/codex/rollout-2026-11-22T19-16-20-01a204b0-1cc7-7c11-86cd-3cc548cf46a8.jsonl",
+    );
+    let text = std::fs::read_to_string(fixture).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    // The session's head, one turn ending in a `compacted` item, the rest.
+    let (head, turn, tail) = (&lines[..4], &lines[4..19], &lines[19..]);
+    let mut out: Vec<String> = head.iter().map(|l| l.to_string()).collect();
+    for k in 0..compactions {
+        out.extend(turn[..turn.len() - 1].iter().map(|l| l.to_string()));
+        let mut compacted: serde_json::Value = serde_json::from_str(turn[turn.len() - 1]).unwrap();
+        let kept = json!({"type": "message", "role": "user", "content": [
+            {"type": "input_text", "text": format!("request {k}: {}", "word ".repeat(pad / 5))}]});
+        let history = compacted["payload"]["replacement_history"]
+            .as_array_mut()
+            .unwrap();
+        history.insert(0, kept);
+        out.push(compacted.to_string());
+    }
+    out.extend(tail.iter().map(|l| l.to_string()));
+    let path = dir.join(format!("rollout-{compactions}.jsonl"));
+    std::fs::write(&path, out.join("\n") + "\n").unwrap();
+    path
+}
+
+/// `compactd hook codex` for SessionStart after a compaction on a rollout
+/// with `compactions` compactions (median of `runs`), and the file's size.
+fn codex_hook_at(dir: &Path, compactions: usize, pad: usize, runs: usize) -> (Duration, u64) {
+    let bin = PathBuf::from(env!("CARGO_BIN_EXE_compactd"));
+    let path = codex_rollout(dir, compactions, pad);
+    let input = json!({"session_id": "s", "transcript_path": path, "cwd": dir,
+        "hook_event_name": "SessionStart", "source": "compact"})
+    .to_string();
+    let times = (0..runs)
+        .map(|_| run(&bin, &["--no-user-config", "hook", "codex"], dir, &input).0)
+        .collect();
+    (median(times), std::fs::metadata(&path).unwrap().len())
+}
+
 /// Each hook event on the transcript of `mb` (median of `runs`), with the
 /// characters it printed: SessionStart and PostCompact without a hook
 /// before them (they read the transcript), PreCompact, then both after it
@@ -212,6 +259,13 @@ fn main() {
         for (event, took, printed) in hooks_at(dir.path(), 1, 1) {
             println!("hook {event} (1 MB): {}, {printed} characters", ms(took));
         }
+        let (few, _) = codex_hook_at(dir.path(), 2, 4_000, 1);
+        let (many, _) = codex_hook_at(dir.path(), 20, 400, 1);
+        println!(
+            "hook codex: 2 compactions {}, 20 compactions {}",
+            ms(few),
+            ms(many)
+        );
         return;
     }
     println!("following a Claude Code transcript (median of 30 appends of one response, ~9 KB):");
@@ -237,4 +291,24 @@ fn main() {
     for (event, took, printed) in hooks_at(dir.path(), 20, 5) {
         println!("  {event:<19} {} ({printed} characters printed)", ms(took));
     }
+    println!(
+        "compactd hook codex, SessionStart after a compaction (whole process, median of 5 runs):"
+    );
+    let (few, few_size) = codex_hook_at(dir.path(), 20, 700_000, 5);
+    let (many, many_size) = codex_hook_at(dir.path(), 200, 80_000, 5);
+    println!(
+        "  20 compactions, {:.1} MB:  {}",
+        few_size as f64 / 1e6,
+        ms(few)
+    );
+    println!(
+        "  200 compactions, {:.1} MB: {}",
+        many_size as f64 / 1e6,
+        ms(many)
+    );
+    println!(
+        "  ratio 200/20: {:.2} (the files' sizes: {:.2})",
+        many.as_secs_f64() / few.as_secs_f64(),
+        many_size as f64 / few_size as f64
+    );
 }

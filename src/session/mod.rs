@@ -170,6 +170,8 @@ impl Session {
             self.set_system_prompt(prompt);
             let tools = self.tool_definitions.take();
             self.set_tool_definitions(tools);
+            // Another vocabulary: every summary is counted again.
+            self.summary_tokens.clear();
             self.rebuild_view();
         } else {
             // Which usage reports count depends on the model.
@@ -531,11 +533,15 @@ impl Session {
 
     /// Recomputes the view from the messages and every compaction record.
     fn rebuild_view(&mut self) {
-        self.summary_tokens = self
-            .compactions
-            .iter()
-            .map(|r| self.summary_tokens_of(r))
-            .collect();
+        // Records are only ever added: count the new ones' summaries, not
+        // every summary again (an agent's transcript with 200 compactions
+        // cost 200² counts of summaries of up to 80 KB each).
+        let counted = self.summary_tokens.len().min(self.compactions.len());
+        self.summary_tokens.truncate(counted);
+        for r in counted..self.compactions.len() {
+            let tokens = self.summary_tokens_of(&self.compactions[r]);
+            self.summary_tokens.push(tokens);
+        }
         self.checkpoint = self.compactions.iter().rposition(|r| {
             r.strategy == Strategy::Checkpoint && r.last_summarized_message_id.is_some()
         });
