@@ -267,16 +267,194 @@ pub fn rejection(result: &str) -> Option<Option<String>> {
         "The user doesn't want to take this action right now",
         "User chose to stay in plan mode",
     ];
-    const SAID: &str = "the user said:";
+    // How the reply is introduced: Claude Code 2.1 ("To tell you how to
+    // proceed, the user said:") and 2.0 ("The user provided the following
+    // reason for the rejection:").
+    const SAID: [&str; 2] = ["the user said:", "the following reason for the rejection:"];
     let result = result.trim_start();
     if !REFUSED.iter().any(|r| result.starts_with(r)) {
         return None;
     }
-    let said = result
-        .find(SAID)
-        .map(|at| result[at + SAID.len()..].trim().to_string())
+    let said = SAID
+        .iter()
+        .find_map(|s| result.find(s).map(|at| &result[at + s.len()..]))
+        .map(|said| said.trim().to_string())
         .filter(|s| !s.is_empty());
     Some(said)
+}
+
+/// An error result that is the person's reply itself: older clients put
+/// what the person typed when refusing a call where its result goes
+/// ("please add the favicon too first"). Read narrowly, since a tool's
+/// own errors are prose too ("Shell 3f is not running"): a short typed
+/// line, naming no error, that opens the way a person addresses the agent.
+pub fn refusal_in_own_words(result: &str) -> Option<String> {
+    const ADDRESSING: [&str; 24] = [
+        "please",
+        "no",
+        "nope",
+        "don't",
+        "do not",
+        "dont",
+        "wait",
+        "stop",
+        "instead",
+        "rather",
+        "actually",
+        "first",
+        "let's",
+        "lets",
+        "just",
+        "skip",
+        "hold on",
+        "not yet",
+        "i ",
+        "i'd",
+        "we ",
+        "you ",
+        "can you",
+        "could you",
+    ];
+    const ERROR_WORDS: [&str; 20] = [
+        "error",
+        "fail",
+        "not found",
+        "no such",
+        "cannot",
+        "can't",
+        "could not",
+        "couldn't",
+        "denied",
+        "invalid",
+        "exit code",
+        "permission",
+        "timed out",
+        "not running",
+        "exist",
+        "unknown",
+        "missing",
+        "not allowed",
+        "exception",
+        "tool",
+    ];
+    let text = strip_ansi(result.trim());
+    let lower = text.to_lowercase();
+    let short = text.chars().count() <= 300 && text.lines().count() <= 3;
+    let opens = ADDRESSING.iter().any(|a| {
+        lower.starts_with(a)
+            && (a.ends_with(' ') || !lower[a.len()..].starts_with(|c: char| c.is_alphanumeric()))
+    });
+    let typed = short && opens && !text.starts_with('<') && !looks_pasted(&text);
+    (typed && !ERROR_WORDS.iter().any(|w| lower.contains(w))).then(|| collapse(&text))
+}
+
+/// The person's answer to one question an agent put to them (Claude
+/// Code's `AskUserQuestion`): an option offered, or their own words.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Answer {
+    pub question: String,
+    pub answer: String,
+    /// Whether the answer is one of the options offered (several, for a
+    /// question that allows more than one).
+    pub offered: bool,
+}
+
+/// How the result of a question tool opens, and how it closes.
+const ANSWERED: &str = "User has answered your question";
+const ANSWERED_END: &str = ". You can now continue";
+
+/// The answers a question tool's result carries (`User has answered your
+/// questions: "Q"="A", "Q2"="A2". You can now continue …`), read with the
+/// questions the call asked (`questions[].question`, `options[].label`)
+/// where it is known: a question or answer may hold quotes itself.
+/// `None` for any other result.
+pub fn answers(arguments: Option<&serde_json::Value>, result: &str) -> Option<Vec<Answer>> {
+    let result = result.trim();
+    let body = result.strip_prefix(ANSWERED)?;
+    let body = body.split_once(": ").map_or(body, |(_, rest)| rest);
+    let asked = asked_questions(arguments);
+    // Where each question's answer starts, in the order they appear.
+    let mut marks: Vec<(usize, usize, &str)> = asked
+        .iter()
+        .filter_map(|(question, _)| {
+            let mark = format!("\"{question}\"=\"");
+            body.find(&mark)
+                .map(|at| (at, at + mark.len(), question.as_str()))
+        })
+        .collect();
+    if marks.is_empty() {
+        marks = unknown_questions(body);
+    }
+    marks.sort_by_key(|(at, _, _)| *at);
+    let answers: Vec<Answer> = marks
+        .iter()
+        .enumerate()
+        .filter_map(|(i, (_, start, question))| {
+            let end = marks.get(i + 1).map_or(body.len(), |(at, _, _)| *at);
+            let segment = &body[*start..end];
+            let segment = segment
+                .rfind(ANSWERED_END)
+                .map_or(segment, |e| &segment[..e]);
+            let answer = segment.rfind('"').map_or(segment, |e| &segment[..e]).trim();
+            let labels = asked.iter().find(|(q, _)| q == question).map(|(_, l)| l);
+            let offered = labels.is_some_and(|labels| {
+                labels.iter().any(|l| l == answer)
+                    || answer
+                        .split(", ")
+                        .all(|part| labels.iter().any(|l| l == part))
+            });
+            (!answer.is_empty()).then(|| Answer {
+                question: question.to_string(),
+                answer: answer.to_string(),
+                offered,
+            })
+        })
+        .collect();
+    Some(answers)
+}
+
+/// The questions a question tool's call asked, each with the labels of
+/// the options it offered.
+fn asked_questions(arguments: Option<&serde_json::Value>) -> Vec<(String, Vec<String>)> {
+    let text =
+        |v: &serde_json::Value, key: &str| v.get(key).and_then(|t| t.as_str()).map(str::to_string);
+    let questions = arguments
+        .and_then(|a| a.get("questions"))
+        .and_then(|q| q.as_array());
+    questions
+        .into_iter()
+        .flatten()
+        .filter_map(|q| {
+            let options = q.get("options").and_then(|o| o.as_array());
+            let labels = options
+                .into_iter()
+                .flatten()
+                .filter_map(|o| text(o, "label"));
+            Some((text(q, "question")?, labels.collect()))
+        })
+        .collect()
+}
+
+/// Where each answer starts when the questions are not known (the call
+/// is not among the messages): after each `"question"="`, a question
+/// opening the text or following the answer before it.
+fn unknown_questions(body: &str) -> Vec<(usize, usize, &str)> {
+    const BETWEEN: &str = "\"=\"";
+    let mut marks = Vec::new();
+    let mut from = 0;
+    while let Some(found) = body[from..].find(BETWEEN) {
+        let at = from + found;
+        let opening = if marks.is_empty() {
+            body[..at].find('"')
+        } else {
+            body[from..at].find(", \"").map(|o| from + o + 2)
+        };
+        if let Some(open) = opening.filter(|o| *o < at) {
+            marks.push((open, at + BETWEEN.len(), &body[open + 1..at]));
+        }
+        from = at + BETWEEN.len();
+    }
+    marks
 }
 
 /// A command the person ran in the agent's own shell (a `<bash-input>`
@@ -382,6 +560,90 @@ mod tests {
         );
         assert_eq!(
             request_text("<system-reminder>\nThe TodoWrite tool hasn't been used recently.\n</system-reminder>"),
+            None
+        );
+    }
+    /// Real results: Claude Code 2.0.37/2.0.42 (the reason after "the
+    /// following reason for the rejection:"), the 2.1 wording, and the
+    /// refusals without a reply.
+    #[test]
+    fn a_refusal_carries_what_the_person_typed() {
+        let base = "The user doesn't want to proceed with this tool use. The tool use was rejected (eg. if it was a file edit, the new_string was NOT written to the file).";
+        let reason =
+            format!("{base} The user provided the following reason for the rejection:  use pnpm");
+        assert_eq!(rejection(&reason), Some(Some("use pnpm".into())));
+        let said = format!(
+            "{base} To tell you how to proceed, the user said:\nWait, first copy the favicon"
+        );
+        assert_eq!(
+            rejection(&said),
+            Some(Some("Wait, first copy the favicon".into()))
+        );
+        let plain = format!(
+            "{base} STOP what you are doing and wait for the user to tell you how to proceed."
+        );
+        assert_eq!(rejection(&plain), Some(None));
+        assert_eq!(rejection("Exit code 1\nnpm ERR! missing script"), None);
+    }
+
+    /// A reply that stands where the result goes is told from a tool's own
+    /// errors, the real ones of the shared sessions among them.
+    #[test]
+    fn a_reply_in_place_of_a_result_is_told_from_errors() {
+        for reply in [
+            "please add the favicon too first",
+            "No, use pnpm instead of npm here",
+            "wait, run the linter before you push",
+        ] {
+            assert!(refusal_in_own_words(reply).is_some(), "{reply}");
+        }
+        for error in [
+            "Shell dce0af is not running, so cannot be killed (status: killed)",
+            "<tool_use_error>File has not been read yet. Read it first before writing to it.</tool_use_error>",
+            "Found 2 matches of the string to replace, but replace_all is false. To replace all occurrences, set replace_all to true.",
+            "(eval):cd:1: no such file or directory: test",
+            "Exit code 127\n/bin/bash: line 1: pytest: command not found",
+            "nothing to commit, working tree clean",
+            "Please run `npm install` first: node_modules is missing",
+            "noop",
+        ] {
+            assert_eq!(refusal_in_own_words(error), None, "{error}");
+        }
+    }
+
+    #[test]
+    fn answers_are_read_with_the_questions_asked() {
+        // Claude Code 2.0.55 (the deep-manifest session).
+        let arguments = serde_json::json!({"questions": [
+            {"question": "Should tar archives found in the filesystem (not just embedded) also be processed recursively like ZIP files are?", "options": [{"label": "Yes, both filesystem and embedded"}, {"label": "Only embedded tar archives"}]},
+            {"question": "Which tar formats should be supported?", "options": [{"label": ".tar and .tar.gz only"}, {"label": "Also .tgz"}], "multiSelect": true},
+            {"question": "How is the state kept?", "options": [{"label": "Derived"}]}
+        ]});
+        let result = "User has answered your questions: \"Should tar archives found in the filesystem (not just embedded) also be processed recursively like ZIP files are?\"=\"Yes, both filesystem and embedded\", \"Which tar formats should be supported?\"=\".tar and .tar.gz only, Also .tgz\", \"How is the state kept?\"=\"store it as \"IDLE\", but condense\". You can now continue with the user's answers in mind.";
+        let read = answers(Some(&arguments), result).expect("answers");
+        let said: Vec<(&str, bool)> = read
+            .iter()
+            .map(|a| (a.answer.as_str(), a.offered))
+            .collect();
+        assert_eq!(
+            said,
+            [
+                ("Yes, both filesystem and embedded", true),
+                (".tar and .tar.gz only, Also .tgz", true),
+                ("store it as \"IDLE\", but condense", false),
+            ]
+        );
+        assert_eq!(read[2].question, "How is the state kept?");
+        // Without the call, the text alone.
+        let read = answers(None, result).expect("answers");
+        assert_eq!(read.len(), 3);
+        assert_eq!(read[1].question, "Which tar formats should be supported?");
+        assert!(read.iter().all(|a| !a.offered));
+        assert_eq!(
+            answers(
+                Some(&arguments),
+                "Error: No such tool available: AskUserQuestion"
+            ),
             None
         );
     }

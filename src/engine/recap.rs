@@ -378,6 +378,49 @@ mod tests {
         assert_eq!(session.all_messages().count(), 3);
     }
 
+    /// The user's words outside plain prompts reach the recap: an answer to
+    /// the agent's question, the reason they gave for rejecting a call, a
+    /// message typed while the agent worked (a Claude Code 2.1
+    /// `queued_command` attachment; see the reader's tests for its shape).
+    #[test]
+    fn a_recap_holds_answers_rejections_and_messages_typed_mid_turn() {
+        let transcript = [
+            r#"{"type":"user","uuid":"u1","sessionId":"s","message":{"role":"user","content":"Add a session state field"}}"#,
+            // A session of some size: the digest of a few short messages is
+            // kept shorter than they are.
+            r#"{"type":"assistant","uuid":"a0","sessionId":"s","message":{"id":"m0","role":"assistant","model":"claude-x","content":[{"type":"tool_use","id":"r0","name":"Read","input":{"file_path":"src/state.rs"}}]}}"#,
+            &format!(
+                r#"{{"type":"user","uuid":"r0","sessionId":"s","message":{{"role":"user","content":[{{"type":"tool_result","tool_use_id":"r0","content":"{}"}}]}}}}"#,
+                "pub struct State { field: u32 }\\n".repeat(400)
+            ),
+            r#"{"type":"assistant","uuid":"a1","sessionId":"s","message":{"id":"m1","role":"assistant","model":"claude-x","content":[{"type":"tool_use","id":"q1","name":"AskUserQuestion","input":{"questions":[{"question":"How should the state be kept?","options":[{"label":"Derived"},{"label":"Stored"}]}]}}]}}"#,
+            r#"{"type":"user","uuid":"r1","sessionId":"s","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"q1","content":"User has answered your questions: \"How should the state be kept?\"=\"store it explicitly, but the change from ACTIVE to IDLE must condense\". You can now continue with the user's answers in mind."}]}}"#,
+            r#"{"type":"assistant","uuid":"a2","sessionId":"s","message":{"id":"m2","role":"assistant","model":"claude-x","content":[{"type":"tool_use","id":"b1","name":"Bash","input":{"command":"git push"}}]}}"#,
+            r#"{"type":"user","uuid":"r2","sessionId":"s","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"b1","is_error":true,"content":"The user doesn't want to proceed with this tool use. The tool use was rejected (eg. if it was a file edit, the new_string was NOT written to the file). To tell you how to proceed, the user said:\nrun the migration tests before pushing anything"}]}}"#,
+            r#"{"type":"assistant","uuid":"a3","sessionId":"s","message":{"id":"m3","role":"assistant","model":"claude-x","content":[{"type":"tool_use","id":"b2","name":"Bash","input":{"command":"cargo test migration"}}]}}"#,
+            r#"{"type":"user","uuid":"r3","sessionId":"s","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"b2","content":"ok"}]}}"#,
+            r#"{"type":"attachment","uuid":"q2","sessionId":"s","attachment":{"type":"queued_command","commandMode":"prompt","origin":{"kind":"human"},"prompt":"and add a changelog entry for the new field"}}"#,
+        ]
+        .join("\n");
+        let imported = crate::import::parse(transcript.as_bytes(), None).unwrap();
+        let mut session = Session::new("s".into(), None, None, None, String::new());
+        session.push(imported.messages().cloned().collect());
+        let recap = Recap::of(&session);
+        assert_eq!(
+            recap.latest_request.as_deref(),
+            Some("and add a changelog entry for the new field")
+        );
+        let context = recap.context(HOOK_LIMIT);
+        for needle in [
+            "store it explicitly, but the change from ACTIVE to IDLE must condense (asked: How should the state be kept?)",
+            "run the migration tests before pushing anything",
+            "`git push`: rejected by the user",
+            "and add a changelog entry for the new field",
+        ] {
+            assert!(context.contains(needle), "{needle}: {context}");
+        }
+    }
+
     #[test]
     fn a_summary_is_checked_against_the_recap() {
         let recap = Recap::of(&session());

@@ -7,11 +7,15 @@
 //! user message after it are a compaction: they become a compaction record
 //! whose kept part starts at the boundary's preserved segment, so the view
 //! starts where Claude Code's did after `/compact`. Slash commands, their
-//! output, caveats and harness text are not requests (see `meta`). Lines
-//! that are not conversation (`summary`, `file-history-snapshot`,
-//! `queue-operation`, `attachment`, `cost-state`, …) are skipped and
-//! counted. Subagent transcripts live in `<session>/subagents/*.jsonl` and
-//! import on their own.
+//! output, caveats and harness text are not requests (see `meta`). A
+//! message the user typed while the agent worked and that the model read
+//! mid-turn (a `queued_command` attachment, or a queued message taken
+//! from the queue with no prompt line) is a prompt; one sent as a prompt
+//! of its own is read from that prompt's line. Lines that are not
+//! conversation (`summary`, `file-history-snapshot`, other
+//! `queue-operation` and `attachment` lines, `cost-state`, …) are skipped
+//! and counted. Subagent transcripts live in `<session>/subagents/*.jsonl`
+//! and import on their own.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -134,6 +138,15 @@ pub(crate) struct Reader {
     /// The images of the user line being read, for the prompt it holds.
     #[serde(skip)]
     images: Vec<Part>,
+    /// Messages typed while the agent worked (`queue-operation`
+    /// `enqueue`), not yet sent or read by the model.
+    #[serde(default)]
+    queued: Vec<String>,
+    /// The queued message made a prompt last, until the next response:
+    /// the same message written again (an attachment and the queue's
+    /// `remove`, in either order) is not a second request.
+    #[serde(default)]
+    delivered: Option<String>,
 }
 
 impl crate::transcript::Reader for Reader {
@@ -203,8 +216,14 @@ impl Reader {
             "assistant" => {
                 self.drop_boundary_without_summary(out);
                 self.end_command(out);
+                self.delivered = None;
                 self.assistant_line(number, entry, out);
             }
+            "queue-operation" => self.queue_operation(number, entry, out),
+            "attachment" => match queued_prompt(entry) {
+                Some(prompt) => self.queued_read(number, entry, prompt, out),
+                None => out.skip_line_type(number, kind, &BOOKKEEPING),
+            },
             "system" => match entry.get("subtype").and_then(Value::as_str) {
                 Some("compact_boundary") => self.boundary = Some(boundary(number, entry)),
                 Some(subtype) => out.skip(number, &format!("system {subtype} lines")),
@@ -214,6 +233,55 @@ impl Reader {
                 stated_limits(other, entry, out);
                 out.skip_line_type(number, other, &BOOKKEEPING)
             }
+        }
+    }
+
+    /// The queue of messages typed while the agent worked. Claude Code
+    /// 2.0 `dequeue`s one to send it as a prompt (its user line follows,
+    /// read as any prompt); 2.1 folds one into the running turn and
+    /// `remove`s it, writing a `queued_command` attachment (read there)
+    /// and no user line; `popAll` hands the queue back to the input box
+    /// to edit, unsent. A message still queued when the file ends never
+    /// reached the model.
+    fn queue_operation(&mut self, number: usize, entry: &Value, out: &mut Emitter) {
+        let text = typed_prompt(entry.get("content"));
+        let position = |queued: &[String]| match &text {
+            Some(text) => queued.iter().position(|q| q == text),
+            None => (!queued.is_empty()).then_some(0),
+        };
+        match entry.get("operation").and_then(Value::as_str) {
+            Some("enqueue") => self.queued.extend(text),
+            Some("dequeue") => {
+                if let Some(at) = position(&self.queued) {
+                    self.queued.remove(at);
+                }
+            }
+            Some("remove") => {
+                // Read by the model mid-turn: a prompt, unless its
+                // attachment came first and made it one.
+                if let Some(at) = position(&self.queued) {
+                    let prompt = self.queued.remove(at);
+                    return self.queued_read(number, entry, prompt, out);
+                }
+            }
+            Some("popAll") => self.queued.clear(),
+            _ => {}
+        }
+        out.skip(number, "queue-operation lines");
+    }
+
+    /// A queued message the model read mid-turn: a prompt, once.
+    fn queued_read(&mut self, number: usize, entry: &Value, prompt: String, out: &mut Emitter) {
+        if let Some(at) = self.queued.iter().position(|q| *q == prompt) {
+            self.queued.remove(at);
+        }
+        if self.delivered.as_ref() == Some(&prompt) {
+            return out.skip(number, "queued messages written twice");
+        }
+        self.delivered = Some(prompt.clone());
+        let uuid = entry.get("uuid").and_then(Value::as_str);
+        if let Some(position) = self.user_text(number, uuid, UserText::Prompt(prompt), out) {
+            self.remember(entry, position, out);
         }
     }
 
@@ -343,6 +411,13 @@ impl Reader {
             };
             if !results.is_empty() && text == UserText::Harness {
                 return; // a reminder riding on tool results: the line was used
+            }
+            if let UserText::Prompt(prompt) = &text {
+                // A queued message sent as this prompt, or read already.
+                self.queued.retain(|q| q != prompt);
+                if self.delivered.as_ref() == Some(prompt) {
+                    return out.skip(number, "queued messages written twice");
+                }
             }
             if let Some(position) = self.user_text(number, preferred, text, out) {
                 self.remember(entry, position, out);
@@ -521,6 +596,36 @@ impl Reader {
             }
         };
         self.remember(entry, position, out);
+    }
+}
+
+/// The prompt a `queued_command` attachment holds: a message the person
+/// typed while the agent worked, folded into the running turn. Queued
+/// text the harness wrote (`isMeta`, an origin other than the person, a
+/// task notification) is not theirs.
+fn queued_prompt(entry: &Value) -> Option<String> {
+    let attachment = entry.get("attachment")?;
+    let field = |key: &str| attachment.get(key).and_then(Value::as_str);
+    let meta = [attachment, entry]
+        .iter()
+        .any(|v| v.get("isMeta").and_then(Value::as_bool) == Some(true));
+    let by_person = attachment
+        .pointer("/origin/kind")
+        .and_then(Value::as_str)
+        .is_none_or(|kind| kind == "human");
+    let prompt_mode = field("commandMode").is_none_or(|mode| mode == "prompt");
+    let queued = field("type") == Some("queued_command");
+    (queued && prompt_mode && by_person && !meta)
+        .then(|| typed_prompt(attachment.get("prompt")))
+        .flatten()
+}
+
+/// Queued text (a string or content blocks) as a prompt's text, the way
+/// a user line's is read; `None` when it is no prompt.
+fn typed_prompt(content: Option<&Value>) -> Option<String> {
+    match meta::classify(&content_text(content), false) {
+        UserText::Prompt(prompt) if !prompt.is_empty() => Some(prompt),
+        _ => None,
     }
 }
 
@@ -858,5 +963,78 @@ mod tests {
                 "system reminders and hook output (not requests): 1 (first at line 8)"
             ]
         );
+    }
+    /// Claude Code 2.0.42 (the JSSoundRecorder session): a message typed
+    /// while the agent worked is queued, dequeued and sent as a prompt of
+    /// its own, whose line is the one read.
+    #[test]
+    fn a_queued_message_sent_as_a_prompt_is_read_once() {
+        let imported = lines(&[
+            r#"{"type":"user","uuid":"u1","sessionId":"s","message":{"role":"user","content":"Set up a dev server"}}"#,
+            r#"{"type":"assistant","uuid":"a1","sessionId":"s","message":{"id":"msg_1","role":"assistant","model":"claude-x","content":[{"type":"text","text":"Node or Python?"}]}}"#,
+            r#"{"type":"queue-operation","operation":"enqueue","timestamp":"2025-11-18T00:02:15.264Z","content":[{"type":"text","text":"ok, fine, let's do vite"}],"sessionId":"s"}"#,
+            r#"{"type":"queue-operation","operation":"dequeue","timestamp":"2025-11-18T00:02:15.265Z","sessionId":"s"}"#,
+            r#"{"type":"user","uuid":"u2","sessionId":"s","message":{"role":"user","content":[{"type":"text","text":"ok, fine, let's do vite"}]}}"#,
+        ]);
+        let texts: Vec<&str> = imported.messages().map(Message::text).collect();
+        assert_eq!(
+            texts,
+            [
+                "Set up a dev server",
+                "Node or Python?",
+                "ok, fine, let's do vite"
+            ]
+        );
+        assert_eq!(
+            imported.skipped.reasons(),
+            ["queue-operation lines: 2 (first at line 3)"]
+        );
+    }
+
+    /// Claude Code 2.1 folds a message typed while the agent works into the
+    /// running turn: a `queued_command` attachment and a `remove`, no user
+    /// line. The shared transcripts (2.0.x) hold none, so these lines are
+    /// built from what NOTES.md and public readers of 2.1 transcripts
+    /// describe: `attachment.{type, commandMode, origin.kind, prompt}`.
+    #[test]
+    fn a_queued_message_the_model_read_mid_turn_is_a_prompt() {
+        let call = r#"{"type":"assistant","uuid":"a1","sessionId":"s","message":{"id":"msg_1","role":"assistant","model":"claude-x","content":[{"type":"tool_use","id":"t1","name":"Bash","input":{"command":"npm test"}}]}}"#;
+        let result = r#"{"type":"user","uuid":"r1","sessionId":"s","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":"ok"}]}}"#;
+        let enqueue = r#"{"type":"queue-operation","operation":"enqueue","sessionId":"s","content":"also run the linter before you commit"}"#;
+        let attachment = r#"{"type":"attachment","uuid":"q1","sessionId":"s","attachment":{"type":"queued_command","commandMode":"prompt","origin":{"kind":"human"},"prompt":"also run the linter before you commit"}}"#;
+        let remove = r#"{"type":"queue-operation","operation":"remove","sessionId":"s","content":"also run the linter before you commit"}"#;
+        let next = r#"{"type":"assistant","uuid":"a2","sessionId":"s","message":{"id":"msg_2","role":"assistant","model":"claude-x","content":[{"type":"text","text":"Tests pass; linting next."}]}}"#;
+        let start = r#"{"type":"user","uuid":"u1","sessionId":"s","message":{"role":"user","content":"Run the tests"}}"#;
+        let expected = [
+            "Run the tests",
+            "",
+            "ok",
+            "also run the linter before you commit",
+            "Tests pass; linting next.",
+        ];
+        // The attachment before the `remove`, after it, or missing.
+        for order in [
+            [start, call, enqueue, result, attachment, remove, next],
+            [start, call, enqueue, result, remove, attachment, next],
+            [start, call, enqueue, result, remove, next, ""],
+        ] {
+            let order: Vec<&str> = order.into_iter().filter(|l| !l.is_empty()).collect();
+            let imported = lines(&order);
+            let texts: Vec<&str> = imported.messages().map(Message::text).collect();
+            assert_eq!(texts, expected, "{order:?}");
+            assert_eq!(imported.messages().nth(3).unwrap().role().as_str(), "user");
+        }
+        // Taken back to edit, still queued at the end, or not the
+        // person's: no prompt.
+        let imported = lines(&[
+            start,
+            enqueue,
+            r#"{"type":"queue-operation","operation":"popAll","sessionId":"s"}"#,
+            r#"{"type":"attachment","uuid":"q2","sessionId":"s","attachment":{"type":"queued_command","commandMode":"task-notification","prompt":"<task-notification><status>completed</status></task-notification>"}}"#,
+            r#"{"type":"attachment","uuid":"q3","sessionId":"s","attachment":{"type":"queued_command","commandMode":"prompt","origin":{"kind":"peer"},"prompt":"a message from another session"}}"#,
+            r#"{"type":"queue-operation","operation":"enqueue","sessionId":"s","content":"and deploy it"}"#,
+        ]);
+        let texts: Vec<&str> = imported.messages().map(Message::text).collect();
+        assert_eq!(texts, ["Run the tests"]);
     }
 }

@@ -73,7 +73,32 @@ pub(super) enum Outcome {
     Ok,
     Failed(String),
     NoResult,
+    /// The person refused the call: it did not run.
+    Rejected,
 }
+
+impl Outcome {
+    /// How a command's last run ended, when it did not fail.
+    fn said(&self) -> &'static str {
+        match self {
+            Outcome::Ok => "ok",
+            Outcome::Rejected => REJECTED,
+            Outcome::NoResult | Outcome::Failed(_) => "no result",
+        }
+    }
+
+    fn from_said(said: &str) -> Option<Outcome> {
+        match said {
+            "ok" => Some(Outcome::Ok),
+            REJECTED => Some(Outcome::Rejected),
+            "no result" => Some(Outcome::NoResult),
+            _ => None,
+        }
+    }
+}
+
+/// What the summary says of a call the person refused.
+const REJECTED: &str = "rejected by the user";
 
 /// Runs of one shell command.
 #[derive(Debug, Clone, PartialEq)]
@@ -585,6 +610,8 @@ fn count_of(part: &str) -> u32 {
 
 /// How a file's status starts when a change to it failed.
 pub(super) const CHANGE_FAILED: &str = "last change failed";
+/// A file's status when the person refused the last change to it.
+pub(super) const CHANGE_REJECTED: &str = "change rejected by the user";
 
 /// What a failure that is still open says instead of its error line (the
 /// line is under "Errors still open").
@@ -594,8 +621,9 @@ impl CommandNote {
     /// `open`: its failure is listed under the open errors.
     fn render(&self, open: bool) -> String {
         let status = match (&self.last, self.failures) {
-            (Outcome::Ok, 0) => "ok".to_string(),
-            (Outcome::NoResult, 0) => "no result".to_string(),
+            (last @ (Outcome::Ok | Outcome::NoResult | Outcome::Rejected), 0) => {
+                last.said().to_string()
+            }
             (Outcome::Failed(_), 1) if open => format!("failed, {STILL_OPEN}"),
             (Outcome::Failed(_), n) if open => format!(
                 "failed ×{n} (first: {}), {STILL_OPEN}",
@@ -607,11 +635,7 @@ impl CommandNote {
                 "failed{} (first: {}), then {}",
                 times(n),
                 self.first_error.as_deref().unwrap_or("?"),
-                if *last == Outcome::Ok {
-                    "ok"
-                } else {
-                    "no result"
-                }
+                last.said()
             ),
         };
         format!("`{}`{}: {status}", self.command, times(self.runs))
@@ -632,8 +656,8 @@ impl CommandNote {
             first_error: None,
             last: Outcome::Ok,
         };
-        if status == "no result" {
-            note.last = Outcome::NoResult;
+        if let Some(last) = Outcome::from_said(status) {
+            note.last = last;
         } else if let Some(head) = status.strip_suffix(&format!(", {STILL_OPEN}")) {
             let (count, first) = match head.split_once(" (first: ") {
                 Some((count, first)) => (count, first.strip_suffix(')')),
@@ -654,9 +678,7 @@ impl CommandNote {
             let (first, then) = rest.rsplit_once("), then ")?;
             note.failures = count_of(count);
             note.first_error = Some(first.to_string());
-            if then == "no result" {
-                note.last = Outcome::NoResult;
-            }
+            note.last = Outcome::from_said(then).unwrap_or(Outcome::Ok);
         }
         Some(note)
     }
@@ -1215,12 +1237,10 @@ const SHRINK: &[Shrink] = &[
     |d| keep_newest(&mut d.decisions, &mut d.decisions_omitted, 4),
     |d| keep_newest(&mut d.progress, &mut d.progress_omitted, 20),
     |d| {
-        d.quiet_commands += d
-            .commands
-            .iter()
-            .filter(|c| c.failures == 0 && c.runs == 1)
-            .count();
-        d.commands.retain(|c| c.failures > 0 || c.runs > 1);
+        // A command the person rejected did not run "ok": it stays listed.
+        let quiet = |c: &CommandNote| c.failures == 0 && c.runs == 1 && c.last == Outcome::Ok;
+        d.quiet_commands += d.commands.iter().filter(|c| quiet(c)).count();
+        d.commands.retain(|c| !quiet(c));
         d.looked.clear();
         d.tools.clear();
     },

@@ -7,12 +7,14 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use super::digest::{
-    same_work, CommandNote, Digest, FileNote, Latest, OpenError, Outcome, CHANGE_FAILED, DECIDES,
+    same_work, CommandNote, Digest, FileNote, Latest, OpenError, Outcome, CHANGE_FAILED,
+    CHANGE_REJECTED, DECIDES,
 };
 use super::plans;
 use super::wording::{clip, clip_ends, error_line, test_failure, typed_part};
 use crate::conversation::request::{
-    collapse, rejection, request_text, shell_run, strip_ansi, withdraws,
+    answers, collapse, refusal_in_own_words, rejection, request_text, shell_run, strip_ansi,
+    withdraws, Answer,
 };
 use crate::conversation::rules::{rules_in, sentences};
 use crate::conversation::{Message, MessageBody, ToolCall};
@@ -35,8 +37,14 @@ pub(super) fn digest_of(messages: &[Arc<Message>]) -> Digest {
         .filter(|m| !m.is_synthetic_result())
         .filter_map(|m| m.answers().map(|id| (id, m)))
         .collect();
+    let calls: HashMap<&str, &ToolCall> = messages
+        .iter()
+        .flat_map(|m| m.tool_calls())
+        .map(|call| (call.id.as_str(), call))
+        .collect();
     let mut reading = Reading {
         results,
+        calls,
         ..Reading::default()
     };
     for message in messages.iter().map(Arc::as_ref) {
@@ -48,15 +56,12 @@ pub(super) fn digest_of(messages: &[Arc<Message>]) -> Digest {
                 tool_calls,
                 ..
             } => reading.assistant(content, tool_calls),
-            MessageBody::Tool { content, .. } => {
-                // What the person typed when they refused a tool call is a
-                // request of theirs.
-                if let Some(Some(said)) = rejection(content) {
-                    reading.close_turn();
-                    reading.cite(&said);
-                    reading.requests.push((said, false));
-                }
-            }
+            MessageBody::Tool {
+                content,
+                tool_call_id,
+                is_error,
+                ..
+            } => reading.tool_result(content, tool_call_id, *is_error),
             _ => {}
         }
     }
@@ -67,6 +72,8 @@ pub(super) fn digest_of(messages: &[Arc<Message>]) -> Digest {
 #[derive(Default)]
 struct Reading<'a> {
     results: HashMap<&'a str, &'a Message>,
+    /// The calls by id, for what a result answers.
+    calls: HashMap<&'a str, &'a ToolCall>,
     tools: FileTools,
     digest: Digest,
     /// The requests so far, each with whether a turn answered it.
@@ -117,7 +124,50 @@ impl Reading<'_> {
         for error in &mut digest.errors {
             error.requests_after += 1;
         }
-        for rule in rules_in(content) {
+        self.note_rules(content);
+        for decision in user_decisions(&request) {
+            self.digest.add_decision(decision);
+        }
+        self.cite(&request);
+        self.requests.push((request, false));
+    }
+
+    /// What the person said through a tool's result rather than a prompt:
+    /// their answers to the agent's questions, what they typed when they
+    /// refused a call. Each is a request of theirs, and may state a rule.
+    fn tool_result(&mut self, content: &str, call_id: &str, is_error: bool) {
+        let arguments = self.calls.get(call_id).map(|call| &call.arguments);
+        if let Some(answers) = answers(arguments, content) {
+            for answer in answers {
+                self.digest.add_decision(answer_decision(&answer));
+                let request = format!("{} (asked: {})", answer.answer, answer.question);
+                self.user_words(&answer.answer, request);
+            }
+            return;
+        }
+        let said = match rejection(content) {
+            Some(said) => said,
+            None if is_error => refusal_in_own_words(content),
+            None => None,
+        };
+        if let Some(said) = said {
+            self.user_words(&said.clone(), said);
+        }
+    }
+
+    /// Words of the person's from a tool's result: `said` as they wrote it
+    /// (for its rules), `request` as the summary lists it.
+    fn user_words(&mut self, said: &str, request: String) {
+        self.close_turn();
+        self.note_rules(said);
+        self.cite(&request);
+        self.requests.push((request, false));
+    }
+
+    /// The rules `text` states, each cited by the message it came from.
+    fn note_rules(&mut self, text: &str) {
+        let digest = &mut self.digest;
+        for rule in rules_in(text) {
             if !self.at.is_empty() {
                 let key = super::digest::rule_key(&rule);
                 digest.sources.entry(key).or_insert_with(|| self.at.clone());
@@ -126,11 +176,6 @@ impl Reading<'_> {
                 digest.rules.push(rule);
             }
         }
-        for decision in user_decisions(&request) {
-            digest.add_decision(decision);
-        }
-        self.cite(&request);
-        self.requests.push((request, false));
     }
 
     /// Notes the message a request came from (the first time it is made).
@@ -344,7 +389,7 @@ fn vague(line: &str) -> bool {
 
 /// One tool call and its result, into files, commands, tools and errors;
 /// the files it changed. A call the person refused is no failure: it did
-/// not run.
+/// not run, and the summary says they rejected it.
 fn note_call(
     digest: &mut Digest,
     tools: &FileTools,
@@ -353,10 +398,12 @@ fn note_call(
 ) -> Vec<String> {
     let outcome = match result {
         None => Outcome::NoResult,
-        // Refused, or stopped by the person: it did not finish.
-        Some(m) if rejection(m.text()).is_some() || m.text().contains(INTERRUPTED) => {
-            Outcome::NoResult
+        Some(m) if rejection(m.text()).is_some() => Outcome::Rejected,
+        Some(m) if m.is_error_result() && refusal_in_own_words(m.text()).is_some() => {
+            Outcome::Rejected
         }
+        // Stopped by the person: it did not finish.
+        Some(m) if m.text().contains(INTERRUPTED) => Outcome::NoResult,
         Some(m) if m.is_error_result() && stops_what_had_stopped(call, m.text()) => Outcome::Ok,
         Some(m) if m.is_error_result() => Outcome::Failed(error_line(m.text())),
         Some(_) => Outcome::Ok,
@@ -462,7 +509,7 @@ fn settle(digest: &mut Digest, key: String, outcome: &Outcome) {
                 digest.succeeded.push(key);
             }
         }
-        Outcome::NoResult => {}
+        Outcome::NoResult | Outcome::Rejected => {}
     }
 }
 
@@ -520,6 +567,8 @@ fn note_file(digest: &mut Digest, tool: &str, op: FileOp, path: &str, outcome: &
             }
         }
         Outcome::Failed(line) => note.status = Some(format!("{CHANGE_FAILED}: {line}")),
+        // The file is as it was; the agent should know it was turned down.
+        Outcome::Rejected => note.status = Some(CHANGE_REJECTED.to_string()),
         Outcome::NoResult => return,
     }
     digest.add_file(note);
@@ -659,7 +708,7 @@ fn note_runs_on_files(digest: &mut Digest, command: &str, core: &str, outcome: &
     let status = match outcome {
         Outcome::Ok => format!("last test `{}`: ok", clip(core, 60)),
         Outcome::Failed(line) => format!("last test `{}` failed: {line}", clip(core, 60)),
-        Outcome::NoResult => return,
+        Outcome::NoResult | Outcome::Rejected => return,
     };
     for file in digest.files.iter_mut() {
         let name = file.path.rsplit('/').next().unwrap_or(&file.path);
@@ -899,6 +948,17 @@ fn decisions(text: &str) -> Vec<String> {
         })
         .map(|s| clip(&s, OUTCOME_CHARS))
         .collect()
+}
+
+/// An answer to the agent's question as a decision: an option the person
+/// chose, or what they answered in their own words.
+fn answer_decision(answer: &Answer) -> String {
+    let how = if answer.offered { "chose" } else { "answered" };
+    format!(
+        "User {how} \"{}\" ({})",
+        clip(&answer.answer, OUTCOME_CHARS),
+        clip(&answer.question, OUTCOME_CHARS)
+    )
 }
 
 /// The person's own choices ("ok, fine, let's do vite").

@@ -1319,3 +1319,200 @@ fn a_long_messages_request_at_its_end_is_kept() {
         &[],
     );
 }
+
+/// `AskUserQuestion`'s call and result as Claude Code 2.0.55 wrote them
+/// (the deep-manifest session), and an answer typed under "Other".
+fn asked(id: &str, questions: serde_json::Value) -> Vec<ToolCall> {
+    vec![call(
+        id,
+        "AskUserQuestion",
+        json!({ "questions": questions }),
+    )]
+}
+
+#[test]
+fn answers_to_the_agents_questions_are_requests_decisions_and_rules() {
+    let tar = json!([
+        {"question": "Should tar archives found in the filesystem (not just embedded) also be processed recursively like ZIP files are?", "header": "Filesystem tar", "options": [{"label": "Yes, both filesystem and embedded", "description": "Treat .tar/.tar.gz like .zip"}, {"label": "Only embedded tar archives", "description": "Only inside ZIP files"}], "multiSelect": false},
+        {"question": "Which tar formats should be supported?", "header": "Tar formats", "options": [{"label": ".tar and .tar.gz only", "description": "most common"}, {"label": "Also .tgz", "description": "alias"}], "multiSelect": false}
+    ]);
+    let state = json!([
+        {"question": "How should the session state be kept?", "header": "State", "options": [{"label": "Derive it from the log", "description": "no new field"}, {"label": "Store it explicitly", "description": "a field"}], "multiSelect": false}
+    ]);
+    let text = check(
+        vec![
+            Message::user("u1", "Add tar support to the manifest"),
+            Message::assistant("a1", "", asked("c1", tar)),
+            Message::tool_result(
+                "t1",
+                "c1",
+                "User has answered your questions: \"Should tar archives found in the filesystem (not just embedded) also be processed recursively like ZIP files are?\"=\"Yes, both filesystem and embedded\", \"Which tar formats should be supported?\"=\"Also .tgz\". You can now continue with the user's answers in mind.",
+                false,
+            ),
+            Message::assistant("a2", "", asked("c2", state)),
+            Message::tool_result(
+                "t2",
+                "c2",
+                "User has answered your questions: \"How should the session state be kept?\"=\"store it explicitly, but the change from ACTIVE to IDLE must condense\". You can now continue with the user's answers in mind.",
+                false,
+            ),
+        ],
+        None,
+        &[],
+        &["You can now continue"],
+    );
+    let requests = section(&text, "Later requests");
+    assert!(
+        requests.contains(&"\"Yes, both filesystem and embedded (asked: Should tar archives found in the filesystem (not just embedded) also be processed recursively like ZIP files are?)\" [t1]".to_string())
+            && requests.contains(&"\"Also .tgz (asked: Which tar formats should be supported?)\" [t1]".to_string())
+            && requests.iter().any(|r| r.starts_with("\"store it explicitly, but the change from ACTIVE to IDLE must condense")),
+        "{text}"
+    );
+    let decisions = section(&text, "Decisions and findings");
+    assert!(
+        decisions.contains(&"User chose \"Also .tgz\" (Which tar formats should be supported?)".to_string())
+            && decisions.contains(&"User answered \"store it explicitly, but the change from ACTIVE to IDLE must condense\" (How should the session state be kept?)".to_string()),
+        "{text}"
+    );
+    assert!(
+        section(&text, "User rules")
+            .iter()
+            .any(|r| r.contains("the change from ACTIVE to IDLE must condense")),
+        "{text}"
+    );
+    // The latest answer is the latest request.
+    assert_eq!(
+        section(&text, "Next step"),
+        ["Continue with the last request above."]
+    );
+}
+
+/// Claude Code 2.0.x words a refusal with a reason so (the
+/// coderabbit-review-helper and JSSoundRecorder sessions).
+#[test]
+fn a_call_the_user_rejected_says_so_and_their_reason_is_a_request() {
+    let with_reason = "The user doesn't want to proceed with this tool use. The tool use was rejected (eg. if it was a file edit, the new_string was NOT written to the file). The user provided the following reason for the rejection:  Let's keep the name of the py file but change the pyproject script to reference it, otherwise gtg";
+    let plain = "The user doesn't want to proceed with this tool use. The tool use was rejected (eg. if it was a file edit, the new_string was NOT written to the file). STOP what you are doing and wait for the user to tell you how to proceed.";
+    let text = check(
+        vec![
+            Message::user("u1", "Make it installable with uv"),
+            Message::assistant("a1", "", bash("c1", "git mv extract.py tool.py")),
+            Message::tool_result("t1", "c1", with_reason, true),
+            Message::assistant("a2", "", bash("c2", "git push")),
+            Message::tool_result("t2", "c2", plain, true),
+        ],
+        None,
+        &[
+            "`git mv extract.py tool.py`: rejected by the user",
+            "`git push`: rejected by the user",
+        ],
+        &["no result", "## Errors still open"],
+    );
+    assert_eq!(
+        section(&text, "Later requests"),
+        ["\"Let's keep the name of the py file but change the pyproject script to reference it, otherwise gtg\" [t1]"]
+    );
+}
+
+/// Older clients put the person's reply itself where a refused call's
+/// result goes, as an error: it is their request, not a failure.
+#[test]
+fn a_refusal_in_the_users_own_words_is_a_request_not_a_failure() {
+    let text = check(
+        vec![
+            Message::user("u1", "Publish the site"),
+            Message::assistant("a1", "", bash("c1", "git push")),
+            Message::tool_result("t1", "c1", "please add the favicon too first", true),
+            Message::assistant("a2", "", bash("c2", "ls missing")),
+            Message::tool_result(
+                "t2",
+                "c2",
+                "ls: cannot access 'missing': No such file or directory",
+                true,
+            ),
+        ],
+        None,
+        &["`git push`: rejected by the user"],
+        &["failed: please add"],
+    );
+    assert_eq!(
+        section(&text, "Later requests"),
+        ["\"please add the favicon too first\" [t1]"]
+    );
+}
+
+/// A rejected change and a rejected command, read back by a later
+/// compaction, stay rejected.
+#[test]
+fn a_rejection_survives_an_update() {
+    let refused = "The user doesn't want to proceed with this tool use. The tool use was rejected (eg. if it was a file edit, the new_string was NOT written to the file). STOP what you are doing and wait for the user to tell you how to proceed.";
+    let first = summary(&request(
+        vec![
+            Message::user("u1", "Ship the release notes"),
+            Message::assistant(
+                "a1",
+                "",
+                vec![
+                    call(
+                        "c1",
+                        "Write",
+                        json!({"file_path": "NOTES.md", "content": "x"}),
+                    ),
+                    call("c2", "bash", json!({"command": "git push"})),
+                ],
+            ),
+            Message::tool_result("t1", "c1", refused, true),
+            Message::tool_result("t2", "c2", refused, true),
+        ],
+        None,
+    ));
+    check(
+        vec![Message::user("u2", "Now write the changelog entry for it")],
+        Some(&first),
+        &[
+            "`NOTES.md`: change rejected by the user",
+            "`git push`: rejected by the user",
+        ],
+        &["no result"],
+    );
+}
+
+/// Shrinking to a budget counts commands that ran once without trouble;
+/// a rejected one did not run, and stays listed.
+#[test]
+fn a_rejected_command_is_not_counted_as_having_run_ok() {
+    let refused = "The user doesn't want to proceed with this tool use. The tool use was rejected (eg. if it was a file edit, the new_string was NOT written to the file). STOP what you are doing and wait for the user to tell you how to proceed.";
+    let request = request(
+        vec![
+            Message::user("u1", "Publish the site once it builds"),
+            Message::assistant("a1", "", bash("c1", "npm run build")),
+            Message::tool_result("t1", "c1", "built in 2s", false),
+            Message::assistant("a2", "", bash("c2", "git push")),
+            Message::tool_result("t2", "c2", refused, true),
+            // A long request the budget clips after it counts the commands.
+            Message::user(
+                "u2",
+                format!(
+                    "Then move the docs over to the new site {}",
+                    "and keep every old link working ".repeat(12)
+                ),
+            ),
+        ],
+        None,
+    );
+    let digest = digest_of_request(&request);
+    let shrunk: Vec<String> = (20..400)
+        .map(|budget| digest.render(budget))
+        .filter(|text| text.contains("other commands ran once, ok"))
+        .collect();
+    for text in &shrunk {
+        assert!(text.contains("… 1 other commands ran once, ok"), "{text}");
+    }
+    // Until the budget drops every command that did not fail.
+    assert!(
+        shrunk
+            .iter()
+            .any(|text| text.contains("`git push`: rejected by the user")),
+        "{shrunk:?}"
+    );
+}
