@@ -99,8 +99,10 @@ impl Recap {
     /// What the model should know after the agent compacted: compactd's
     /// digest (task, requests, rules, plan, progress, errors, next step)
     /// and the file sections, within `limit` characters — the digest
-    /// shrinks, then the file lists, most important first.
-    pub fn context(&self, limit: usize) -> String {
+    /// shrinks, then the file lists, most important first. With
+    /// `recall_tools` (the agent has `compactd mcp`'s tools), it ends by
+    /// saying they find what the record leaves out.
+    pub fn context(&self, limit: usize, recall_tools: bool) -> String {
         const HEAD: &str = "compactd's record of this session before it was compacted (taken from the transcript; the summary may have left some of it out):\n\n";
         // Where the rest is, for an agent that has compactd's MCP tools.
         const RECALL: &str = "\n\nEvery message before the compaction is kept verbatim: with compactd's MCP tools (search_history, read_messages), search them when a detail is missing.";
@@ -109,7 +111,8 @@ impl Recap {
             let digest = self.digest(tokens);
             for listed in LISTED {
                 let text = format!("{HEAD}{digest}\n{}", self.file_sections(listed));
-                let text = format!("{}{RECALL}", text.trim_end());
+                let recall = if recall_tools { RECALL } else { "" };
+                let text = format!("{}{recall}", text.trim_end());
                 if text.chars().count() <= limit {
                     return text;
                 }
@@ -164,7 +167,8 @@ impl Recap {
     pub fn answers(&self, limit: usize) -> Answers {
         Answers {
             instructions: self.instructions(limit),
-            context: self.context(limit),
+            // `compactd setup` registers the MCP tools with the hooks.
+            context: self.context(limit, true),
             must_keep: MustKeep {
                 task: self.task.clone(),
                 latest_request: self.latest_request.clone(),
@@ -306,7 +310,7 @@ mod tests {
             Message::user("u4", "Carry on."),
         ]);
         let recap = Recap::of(&session);
-        let context = recap.context(HOOK_LIMIT);
+        let context = recap.context(HOOK_LIMIT, true);
         assert!(
             context.contains("the counter must ignore files under drafts/"),
             "{context}"
@@ -324,7 +328,7 @@ mod tests {
     fn a_recap_holds_the_task_rules_and_requests_and_fits() {
         let recap = Recap::of(&session());
         assert_eq!(recap.rules, ["Never touch Cargo.lock."]);
-        let context = recap.context(HOOK_LIMIT);
+        let context = recap.context(HOOK_LIMIT, true);
         for needle in [
             "Port the parser to nom",
             "Never touch Cargo.lock.",
@@ -332,7 +336,7 @@ mod tests {
         ] {
             assert!(context.contains(needle), "{needle}: {context}");
         }
-        assert!(recap.context(300).chars().count() <= 300);
+        assert!(recap.context(300, true).chars().count() <= 300);
         let instructions = recap.instructions(HOOK_LIMIT);
         assert!(
             instructions.contains("\"Never touch Cargo.lock.\""),
@@ -369,7 +373,7 @@ mod tests {
             Some("Write the release notes for v2")
         );
         assert!(recap.rules.is_empty(), "{:?}", recap.rules);
-        assert!(!recap.context(HOOK_LIMIT).contains("nom"));
+        assert!(!recap.context(HOOK_LIMIT, true).contains("nom"));
         assert_eq!(
             session.plan_input().task.as_deref(),
             Some("Write the release notes for v2")
@@ -410,7 +414,7 @@ mod tests {
             recap.latest_request.as_deref(),
             Some("and add a changelog entry for the new field")
         );
-        let context = recap.context(HOOK_LIMIT);
+        let context = recap.context(HOOK_LIMIT, true);
         for needle in [
             "store it explicitly, but the change from ACTIVE to IDLE must condense (asked: How should the state be kept?)",
             "run the migration tests before pushing anything",
@@ -429,7 +433,7 @@ mod tests {
             recap.dropped(lossy),
             ["1 of 1 rules", "the task", "the latest request"]
         );
-        let full = recap.context(HOOK_LIMIT);
+        let full = recap.context(HOOK_LIMIT, true);
         assert!(
             recap.dropped(&full).is_empty(),
             "{:?}",

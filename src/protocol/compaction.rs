@@ -316,6 +316,11 @@ pub struct RecapParams {
     /// of the session it left out.
     #[serde(default)]
     pub summary: Option<String>,
+    /// The agent has `compactd mcp`'s tools: `context` ends by saying they
+    /// find what the record leaves out. Default false: an agent that lacks
+    /// them must not be told to use them.
+    #[serde(default)]
+    pub recall_tools: Option<bool>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]

@@ -241,3 +241,28 @@ fn bad_queries_and_unknown_sessions_get_clear_errors_and_block_nothing() {
         .unwrap();
     server.shutdown_and_exit();
 }
+
+/// `conversation/recap` tells the model about compactd's MCP tools only
+/// when the client says the agent has them (the opencode plugin does not
+/// register them, so its record must not send the model looking).
+#[test]
+fn the_recap_mentions_the_recall_tools_only_where_the_agent_has_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut server = Server::start(dir.path(), json!({}));
+    let id = planted_session(&mut server);
+    let context = |server: &mut Server, params: Value| {
+        server.request("conversation/recap", params).unwrap()["context"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    let plain = context(&mut server, json!({"sessionId": id}));
+    assert!(plain.starts_with("compactd's record"), "{plain}");
+    assert!(!plain.contains("search_history"), "{plain}");
+    let told = context(&mut server, json!({"sessionId": id, "recallTools": true}));
+    assert!(
+        told.contains("compactd's MCP tools (search_history, read_messages)"),
+        "{told}"
+    );
+    server.shutdown_and_exit();
+}

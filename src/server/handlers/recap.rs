@@ -21,7 +21,7 @@ pub fn handle(context: &mut Context, params: RecapParams) -> RpcResult<RecapResu
     let recap = Recap::of(session);
     Ok(RecapResult {
         instructions: recap.instructions(limit),
-        context: recap.context(limit),
+        context: recap.context(limit, params.recall_tools == Some(true)),
         dropped: params
             .summary
             .as_deref()

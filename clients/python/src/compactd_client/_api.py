@@ -95,9 +95,9 @@ class AsyncMethods:
         """`conversation/import`: A transcript in another tool's format becomes a new session."""
         return await self._request(m.IMPORT, _params(content=content, contextWindow=context_window, format=format, model=model, path=path, sessionId=session_id))
 
-    async def recap(self, session_id: str, *, max_chars: Optional[int] = None, summary: Optional[str] = None) -> t.RecapResult:
+    async def recap(self, session_id: str, *, max_chars: Optional[int] = None, recall_tools: Optional[bool] = None, summary: Optional[str] = None) -> t.RecapResult:
         """`conversation/recap`: What an agent's own compaction must keep of a session: instructions for its summarizer, compactd's record for after, what its summary dropped."""
-        return await self._request(m.RECAP, _params(sessionId=session_id, maxChars=max_chars, summary=summary))
+        return await self._request(m.RECAP, _params(sessionId=session_id, maxChars=max_chars, recallTools=recall_tools, summary=summary))
 
     async def search(self, query: str, *, compacted_only: Optional[bool] = None, limit: Optional[int] = None, roles: Optional[List[t.Role]] = None, session_id: Optional[str] = None) -> t.SearchResult:
         """`conversation/search`: Messages of a session, compacted away or not, found by what they say."""
@@ -270,9 +270,9 @@ class SyncMethods:
         """`conversation/import`: A transcript in another tool's format becomes a new session."""
         return self._request(m.IMPORT, _params(content=content, contextWindow=context_window, format=format, model=model, path=path, sessionId=session_id), timeout=timeout, cancel=cancel)
 
-    def recap(self, session_id: str, *, max_chars: Optional[int] = None, summary: Optional[str] = None, timeout: Optional[float] = None, cancel: Optional[Cancellation] = None) -> t.RecapResult:
+    def recap(self, session_id: str, *, max_chars: Optional[int] = None, recall_tools: Optional[bool] = None, summary: Optional[str] = None, timeout: Optional[float] = None, cancel: Optional[Cancellation] = None) -> t.RecapResult:
         """`conversation/recap`: What an agent's own compaction must keep of a session: instructions for its summarizer, compactd's record for after, what its summary dropped."""
-        return self._request(m.RECAP, _params(sessionId=session_id, maxChars=max_chars, summary=summary), timeout=timeout, cancel=cancel)
+        return self._request(m.RECAP, _params(sessionId=session_id, maxChars=max_chars, recallTools=recall_tools, summary=summary), timeout=timeout, cancel=cancel)
 
     def search(self, query: str, *, compacted_only: Optional[bool] = None, limit: Optional[int] = None, roles: Optional[List[t.Role]] = None, session_id: Optional[str] = None, timeout: Optional[float] = None, cancel: Optional[Cancellation] = None) -> t.SearchResult:
         """`conversation/search`: Messages of a session, compacted away or not, found by what they say."""

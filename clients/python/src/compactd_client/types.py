@@ -999,6 +999,10 @@ class RecapParams(_RecapParamsRequired, total=False):
     #: The most characters `instructions` and `context` may each hold
     #: (default 10,000, what Claude Code lets a hook add; at least 500).
     maxChars: Optional[int]
+    #: The agent has `compactd mcp`'s tools: `context` ends by saying they
+    #: find what the record leaves out. Default false: an agent that lacks
+    #: them must not be told to use them.
+    recallTools: Optional[bool]
     #: The summary the agent's own compaction wrote: `dropped` says what
     #: of the session it left out.
     summary: Optional[str]

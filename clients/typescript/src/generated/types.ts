@@ -1163,6 +1163,12 @@ export interface RecapParams {
    * (default 10,000, what Claude Code lets a hook add; at least 500).
    */
   maxChars?: number | null;
+  /**
+   * The agent has `compactd mcp`'s tools: `context` ends by saying they
+   * find what the record leaves out. Default false: an agent that lacks
+   * them must not be told to use them.
+   */
+  recallTools?: boolean | null;
   sessionId: string;
   /**
    * The summary the agent's own compaction wrote: `dropped` says what
