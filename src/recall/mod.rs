@@ -190,7 +190,15 @@ impl LiveIndex {
 /// What of a message is searched: its text, thinking, each tool call's
 /// name and arguments, a tool result's tool name and output.
 pub fn searchable_text(message: &Message) -> String {
-    let mut out = String::from(message.text());
+    // A tool's output follows its tool's name, as a reader expects it
+    // ("Bash: …"), so a snippet never ends in the name.
+    let mut out = match &message.body {
+        MessageBody::Tool {
+            tool_name: Some(name),
+            ..
+        } if !name.is_empty() => format!("{name}: {}", message.text()),
+        _ => String::from(message.text()),
+    };
     let mut add = |s: &str| {
         if !s.is_empty() {
             if !out.is_empty() {
@@ -210,7 +218,6 @@ pub fn searchable_text(message: &Message) -> String {
                 add(&format!("{} {}", call.name, call.arguments));
             }
         }
-        MessageBody::Tool { tool_name, .. } => add(tool_name.as_deref().unwrap_or("")),
         _ => {}
     }
     out

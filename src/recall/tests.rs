@@ -132,3 +132,17 @@ fn each_message_knows_the_compaction_that_first_summarized_it() {
         [Some(1), Some(0), Some(1), Some(2), Some(2), None]
     );
 }
+
+#[test]
+fn a_tool_output_is_searched_after_its_tools_name() {
+    let result = message(
+        json!({"id": "t1", "role": "tool", "toolCallId": "c1", "toolName": "Bash", "content": "the colour is ochre"}),
+    );
+    let text = searchable_text(&result);
+    assert_eq!(text, "Bash: the colour is ochre");
+    let at = text.find("ochre").unwrap();
+    assert!(
+        snippet(&text, at, 240).ends_with("ochre"),
+        "no name after the output"
+    );
+}

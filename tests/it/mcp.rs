@@ -239,3 +239,58 @@ async fn it_serves_read_only_when_the_data_directory_is_unusable() {
     assert!(found.contains("PEAR-41"), "{found}");
     client.cancel().await.unwrap();
 }
+
+/// A compaction the agent makes while `compactd mcp` runs marks the
+/// messages it summarized at the next call, as a fresh process would.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_compaction_made_while_it_runs_marks_what_it_summarized() {
+    let home = tempfile::tempdir().unwrap();
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/claude-code/5217d838-5181-433d-a8b8-c96b9ad7bfb3.jsonl");
+    let lines: Vec<String> = std::fs::read_to_string(fixture)
+        .unwrap()
+        .lines()
+        .map(|l| format!("{l}\n"))
+        .collect();
+    let transcript = home
+        .path()
+        .join("5217d838-5181-433d-a8b8-c96b9ad7bfb3.jsonl");
+    // Up to the agent's answer; the compaction's lines come later.
+    std::fs::write(&transcript, lines[..42].concat()).unwrap();
+    let path = transcript.to_str().unwrap();
+    let client = start(home.path(), home.path(), &["--transcript", path]).await;
+    let before = call(
+        &client,
+        "search_history",
+        json!({"query": "edit a.txt and write c.md"}),
+    )
+    .await;
+    assert!(
+        before.contains("user:") && !before.contains("compacted:"),
+        "{before}"
+    );
+    let mut file = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&transcript)
+        .unwrap();
+    std::io::Write::write_all(&mut file, lines[42..].concat().as_bytes()).unwrap();
+    drop(file);
+    let after = call(
+        &client,
+        "search_history",
+        json!({"query": "edit a.txt and write c.md"}),
+    )
+    .await;
+    assert!(after.contains("user · compacted"), "{after}");
+    client.cancel().await.unwrap();
+    // A fresh process says the same.
+    let fresh = start(home.path(), home.path(), &["--transcript", path]).await;
+    let again = call(
+        &fresh,
+        "search_history",
+        json!({"query": "edit a.txt and write c.md"}),
+    )
+    .await;
+    assert!(again.contains("user · compacted"), "{again}");
+    fresh.cancel().await.unwrap();
+}
