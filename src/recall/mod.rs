@@ -207,18 +207,16 @@ pub fn searchable_text(message: &Message) -> String {
             out.push_str(s);
         }
     };
-    match &message.body {
-        MessageBody::Assistant {
-            thinking,
-            tool_calls,
-            ..
-        } => {
-            add(thinking.as_deref().unwrap_or(""));
-            for call in tool_calls {
-                add(&format!("{} {}", call.name, call.arguments));
-            }
+    if let MessageBody::Assistant {
+        thinking,
+        tool_calls,
+        ..
+    } = &message.body
+    {
+        add(thinking.as_deref().unwrap_or(""));
+        for call in tool_calls {
+            add(&format!("{} {}", call.name, call.arguments));
         }
-        _ => {}
     }
     out
 }
