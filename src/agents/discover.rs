@@ -131,10 +131,16 @@ pub fn first_prompt(agent: Agent, bytes: &[u8]) -> Option<String> {
         }
         for event in out.drain() {
             match event {
+                // What the person asked, without what their client added
+                // around it (`<ide_selection>`, a command's expansion).
                 Event::Message { message, .. }
                     if message.role() == Role::User && agent.is_request(&message) =>
                 {
-                    return Some(message.text().to_string());
+                    if let Some(request) =
+                        crate::conversation::request::request_text(message.text())
+                    {
+                        return Some(request);
+                    }
                 }
                 Event::Restart => return None,
                 _ => {}
@@ -171,4 +177,25 @@ fn session_at(agent: Agent, path: PathBuf) -> Option<AgentSession> {
         modified_ms,
         size: meta.len(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A session's title is what the person asked, not the selection or
+    /// the file their editor put around it.
+    #[test]
+    fn a_title_is_the_request_without_the_clients_wrappers() {
+        let agent = Agent::from_name("claude-code").unwrap();
+        let line = serde_json::json!({"type": "user", "uuid": "u1", "sessionId": "s",
+            "message": {"role": "user", "content": [
+                {"type": "text", "text": "<ide_selection>The user selected the lines 3 to 9 from src/a.rs</ide_selection>"},
+                {"type": "text", "text": "why does this loop never end?"}]}});
+        let bytes = format!("{line}\n");
+        assert_eq!(
+            first_prompt(agent, bytes.as_bytes()).as_deref(),
+            Some("why does this loop never end?")
+        );
+    }
 }

@@ -91,18 +91,31 @@ impl Setup {
 #[derive(Debug, Clone)]
 pub struct TomlTable {
     pub path: PathBuf,
+    /// The agent it is set up for (`codex`): the comment names the
+    /// command that removes it.
+    pub agent: &'static str,
     /// `[mcp_servers.compactd]`
     pub header: String,
     /// Its lines, without the header.
     pub body: String,
 }
 
-/// The line above a table compactd appended.
-const TABLE_MARK: &str = "# added by `compactd setup`; `compactd setup --uninstall` removes it";
+/// The line above a table an older compactd appended (its command exits
+/// 2: it names no agent); still recognised as compactd's.
+const OLD_TABLE_MARK: &str = "# added by `compactd setup`; `compactd setup --uninstall` removes it";
 
 impl TomlTable {
+    /// The line above a table compactd appends, naming the command that
+    /// removes it.
+    fn mark(&self) -> String {
+        format!(
+            "# added by `compactd setup {agent}`; `compactd setup {agent} --uninstall` removes it",
+            agent = self.agent
+        )
+    }
+
     fn block(&self) -> String {
-        format!("\n{TABLE_MARK}\n{}\n{}", self.header, self.body)
+        format!("\n{}\n{}\n{}", self.mark(), self.header, self.body)
     }
 
     fn has_header(&self, text: &str) -> bool {
@@ -139,7 +152,9 @@ impl TomlTable {
         let Some(at) = lines.iter().position(|l| l.trim() == self.header) else {
             return Ok(self.report(Vec::new(), original));
         };
-        if at == 0 || lines[at - 1].trim() != TABLE_MARK {
+        let marked =
+            at > 0 && [self.mark().as_str(), OLD_TABLE_MARK].contains(&lines[at - 1].trim());
+        if !marked {
             return Ok(self.report(Vec::new(), original));
         }
         let end = (at + 1..lines.len())
@@ -1130,6 +1145,7 @@ mod toml_table_tests {
     fn table(dir: &Path) -> TomlTable {
         TomlTable {
             path: dir.join("config.toml"),
+            agent: "codex",
             header: "[mcp_servers.compactd]".into(),
             body: "command = \"/opt/bin/compactd\"\nargs = [\"mcp\"]\n".into(),
         }
@@ -1158,6 +1174,22 @@ mod toml_table_tests {
         );
         table.uninstall(false).unwrap();
         assert_eq!(std::fs::read_to_string(&table.path).unwrap(), before);
+    }
+
+    /// The comment names a command that works, and a table an older
+    /// compactd marked with its comment is still removed.
+    #[test]
+    fn the_mark_names_the_command_that_removes_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let table = table(dir.path());
+        let installed = table.install(false).unwrap().text.unwrap();
+        assert!(
+            installed.contains("`compactd setup codex --uninstall` removes it"),
+            "{installed}"
+        );
+        let old = format!("x = 1\n\n{OLD_TABLE_MARK}\n[mcp_servers.compactd]\nargs = [\"mcp\"]\n");
+        write(&table.path, &old).unwrap();
+        assert_eq!(table.uninstall(false).unwrap().text.unwrap(), "x = 1\n");
     }
 
     #[test]

@@ -350,10 +350,31 @@ pub struct ReplayArgs {
 
 #[derive(Args, Debug, Clone)]
 pub struct StatuslineArgs {
-    /// Yellow from this percentage of the context window.
-    #[arg(long, value_name = "PERCENT", default_value_t = 75.0)]
-    pub warn: f64,
-    /// Red from this percentage of the context window.
-    #[arg(long, value_name = "PERCENT", default_value_t = 90.0)]
-    pub error: f64,
+    /// Yellow from this percentage of the context window (0–100, at most
+    /// --error). Read by the command itself, so a bad value still prints a
+    /// line and exits 0.
+    #[arg(long, value_name = "PERCENT", default_value = "75")]
+    pub warn: String,
+    /// Red from this percentage of the context window (0–100).
+    #[arg(long, value_name = "PERCENT", default_value = "90")]
+    pub error: String,
+}
+
+impl StatuslineArgs {
+    /// The two thresholds, or why they are not usable.
+    pub fn thresholds(&self) -> Result<(f64, f64), String> {
+        let percent = |flag: &str, value: &str| {
+            value
+                .trim()
+                .parse::<f64>()
+                .ok()
+                .filter(|p| (0.0..=100.0).contains(p))
+                .ok_or_else(|| format!("--{flag} {value:?} is not a percentage from 0 to 100"))
+        };
+        let (warn, error) = (percent("warn", &self.warn)?, percent("error", &self.error)?);
+        if warn > error {
+            return Err(format!("--warn {warn} is above --error {error}"));
+        }
+        Ok((warn, error))
+    }
 }

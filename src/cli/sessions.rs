@@ -113,6 +113,16 @@ fn target(
             })?;
             return Ok((agent, path.to_path_buf()));
         }
+        // Not an agent's name but a path (it has a separator or an
+        // extension): say what is wrong with the path.
+        let looks_like_path = what.contains(std::path::MAIN_SEPARATOR) || what.contains('.');
+        if looks_like_path && Agent::from_name(what).is_none() {
+            let why = match std::fs::metadata(path) {
+                Err(e) => e.to_string(),
+                Ok(_) => "not a regular file".to_string(),
+            };
+            return Err(CliError::Failure(format!("{what}: {why}")));
+        }
         let agent = agent(what)?;
         let newest = discover::sessions(homes, &Cwds::default(), agent, workspace, 1);
         return newest

@@ -34,13 +34,27 @@ fn print(report: &SetupReport, args: &SetupArgs, note: Option<&str>) -> Result<(
     } else {
         "changed"
     };
-    if report.changes.is_empty() {
+    // What was kept as it is ("statusLine: kept yours …") is said, but is
+    // no change: a second run says "nothing to change".
+    let is_change = |c: &&String| {
+        ["add ", "remove ", "update "]
+            .iter()
+            .any(|v| c.starts_with(v))
+    };
+    let (changes, kept): (Vec<&String>, Vec<&String>) = report.changes.iter().partition(is_change);
+    if changes.is_empty() {
         super::out::line(format_args!("{}: nothing to change", report.path.display()))?;
-        return Ok(());
+    } else {
+        super::out::line(format_args!("{} {verb}:", report.path.display()))?;
+        for change in &changes {
+            super::out::line(format_args!("  {change}"))?;
+        }
     }
-    super::out::line(format_args!("{} {verb}:", report.path.display()))?;
-    for change in &report.changes {
-        super::out::line(format_args!("  {change}"))?;
+    for line in &kept {
+        super::out::line(format_args!("  {line}"))?;
+    }
+    if changes.is_empty() {
+        return Ok(());
     }
     if let Some(note) = note.filter(|_| !args.uninstall) {
         super::out::line(format_args!("{note}"))?;

@@ -24,17 +24,19 @@ pub fn run(args: &StatuslineArgs, no_user_config: bool) -> ExitCode {
         let root = (!workspace.as_os_str().is_empty()).then_some(workspace);
         Config::resolve(None, root, user_dir.as_deref()).map_err(|e| e.to_string())
     };
-    let env = StatusLineEnv {
-        warn: args.warn,
-        error: args.error,
-        config: &config,
-        follow_meter: &follow_meter,
-    };
-    let line = read.map_err(|e| format!("stdin: {e}")).and_then(|_| {
-        Agent::all()
-            .iter()
-            .find_map(|agent| agent.status_line(&input, &env))
-            .unwrap_or_else(|| Err("no agent has a status line".into()))
+    let line = args.thresholds().and_then(|(warn, error)| {
+        let env = StatusLineEnv {
+            warn,
+            error,
+            config: &config,
+            follow_meter: &follow_meter,
+        };
+        read.map_err(|e| format!("stdin: {e}")).and_then(|_| {
+            Agent::all()
+                .iter()
+                .find_map(|agent| agent.status_line(&input, &env))
+                .unwrap_or_else(|| Err("no agent has a status line".into()))
+        })
     });
     match line {
         // A status line that cannot be written (the agent stopped reading)

@@ -157,6 +157,13 @@ impl<W: Wire> Summarizer for HttpSummarizer<W> {
     ) -> BoxFuture<'a, Result<SummaryOutput, SummarizeError>> {
         Box::pin(async move {
             let key = api_key(self.settings.api_key_env.as_deref())?;
+            if key.is_none() && hosted(&self.settings.base_url) {
+                // Known before any request: no retries against a refusal.
+                return Err(SummarizeError::Failed(format!(
+                    "{} needs an API key and none is configured: put it in an environment variable and name that variable in summarizer.apiKeyEnv",
+                    self.settings.base_url
+                )));
+            }
             let redactor = Redactor::new(key.as_deref());
             let prompt = prompt::build(&request);
             let call = Call {
@@ -178,6 +185,17 @@ impl<W: Wire> Summarizer for HttpSummarizer<W> {
             })
         })
     }
+}
+
+/// The providers' own APIs, which refuse every request without a key (a
+/// local server, OpenRouter behind another URL, and the like may not).
+fn hosted(base_url: &str) -> bool {
+    let host = base_url
+        .split("://")
+        .nth(1)
+        .and_then(|rest| rest.split(['/', ':']).next())
+        .unwrap_or("");
+    matches!(host, "api.openai.com" | "api.anthropic.com")
 }
 
 /// The key from the environment variable the config names, read now so a

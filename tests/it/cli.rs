@@ -1018,3 +1018,29 @@ fn workspace_and_agent_settings_that_are_fifos_or_devices_are_not_read() {
         );
     }
 }
+
+/// A hosted provider without a key is refused before any request: no
+/// retries, no waiting, the offline summary at once, and it says why.
+#[test]
+fn a_hosted_summarizer_without_a_key_falls_back_before_any_request() {
+    let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/conversation.json");
+    let out =
+        crate::support::output_within_patience(compactd().arg("compact").arg(&example).args([
+            "--summarizer",
+            "openai",
+            "--keep-recent-tokens",
+            "300",
+            "--quiet",
+        ]));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}");
+    assert!(
+        stdout.contains("needs an API key and none is configured"),
+        "{stdout}"
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !stderr.contains("retrying"),
+        "no attempt was made: {stderr}"
+    );
+}

@@ -266,3 +266,14 @@ fn any_failure_prints_a_short_fallback_and_exits_0() {
         "{line}"
     );
 }
+
+/// The status line always prints a line and exits 0, bad flags included
+/// (Claude Code would show nothing for an exit 2).
+#[test]
+fn bad_thresholds_print_a_line_and_exit_zero() {
+    let home = Home::new();
+    let line = home.render("{}", &["--warn", "abc"], &[]);
+    assert!(line.starts_with("⛁ compactd: --warn \"abc\""), "{line}");
+    let line = home.render("{}", &["--warn", "95", "--error", "90"], &[]);
+    assert_eq!(line, "⛁ compactd: --warn 95 is above --error 90");
+}

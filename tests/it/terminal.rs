@@ -184,6 +184,13 @@ fn setup_counts_and_removes_only_what_it_wrote() {
         "/opt/other/compactd statusline"
     );
     assert!(printed.contains("statusLine: kept yours"), "{printed}");
+    // Again: nothing changes, and it says so (what it kept is no change).
+    let (ok, printed, _) = setup(home.path(), &[]);
+    assert!(ok && !printed.contains("changed:"), "{printed}");
+    assert!(
+        printed.contains("settings.json: nothing to change"),
+        "{printed}"
+    );
     let (ok, printed, restored) = setup(home.path(), &["--uninstall"]);
     assert!(ok, "{printed}");
     assert_eq!(

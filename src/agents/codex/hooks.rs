@@ -47,6 +47,7 @@ pub(super) fn setup(homes: &Homes, project: Option<&Path>, compactd: &Path) -> V
             Setup::Settings(hooks(&dir, compactd)),
             Setup::Table(TomlTable {
                 path: dir.join("config.toml"),
+                agent: super::NAME,
                 header: "[mcp_servers.compactd]".into(),
                 body: format!("command = {command}\nargs = [\"mcp\"]\n"),
             }),
