@@ -6,6 +6,11 @@
 //! message per WebSocket message; what the server sends is written to
 //! stdout with its `Content-Length` header, in order.
 
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
+
+use tokio::sync::Notify;
+
 use super::args::ConnectArgs;
 use super::error::CliError;
 use super::out::outln;
@@ -25,8 +30,9 @@ pub async fn run(args: &ConnectArgs) -> Result<(), CliError> {
     // One writer for stdout: the server's messages and the answers to bad
     // input never interleave.
     let (stdout, writer) = transport::spawn_writer(tokio::io::stdout());
-    let upstream = tokio::spawn(forward_stdin(sender, stdout.clone()));
-    let result = forward_server(receiver, &stdout).await;
+    let pending = Arc::new(Pending::default());
+    let upstream = tokio::spawn(forward_stdin(sender, stdout.clone(), pending.clone()));
+    let result = forward_server(receiver, &stdout, &pending).await;
     upstream.abort();
     drop(stdout);
     let _ = writer.finish().await;
@@ -73,13 +79,60 @@ fn target(args: &ConnectArgs) -> Result<(String, String), CliError> {
     }
 }
 
-/// stdin frames → WebSocket messages, until stdin ends.
-async fn forward_stdin(mut sender: Sender, stdout: Outbox) {
+/// The requests sent and not answered yet: at the end of stdin the bridge
+/// waits for their answers before it closes the connection, as the stdio
+/// server answers everything it read before it exits.
+#[derive(Default)]
+struct Pending {
+    ids: Mutex<HashSet<String>>,
+    answered: Notify,
+}
+
+impl Pending {
+    fn sent(&self, message: &serde_json::Value) {
+        if message.get("method").is_some() {
+            if let Some(id) = message.get("id") {
+                self.lock().insert(id.to_string());
+            }
+        }
+    }
+
+    fn received(&self, message: &serde_json::Value) {
+        if message.get("method").is_none() {
+            if let Some(id) = message.get("id") {
+                self.lock().remove(&id.to_string());
+                self.answered.notify_waiters();
+            }
+        }
+    }
+
+    async fn all_answered(&self) {
+        loop {
+            let answered = self.answered.notified();
+            if self.lock().is_empty() {
+                return;
+            }
+            answered.await;
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashSet<String>> {
+        self.ids.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// stdin frames → WebSocket messages, until stdin ends and every request
+/// sent is answered.
+async fn forward_stdin(mut sender: Sender, stdout: Outbox, pending: Arc<Pending>) {
     let stdin = tokio::io::BufReader::new(tokio::io::stdin());
     let mut reader = transport::Reader::new(stdin);
     loop {
         let text = match reader.next().await {
-            Ok(Some(Incoming::Message(message))) => transport::message_json(&message).to_string(),
+            Ok(Some(Incoming::Message(message))) => {
+                let json = transport::message_json(&message);
+                pending.sent(&json);
+                json.to_string()
+            }
             Ok(Some(Incoming::Refused { response, why })) => {
                 tracing::error!("refused bad input: {why}");
                 stdout.send_json(response);
@@ -92,19 +145,27 @@ async fn forward_stdin(mut sender: Sender, stdout: Outbox) {
             Ok(None) | Err(_) => break,
         };
         if sender.send_text_owned(text).await.is_err() || sender.flush().await.is_err() {
-            break;
+            return;
         }
     }
+    pending.all_answered().await;
     let _ = sender.close().await;
 }
 
 /// WebSocket messages → stdout frames, until the server closes.
-async fn forward_server(mut receiver: Receiver, stdout: &Outbox) -> Result<(), CliError> {
+async fn forward_server(
+    mut receiver: Receiver,
+    stdout: &Outbox,
+    pending: &Pending,
+) -> Result<(), CliError> {
     loop {
         let mut data = Vec::new();
         match receiver.receive_data(&mut data).await {
-            Ok(_) => match serde_json::from_slice(&data) {
-                Ok(value) => stdout.send_json(value),
+            Ok(_) => match serde_json::from_slice::<serde_json::Value>(&data) {
+                Ok(value) => {
+                    pending.received(&value);
+                    stdout.send_json(value);
+                }
                 Err(e) => {
                     tracing::error!("the server sent a message that is not JSON ({e}); dropped")
                 }

@@ -883,3 +883,30 @@ async fn sessions_close_when_no_connection_uses_them() {
     assert_eq!(closed["closed"], true);
     other.open(json!({"sessionId": "watched"}));
 }
+
+/// `compactd connect` answers everything it read before its input ended,
+/// as the stdio server does: a request piped in and stdin closed at once
+/// gets its answer, every time (it lost most of them before).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn compactd_connect_answers_what_it_read_before_its_input_ended() {
+    let server = Shared::start();
+    let discovery = server.discovery.clone();
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"processId": null, "capabilities": {}}}).to_string();
+    let frame = format!("Content-Length: {}\r\n\r\n{body}", body.len());
+    let answered = tokio::task::spawn_blocking(move || {
+        (0..40)
+            .filter(|_| {
+                let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_compactd"));
+                command.args(["connect", "--discovery-file", discovery.to_str().unwrap()]);
+                let out = support::output_with_stdin(&mut command, &frame);
+                let stdout = String::from_utf8_lossy(&out.stdout);
+                out.status.success()
+                    && stdout.contains("\"id\":1")
+                    && stdout.contains("capabilities")
+            })
+            .count()
+    })
+    .await
+    .unwrap();
+    assert_eq!(answered, 40, "answers out of 40 runs");
+}
