@@ -21,6 +21,10 @@ describe('statusline()', function()
     assert.are.equal(90400, appended.meter.contextTokens)
     assert.are.equal('90.4k/200k 45%', compactd.statusline())
     assert.are.equal(compactd.meter().contextTokens, 90400)
+    -- Rounded as the status line, `compactd follow` and VS Code show it:
+    -- 23,200 of 200k is 11.6%, shown 12%.
+    local format = require('compactd.statusline').format
+    assert.are.equal('23.2k/200k 12%', format({ contextTokens = 23200, contextWindow = 200000, percent = 11.6 }))
   end)
 
   it('picks the highlight group by threshold and the auto-compaction limit', function()
