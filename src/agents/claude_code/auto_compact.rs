@@ -10,11 +10,14 @@ use crate::agents::{read_json, Homes};
 /// not stated in the transcript; 20,000 or more for every current model,
 /// so the cap applies).
 pub fn point(homes: &Homes, window: u64, max_output: Option<u64>) -> AutoCompactPoint {
-    if let Some(why) = switched_off(homes) {
+    // Read once: the switches and the variables both live in its `env`,
+    // and the status line asks on every render.
+    let settings = Settings::read(homes);
+    if let Some(why) = switched_off(homes, &settings) {
         return off(format!("Claude Code: auto-compaction is off ({why})"));
     }
     let reserve = max_output.unwrap_or(20_000).min(20_000);
-    let moved = moved_point(homes, window, reserve);
+    let moved = moved_point(homes, &settings, window, reserve);
     if let Some(point) = moved {
         return point;
     }
@@ -47,15 +50,20 @@ pub const PCT_VAR: &str = "CLAUDE_AUTOCOMPACT_PCT_OVERRIDE";
 
 /// The point when either variable moves it; an estimate, since the base
 /// it lowers (measured at a 1M window) is one too.
-fn moved_point(homes: &Homes, window: u64, reserve: u64) -> Option<AutoCompactPoint> {
-    let capped = setting(homes, WINDOW_VAR).and_then(|(v, from)| {
+fn moved_point(
+    homes: &Homes,
+    settings: &Settings,
+    window: u64,
+    reserve: u64,
+) -> Option<AutoCompactPoint> {
+    let capped = setting(homes, settings, WINDOW_VAR).and_then(|(v, from)| {
         v.trim()
             .parse::<u64>()
             .ok()
             .filter(|w| *w > 0)
             .map(|w| (w, from))
     });
-    let pct = setting(homes, PCT_VAR).and_then(|(v, from)| {
+    let pct = setting(homes, settings, PCT_VAR).and_then(|(v, from)| {
         let pct = v
             .trim()
             .parse::<f64>()
@@ -92,22 +100,38 @@ fn moved_point(homes: &Homes, window: u64, reserve: u64) -> Option<AutoCompactPo
 
 /// A variable Claude Code reads, and where it was found: the environment,
 /// else its `settings.json`'s `env`.
-fn setting(homes: &Homes, name: &str) -> Option<(String, String)> {
+fn setting(homes: &Homes, settings: &Settings, name: &str) -> Option<(String, String)> {
     if let Some(value) = homes.var(name).and_then(|v| v.to_str()) {
         return Some((value.to_string(), "environment".into()));
     }
-    let file = config_dir(homes).join("settings.json");
-    let value = read_json(&file)?
-        .pointer(&format!("/env/{name}"))
-        .and_then(|v| match v {
-            serde_json::Value::String(s) => Some(s.clone()),
-            serde_json::Value::Number(n) => Some(n.to_string()),
-            _ => None,
-        })?;
-    Some((value, file.display().to_string()))
+    let value = settings.env(name).and_then(|v| match v {
+        serde_json::Value::String(s) => Some(s.clone()),
+        serde_json::Value::Number(n) => Some(n.to_string()),
+        _ => None,
+    })?;
+    Some((value, settings.file.display().to_string()))
 }
 
-fn switched_off(homes: &Homes) -> Option<String> {
+/// Its `settings.json`, read once per question.
+struct Settings {
+    file: std::path::PathBuf,
+    json: Option<serde_json::Value>,
+}
+
+impl Settings {
+    fn read(homes: &Homes) -> Settings {
+        let file = config_dir(homes).join("settings.json");
+        let json = read_json(&file);
+        Settings { file, json }
+    }
+
+    /// A variable of its `env`.
+    fn env(&self, name: &str) -> Option<&serde_json::Value> {
+        self.json.as_ref()?.pointer(&format!("/env/{name}"))
+    }
+}
+
+fn switched_off(homes: &Homes, settings: &Settings) -> Option<String> {
     /// Only the switch: the file keeps every project's history and runs to
     /// megabytes, and the status line reads it on every render.
     #[derive(Deserialize)]
@@ -129,16 +153,14 @@ fn switched_off(homes: &Homes) -> Option<String> {
             state_file.display()
         ));
     }
-    let settings_file = config_dir(homes).join("settings.json");
-    let settings = read_json(&settings_file)?;
     ["DISABLE_AUTO_COMPACT", "DISABLE_COMPACT"]
         .into_iter()
         .find(|name| {
             settings
-                .pointer(&format!("/env/{name}"))
+                .env(name)
                 .is_some_and(|v| !matches!(v.as_str(), Some("" | "0" | "false")) && !v.is_null())
         })
-        .map(|name| format!("{name} in {}", settings_file.display()))
+        .map(|name| format!("{name} in {}", settings.file.display()))
 }
 
 #[cfg(test)]
