@@ -74,6 +74,14 @@ pub trait AgentKind: Send + Sync + 'static {
         None
     }
 
+    /// Whether the context compactd handed after an earlier compaction,
+    /// when the transcript was `handed_at` bytes long, still waits to reach
+    /// the model (the agent queues it until its next turn, and would send
+    /// a second copy along with it).
+    fn context_still_pending(&self, _transcript: &Path, _handed_at: u64) -> bool {
+        false
+    }
+
     /// compactd's `text` for a hook call, as the agent takes it (plain
     /// stdout, or its JSON).
     fn hook_answer(&self, _call: &HookCall, text: &str) -> String {

@@ -56,6 +56,11 @@ fn answer(args: &HookArgs, no_user_config: bool) -> Result<Option<String>, Strin
         return Ok(None);
     };
     let config = config(&call, no_user_config)?;
+    let context = call.event == HookEvent::AfterCompactContext;
+    let handed = handed_file(&config, &call.transcript);
+    if context && still_pending(agent, &handed, &call.transcript) {
+        return Ok(None);
+    }
     let cache = cache_file(&config, &call.transcript);
     let answers = match &call.event {
         HookEvent::BeforeCompact => {
@@ -89,6 +94,9 @@ fn answer(args: &HookArgs, no_user_config: bool) -> Result<Option<String>, Strin
             )
         }
     };
+    if context {
+        note_handed(&handed, &call.transcript);
+    }
     Ok(Some(agent.hook_answer(&call, &text)))
 }
 
@@ -128,7 +136,7 @@ fn length(path: &Path) -> Option<u64> {
 /// Written whole then renamed; a cache that cannot be written only costs
 /// the next hook a read of the transcript.
 fn save(cache: &Path, transcript: &Path, answers: &Answers) {
-    let (Some(dir), Some(length)) = (cache.parent(), length(transcript)) else {
+    let Some(length) = length(transcript) else {
         return;
     };
     let cached = Cached {
@@ -137,14 +145,57 @@ fn save(cache: &Path, transcript: &Path, answers: &Answers) {
         length,
         answers: answers.clone(),
     };
-    let temporary = cache.with_extension(format!("{}.tmp", std::process::id()));
+    write_whole(cache, &serde_json::to_vec(&cached).unwrap_or_default());
+}
+
+fn write_whole(path: &Path, bytes: &[u8]) {
+    let Some(dir) = path.parent() else {
+        return;
+    };
+    let temporary = path.with_extension(format!("{}.tmp", std::process::id()));
     let written = std::fs::create_dir_all(dir)
-        .and_then(|_| std::fs::write(&temporary, serde_json::to_vec(&cached).unwrap_or_default()))
-        .and_then(|_| std::fs::rename(&temporary, cache));
+        .and_then(|_| std::fs::write(&temporary, bytes))
+        .and_then(|_| std::fs::rename(&temporary, path));
     if let Err(e) = written {
         let _ = std::fs::remove_file(&temporary);
-        eprintln!("compactd hook: cache {}: {e}", cache.display());
+        eprintln!("compactd hook: cache {}: {e}", path.display());
     }
+}
+
+/// Where the transcript's length is kept when the hook after a compaction
+/// handed the model its context.
+fn handed_file(config: &Config, transcript: &Path) -> PathBuf {
+    config.transcript_cache("handed", transcript)
+}
+
+/// Whether the context handed after an earlier compaction still waits to
+/// reach the model, so that a second copy would only go out beside it
+/// (nothing happened in between but compactions: it is still true).
+fn still_pending(agent: Agent, file: &Path, transcript: &Path) -> bool {
+    let Ok(bytes) = crate::regular_file::read_capped(file, 4096) else {
+        return false;
+    };
+    let handed: Option<Handed> = serde_json::from_slice(&bytes).ok();
+    handed.is_some_and(|h| {
+        h.transcript == transcript && agent.context_still_pending(transcript, h.length)
+    })
+}
+
+fn note_handed(file: &Path, transcript: &Path) {
+    if let Some(length) = length(transcript) {
+        let handed = Handed {
+            transcript: transcript.to_path_buf(),
+            length,
+        };
+        write_whole(file, &serde_json::to_vec(&handed).unwrap_or_default());
+    }
+}
+
+/// The transcript's length when context was handed after a compaction.
+#[derive(Serialize, Deserialize)]
+struct Handed {
+    transcript: PathBuf,
+    length: u64,
 }
 
 /// The cached answers, when they are of this transcript as it was just

@@ -39,6 +39,10 @@ pub struct Recap {
     pub pins: Vec<String>,
 }
 
+/// How the context handed after an agent's compaction begins (an agent's
+/// module knows its own record in a transcript by it).
+pub const CONTEXT_HEAD: &str = "compactd's record of this session before it was compacted (taken from the transcript; the summary may have left some of it out):\n\n";
+
 impl Recap {
     /// The recap of everything the session holds, compacted or not: what
     /// an earlier compaction of the agent's dropped is still known here.
@@ -103,14 +107,13 @@ impl Recap {
     /// `recall_tools` (the agent has `compactd mcp`'s tools), it ends by
     /// saying they find what the record leaves out.
     pub fn context(&self, limit: usize, recall_tools: bool) -> String {
-        const HEAD: &str = "compactd's record of this session before it was compacted (taken from the transcript; the summary may have left some of it out):\n\n";
         // Where the rest is, for an agent that has compactd's MCP tools.
         const RECALL: &str = "\n\nEvery message before the compaction is kept verbatim: with compactd's MCP tools (search_history, read_messages), search them when a detail is missing.";
         let mut last = String::new();
         for tokens in DIGEST_TOKENS {
             let digest = self.digest(tokens);
             for listed in LISTED {
-                let text = format!("{HEAD}{digest}\n{}", self.file_sections(listed));
+                let text = format!("{CONTEXT_HEAD}{digest}\n{}", self.file_sections(listed));
                 let recall = if recall_tools { RECALL } else { "" };
                 let text = format!("{}{recall}", text.trim_end());
                 if text.chars().count() <= limit {

@@ -255,6 +255,15 @@ struct Tmux {
 }
 
 impl Tmux {
+    /// Whether tmux is there, or why the test is skipped.
+    fn installed() -> Result<(), String> {
+        Command::new("tmux")
+            .arg("-V")
+            .output()
+            .map(drop)
+            .map_err(|_| "tmux is missing".to_string())
+    }
+
     fn run(&self, args: &[&str]) -> std::process::Output {
         Command::new("tmux")
             .arg("-S")
@@ -274,10 +283,7 @@ impl Drop for Tmux {
 #[test]
 fn real_claude_code_sends_its_status_line_json_to_compactd_statusline() {
     let claude = or_skip!(claude());
-    or_skip!(Command::new("tmux")
-        .arg("-V")
-        .output()
-        .map_err(|_| "tmux is missing".to_string()));
+    or_skip!(Tmux::installed());
     let temp = tempfile::tempdir().unwrap();
     let ws = workspace(temp.path());
     let home = temp.path().join("home");
@@ -653,6 +659,19 @@ fn codex_kept_items(request: &str, modified: Option<&str>) -> Vec<(&'static str,
     .collect()
 }
 
+/// Codex's config for the scripted model: it compacts at 5,000 tokens and
+/// runs commands without asking.
+fn write_codex_config(codex_home: &Path, model: &ScriptedModel) {
+    std::fs::write(
+        codex_home.join("config.toml"),
+        format!(
+            "model = \"scripted-model\"\nmodel_provider = \"local\"\nmodel_auto_compact_token_limit = 5000\napproval_policy = \"never\"\nsandbox_mode = \"danger-full-access\"\n\n[model_providers.local]\nname = \"local\"\nbase_url = \"{}/v1\"\nwire_api = \"responses\"\n",
+            model.url
+        ),
+    )
+    .unwrap();
+}
+
 /// Runs the real Codex through a failing test run and a reply over its
 /// auto-compaction limit, with compactd's hook set up (`compactd setup
 /// codex`) or not: the summarization request and the request after it.
@@ -671,14 +690,7 @@ fn codex_compaction(hooks: bool) -> Option<(String, String)> {
     std::fs::create_dir_all(&codex_home).unwrap();
     let log = temp.join("requests.jsonl");
     let model = ScriptedModel::start("codex-hooks.json", &log, &ws);
-    std::fs::write(
-        codex_home.join("config.toml"),
-        format!(
-            "model = \"scripted-model\"\nmodel_provider = \"local\"\nmodel_auto_compact_token_limit = 5000\napproval_policy = \"never\"\nsandbox_mode = \"danger-full-access\"\n\n[model_providers.local]\nname = \"local\"\nbase_url = \"{}/v1\"\nwire_api = \"responses\"\n",
-            model.url
-        ),
-    )
-    .unwrap();
+    write_codex_config(&codex_home, &model);
     if hooks {
         let setup = Command::new(env!("CARGO_BIN_EXE_compactd"))
             .args(["setup", "codex"])
@@ -743,6 +755,136 @@ fn real_codex_goes_on_after_compacting_with_what_compactd_knows() {
         count(&kept),
         kept.len()
     );
+}
+
+/// Blocks until `ready` holds, checking again whenever something changes
+/// under `dir` (bounded by `MODEL_PATIENCE`; `what` says what was awaited,
+/// and what there was instead, when it gives up).
+fn until<T>(dir: &Path, what: impl Fn() -> String, mut ready: impl FnMut() -> Option<T>) -> T {
+    use notify::Watcher;
+    let (tx, rx) = mpsc::channel();
+    let mut watcher = notify::recommended_watcher(tx).unwrap();
+    watcher
+        .watch(dir, notify::RecursiveMode::Recursive)
+        .unwrap();
+    let deadline = std::time::Instant::now() + MODEL_PATIENCE;
+    loop {
+        if let Some(found) = ready() {
+            return found;
+        }
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        assert!(!left.is_zero(), "gave up waiting for {}", what());
+        let _ = rx.recv_timeout(left);
+    }
+}
+
+/// How many lines of the Codex rollout under `codex_home` hold `needle`.
+fn rollout_lines(codex_home: &Path, needle: &str) -> usize {
+    let mut dirs = vec![codex_home.join("sessions")];
+    let mut count = 0;
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                dirs.push(path);
+            } else if let Ok(text) = std::fs::read_to_string(&path) {
+                count += text.lines().filter(|l| l.contains(needle)).count();
+            }
+        }
+    }
+    count
+}
+
+#[test]
+fn real_codex_tui_gets_one_record_after_back_to_back_compactions() {
+    let codex = or_skip!(codex());
+    or_skip!(Tmux::installed());
+    let temp = tempfile::tempdir().unwrap();
+    let ws = temp.path().join("ws");
+    let codex_home = temp.path().join("codex-home");
+    std::fs::create_dir_all(&ws).unwrap();
+    std::fs::create_dir_all(&codex_home).unwrap();
+    let log = temp.path().join("requests.jsonl");
+    let model = ScriptedModel::start("codex-hooks.json", &log, &ws);
+    write_codex_config(&codex_home, &model);
+    let setup = Command::new(env!("CARGO_BIN_EXE_compactd"))
+        .args(["setup", "codex"])
+        .env("CODEX_HOME", &codex_home)
+        .env("HOME", temp.path())
+        .output()
+        .unwrap();
+    assert!(setup.status.success(), "{setup:?}");
+    let line = format!(
+        "env CODEX_HOME={} HOME={} OPENAI_API_KEY=sk-scripted {} --dangerously-bypass-hook-trust",
+        codex_home.display(),
+        temp.path().display(),
+        codex.display()
+    );
+    let tmux = Tmux {
+        socket: temp.path().join("tmux.sock"),
+    };
+    let started = tmux.run(&["new-session", "-d", "-s", "cx", "-x", "160", "-y", "45"]);
+    assert!(started.status.success(), "{started:?}");
+    // What the TUI draws goes to a file, so that drawing wakes the wait.
+    let drawn = temp.path().join("drawn");
+    tmux.run(&[
+        "pipe-pane",
+        "-t",
+        "cx",
+        &format!("cat > {}", drawn.display()),
+    ]);
+    tmux.run(&[
+        "send-keys",
+        "-t",
+        "cx",
+        &format!("cd {} && {line}", ws.display()),
+        "Enter",
+    ]);
+    let screen = || {
+        String::from_utf8_lossy(&tmux.run(&["capture-pane", "-p", "-t", "cx"]).stdout).to_string()
+    };
+    let idle = |turns: usize| {
+        let what = || format!("Codex to finish turn {turns}: {}", screen());
+        until(temp.path(), what, || {
+            (rollout_lines(&codex_home, "\"task_complete\"") >= turns
+                && screen().contains("Ask Codex to do anything"))
+            .then_some(())
+        })
+    };
+    let what = || format!("Codex's prompt: {}", screen());
+    until(temp.path(), what, || {
+        screen().contains("Ask Codex to do anything").then_some(())
+    });
+    // Typed keys that come fast are a paste to Codex, and Enter inside a
+    // paste is no submit: Enter waits until the text is drawn.
+    let type_line = |text: &str, drawn: &str| {
+        tmux.run(&["send-keys", "-t", "cx", "-l", text]);
+        let what = || format!("{text:?} typed: {}", screen());
+        until(temp.path(), what, || screen().contains(drawn).then_some(()));
+        tmux.run(&["send-keys", "-t", "cx", "Enter"]);
+    };
+    type_line(CODEX_TASK, CODEX_TASK);
+    idle(1);
+    // Two `/compact`s with no turn in between: Codex runs SessionStart's
+    // hooks when the next turn starts, each of them.
+    for turns in [2, 3] {
+        type_line("/compact", "summarize conversation");
+        idle(turns);
+    }
+    type_line("What next?", "What next?");
+    let what = || format!("the request after the compactions: {}", screen());
+    let next = until(temp.path(), what, || {
+        let requests = std::fs::read_to_string(&log).ok()?;
+        requests
+            .lines()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .filter(|r| r["api"] == "responses" && r["compaction"] != true)
+            .map(|r| r["body"].to_string())
+            .find(|body| body.contains("What next?"))
+    });
+    let copies = next.matches("compactd's record of this session").count();
+    assert_eq!(copies, 1, "the model got {copies} copies of the record");
+    assert!(next.contains("tests failed: 2 of 5"), "{next}");
 }
 
 // ---------------------------------------------------------------------

@@ -16,6 +16,7 @@ use super::home::home;
 use crate::agents::hook::{self, HookCall, HookEvent};
 use crate::agents::setup::{shell_word, Setup, SetupPlan, TomlTable};
 use crate::agents::Homes;
+use crate::engine::recap::CONTEXT_HEAD;
 
 /// The call, when it is the session going on after a compaction.
 pub(super) fn call(input: &Value) -> Option<HookCall> {
@@ -32,6 +33,49 @@ pub(super) fn call(input: &Value) -> Option<HookCall> {
 
 pub(super) fn answer(call: &HookCall, text: &str) -> String {
     hook::answer_in_claude_codes_shape(call, text)
+}
+
+/// What of a rollout's tail is read to see whether anything happened
+/// since: a turn writes its first items within a few kilobytes,
+/// compactions about ten.
+const PENDING_TAIL_MAX: u64 = 4 << 20;
+
+/// Whether the context handed when the rollout was `handed_at` bytes long
+/// is still the last thing the model is given, with nothing new since.
+/// Codex runs the SessionStart hooks of compactions when the next turn
+/// starts (measured with 0.169: two `/compact`s in the TUI and then an
+/// automatic compaction ran three hooks in a row and gave the model three
+/// copies of the record), so a second record would only repeat the first.
+/// Any item in the model's history but a compaction's own output and
+/// compactd's record means something happened since.
+pub(super) fn context_still_pending(rollout: &Path, handed_at: u64) -> bool {
+    use std::io::{Read, Seek, SeekFrom};
+    let Ok(mut file) = crate::regular_file::open_read(rollout) else {
+        return false;
+    };
+    let length = file.metadata().map(|m| m.len()).unwrap_or(0);
+    if length < handed_at || length - handed_at > PENDING_TAIL_MAX {
+        return false;
+    }
+    let mut tail = Vec::new();
+    if file.seek(SeekFrom::Start(handed_at)).is_err() || file.read_to_end(&mut tail).is_err() {
+        return false;
+    }
+    !String::from_utf8_lossy(&tail).lines().any(news)
+}
+
+/// Whether a rollout line is an item of the model's history other than a
+/// compaction's summary or compactd's record.
+fn news(line: &str) -> bool {
+    let Ok(line) = serde_json::from_str::<Value>(line) else {
+        return false;
+    };
+    let item = &line["payload"];
+    let record = item["role"] == "developer"
+        && item["content"][0]["text"]
+            .as_str()
+            .is_some_and(|text| text.starts_with(CONTEXT_HEAD));
+    line["type"] == "response_item" && line["metadata"]["compaction_output"] != true && !record
 }
 
 /// The SessionStart hook in `$CODEX_HOME/hooks.json` (or the project's
@@ -78,6 +122,43 @@ fn hooks(dir: &Path, compactd: &Path) -> SetupPlan {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_second_record_only_follows_news() {
+        let dir = tempfile::tempdir().unwrap();
+        let rollout = dir.path().join("rollout.jsonl");
+        let line = |v: serde_json::Value| format!("{v}\n");
+        let mut text = line(serde_json::json!({"type": "compacted", "payload": {"message": "S"}}));
+        let handed_at = text.len() as u64;
+        std::fs::write(&rollout, &text).unwrap();
+        let pending = || super::context_still_pending(&rollout, handed_at);
+        assert!(pending(), "nothing happened since");
+        // The record itself, `/compact` again (events, the compaction's
+        // own output, a compacted item) and a torn line: no news.
+        let record = format!("{}## Task", super::CONTEXT_HEAD);
+        text += &line(
+            serde_json::json!({"type": "response_item", "payload": {"type": "message", "role": "developer", "content": [{"type": "input_text", "text": record}]}}),
+        );
+        text +=
+            &line(serde_json::json!({"type": "event_msg", "payload": {"type": "task_started"}}));
+        text += &line(
+            serde_json::json!({"type": "response_item", "payload": {"type": "message", "role": "assistant"}, "metadata": {"compaction_output": true}}),
+        );
+        text += &line(serde_json::json!({"type": "compacted", "payload": {"message": "S2"}}));
+        text += "{torn\n";
+        std::fs::write(&rollout, &text).unwrap();
+        assert!(pending(), "compactions are no news");
+        text += &line(
+            serde_json::json!({"type": "response_item", "payload": {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "next"}]}}),
+        );
+        std::fs::write(&rollout, &text).unwrap();
+        assert!(!pending(), "a request is news");
+        assert!(
+            !super::context_still_pending(&rollout, text.len() as u64 + 1),
+            "a shorter rollout is another one"
+        );
+        assert!(!super::context_still_pending(&dir.path().join("gone"), 0));
+    }
+
     use super::*;
     use serde_json::json;
 

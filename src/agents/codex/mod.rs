@@ -136,6 +136,10 @@ impl AgentKind for Codex {
         hooks::answer(call, text)
     }
 
+    fn context_still_pending(&self, transcript: &Path, handed_at: u64) -> bool {
+        hooks::context_still_pending(transcript, handed_at)
+    }
+
     fn setup(
         &self,
         homes: &Homes,
