@@ -14,6 +14,9 @@ const NEXT_CHARS: usize = 260;
 const CONTINUE: &str = "Continue with the latest request: ";
 const ANSWERED: &str = "The latest request ";
 const GO_ON: &str = "continue with the messages that follow";
+/// The next step when the agent's last answer asked the person something.
+/// (The summary ends there; the person's reply may follow it.)
+const AWAIT: &str = "Act on the user's reply to the agent's last question, or wait for it: ";
 
 pub(super) const TASK: &str = "Task";
 pub(super) const REQUESTS: &str = "Later requests";
@@ -117,6 +120,8 @@ pub(super) struct CommandNote {
 pub(super) struct Latest {
     pub request: String,
     pub answered: bool,
+    /// The question the answer ended with, for the person to answer.
+    pub asked: Option<String>,
 }
 
 /// A failure no later success answered.
@@ -729,6 +734,9 @@ impl Digest {
         let Some(latest) = &self.latest else {
             return self.next.clone();
         };
+        if let Some(question) = &latest.asked {
+            return Some(format!("{AWAIT}\"{question}\""));
+        }
         let carried =
             |entry: Option<&String>| entry.is_some_and(|e| carries_request(e, &latest.request));
         let above = if carried(self.task.as_ref()) {
@@ -997,7 +1005,8 @@ impl Digest {
             }
         }
         digest.finish_entry(title.as_deref(), entry);
-        digest.earlier = without_code_blocks(std::mem::take(&mut digest.earlier));
+        digest.earlier =
+            without_code_blocks(without_scratchpad(std::mem::take(&mut digest.earlier)));
         digest.resolve_next();
         digest.reopen();
         digest
@@ -1049,7 +1058,11 @@ impl Digest {
             quoted.map(|(request, _)| request.to_string())
         };
         if let Some(request) = request {
-            self.latest = Some(Latest { request, answered });
+            self.latest = Some(Latest {
+                request,
+                answered,
+                asked: None,
+            });
             self.next = None;
         }
     }
@@ -1177,6 +1190,40 @@ impl Digest {
             self.earlier.push(entry);
         }
     }
+}
+
+/// An agent's summary without the notes it wrote before writing it (an
+/// `<analysis>` block, or "Analysis:" up to "Summary:", which a model is
+/// asked to think in and the agent is meant to strip) and without the line
+/// that introduces it: neither is what happened.
+fn without_scratchpad(lines: Vec<String>) -> Vec<String> {
+    const INTRO: &str = "This session is being continued from a previous conversation";
+    const OUTRO: &str = "The conversation is summarized below:";
+    let mut out = Vec::new();
+    let mut skipping: Option<&str> = None;
+    let has_summary = lines.iter().any(|l| l.trim() == "Summary:");
+    for line in lines {
+        let trimmed = line.trim();
+        match skipping {
+            Some(end) if trimmed == end || (end == "Summary:" && trimmed == "<summary>") => {
+                skipping = None;
+                continue;
+            }
+            Some(_) => continue,
+            None if trimmed == "<analysis>" => skipping = Some("</analysis>"),
+            None if trimmed == "Analysis:" && has_summary => skipping = Some("Summary:"),
+            None if trimmed == "<summary>" || trimmed == "</summary>" => {}
+            None if trimmed.starts_with(INTRO) => {
+                let rest = trimmed.split_once('.').map_or("", |(_, rest)| rest).trim();
+                let rest = rest.strip_prefix(OUTRO).unwrap_or(rest).trim();
+                if !rest.is_empty() {
+                    out.push(rest.to_string());
+                }
+            }
+            None => out.push(line),
+        }
+    }
+    out
 }
 
 /// Summary lines with fenced code blocks (directory trees, snippets)

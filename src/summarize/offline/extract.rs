@@ -14,7 +14,7 @@ use super::plans;
 use super::wording::{clip, clip_ends, error_line, test_failure, typed_part};
 use crate::conversation::request::{
     answers, collapse, refusal_in_own_words, rejection, request_text, shell_run, strip_ansi,
-    withdraws, Answer,
+    withdraws, without_blocks, Answer, HARNESS_BLOCKS,
 };
 use crate::conversation::rules::{rules_in, sentences};
 use crate::conversation::{Message, MessageBody, ToolCall};
@@ -26,6 +26,8 @@ const INTERRUPTED: &str = "[Request interrupted by user";
 /// Characters of an outcome, of a line the summary quotes.
 const OUTCOME_CHARS: usize = 200;
 const STATE_CHARS: usize = 200;
+/// A command or a result line in "Last action".
+const ACTION_CHARS: usize = 80;
 const TASK_CHARS: usize = 2000;
 const LONG_TASK_CHARS: usize = 200;
 
@@ -141,7 +143,10 @@ impl Reading<'_> {
             for answer in answers {
                 self.digest.add_decision(answer_decision(&answer));
                 let request = format!("{} (asked: {})", answer.answer, answer.question);
-                self.user_words(&answer.answer, request);
+                // An option the agent offered is not the person's wording:
+                // "Always show CPU + GPU" chosen is no rule of theirs.
+                let typed = if answer.offered { "" } else { &answer.answer };
+                self.user_words(typed, request);
             }
             return;
         }
@@ -200,9 +205,11 @@ impl Reading<'_> {
                 self.proposed = Some(content.to_string());
             }
             self.turn.text = Some(content.to_string());
+            self.turn.after = None;
         }
         for call in tool_calls {
             let result = self.results.get(call.id.as_str()).copied();
+            self.turn.after = Some(last_action(&self.tools, call, result));
             self.digest.citing = result.map(|m| m.id.clone()).filter(|id| !id.is_empty());
             if let Some(plan) = plans::plan_file(&call.name, &call.arguments) {
                 self.plan_file = Some(plan.to_string());
@@ -220,9 +227,21 @@ impl Reading<'_> {
     /// A turn that ended with an answer is where things stand: its outcome
     /// under Progress says it. A turn still under way has a state instead.
     fn finish(mut self) -> Digest {
-        if !self.turn.answered {
-            self.digest.state = self.turn.text.as_deref().and_then(state);
-        }
+        let asked = if self.turn.answered {
+            self.turn.text.as_deref().and_then(asked)
+        } else {
+            let said = self.turn.text.as_deref().and_then(state);
+            let after = self
+                .turn
+                .after
+                .as_ref()
+                .map(|a| format!("Last action: {a}."));
+            self.digest.state = match (said, after) {
+                (Some(said), Some(after)) => Some(format!("{said} {after}")),
+                (said, after) => said.or(after),
+            };
+            None
+        };
         self.close_turn();
         let mut digest = self.digest;
         digest.citing = None;
@@ -230,6 +249,7 @@ impl Reading<'_> {
         digest.latest = self.requests.last().map(|(latest, answered)| Latest {
             request: latest.clone(),
             answered: *answered,
+            asked,
         });
         let mut requests = self.requests.into_iter().map(|(request, _)| request);
         digest.task = requests.next().map(|task| {
@@ -300,6 +320,9 @@ struct Turn {
     worked: bool,
     /// Files the turn changed.
     files: Vec<String>,
+    /// The last action after its last text, with what came of it: where
+    /// things stand when the turn is cut mid-work.
+    after: Option<String>,
 }
 
 /// The first request as the task entry holds it: word for word (the
@@ -331,7 +354,7 @@ fn close_turn(digest: &mut Digest, turn: Turn, requests: &mut [(String, bool)]) 
     let outcome = match (said, changed(&turn.files)) {
         // "I have successfully completed the refactoring": say what.
         (Some(line), Some(files)) if vague(&line) => {
-            Some(format!("{} ({files})", line.trim_end_matches('.')))
+            Some(format!("{} (changed {files})", line.trim_end_matches('.')))
         }
         (Some(line), _) => Some(line),
         (None, files) => files.map(|f| format!("Changed {f}.")),
@@ -343,7 +366,7 @@ fn close_turn(digest: &mut Digest, turn: Turn, requests: &mut [(String, bool)]) 
     }
 }
 
-/// "changed a.rs, b.rs" (file names, the first five).
+/// "a.rs, b.rs" (file names, the first five).
 fn changed(files: &[String]) -> Option<String> {
     let mut names: Vec<&str> = Vec::new();
     for file in files {
@@ -354,12 +377,8 @@ fn changed(files: &[String]) -> Option<String> {
     }
     match names.len() {
         0 => None,
-        n if n > 5 => Some(format!(
-            "changed {} and {} more",
-            names[..5].join(", "),
-            n - 5
-        )),
-        _ => Some(format!("changed {}", names.join(", "))),
+        n if n > 5 => Some(format!("{} and {} more", names[..5].join(", "), n - 5)),
+        _ => Some(names.join(", ")),
     }
 }
 
@@ -396,18 +415,7 @@ fn note_call(
     call: &ToolCall,
     result: Option<&Message>,
 ) -> Vec<String> {
-    let outcome = match result {
-        None => Outcome::NoResult,
-        Some(m) if rejection(m.text()).is_some() => Outcome::Rejected,
-        Some(m) if m.is_error_result() && refusal_in_own_words(m.text()).is_some() => {
-            Outcome::Rejected
-        }
-        // Stopped by the person: it did not finish.
-        Some(m) if m.text().contains(INTERRUPTED) => Outcome::NoResult,
-        Some(m) if m.is_error_result() && stops_what_had_stopped(call, m.text()) => Outcome::Ok,
-        Some(m) if m.is_error_result() => Outcome::Failed(error_line(m.text())),
-        Some(_) => Outcome::Ok,
-    };
+    let outcome = call_outcome(call, result);
     let ops = file_ops(tools, call);
     let mut changed = Vec::new();
     for (op, path) in ops.iter().filter(|(op, _)| op.is_modification()) {
@@ -447,6 +455,22 @@ fn note_call(
     }
     settle(digest, call.name.clone(), &outcome);
     changed
+}
+
+/// What came of a call, by its result.
+fn call_outcome(call: &ToolCall, result: Option<&Message>) -> Outcome {
+    match result {
+        None => Outcome::NoResult,
+        Some(m) if rejection(m.text()).is_some() => Outcome::Rejected,
+        Some(m) if m.is_error_result() && refusal_in_own_words(m.text()).is_some() => {
+            Outcome::Rejected
+        }
+        // Stopped by the person: it did not finish.
+        Some(m) if m.text().contains(INTERRUPTED) => Outcome::NoResult,
+        Some(m) if m.is_error_result() && stops_what_had_stopped(call, m.text()) => Outcome::Ok,
+        Some(m) if m.is_error_result() => Outcome::Failed(error_line(m.text())),
+        Some(_) => Outcome::Ok,
+    }
 }
 
 /// A call that stops a background shell or process "failed" because it
@@ -774,8 +798,38 @@ fn prose(text: &str) -> Vec<(String, bool)> {
 /// Interjections ("Perfect!", "Done.", "WHAT. THE. FUCK.", "Good
 /// point.") and lead-ins that only announce ("Let me check:").
 fn is_filler(sentence: &str) -> bool {
+    // Openers say the agent is about to tell something, not what: "I see
+    // the issue.", "Now I have a complete picture.", "Based on the diff,
+    // here's what these methods do." (a longer sentence that opens so
+    // usually goes on to say it).
+    const OPENERS: [&str; 14] = [
+        "i see",
+        "i understand",
+        "i can see",
+        "i can now",
+        "now i have",
+        "now i can",
+        "now i see",
+        "now i understand",
+        "this is very",
+        "this is revealing",
+        "this is interesting",
+        "interesting",
+        "looking at",
+        "got it",
+    ];
+    // What the agent's client said in its place (a usage limit).
+    const NOTICES: [&str; 2] = ["you're out of extra usage", "you've hit your limit"];
     let lower = sentence.to_lowercase();
-    sentence.split_whitespace().count() <= 3
+    let words = sentence.split_whitespace().count();
+    let opener = words <= 7 && OPENERS.iter().any(|p| lower.starts_with(p));
+    let announces = lower.starts_with("here's ")
+        || lower.starts_with("here is ")
+        || (lower.starts_with("based on ") && lower.contains("here's what"));
+    opener
+        || announces
+        || NOTICES.iter().any(|n| lower.starts_with(n))
+        || words <= 3
         || [
             "let me ",
             "let's ",
@@ -933,6 +987,61 @@ fn state(text: &str) -> Option<String> {
         .take(3)
         .collect();
     (!sentences.is_empty()).then(|| finished(&sentences.join(" "), STATE_CHARS))
+}
+
+/// The question an answer ends with ("Should I also update the docs?"):
+/// the person has it to answer, so it is the next step.
+fn asked(text: &str) -> Option<String> {
+    let last = prose(text).into_iter().map(|(s, _)| s).next_back()?;
+    (last.ends_with('?') && last.split_whitespace().count() >= 3)
+        .then(|| clip(&last, ACTION_CHARS * 2))
+}
+
+/// A call and what came of it, in a line: "`cargo test` → test result:
+/// ok. 12 passed", "Edit src/a.rs → failed: …", "`git push` → no result".
+fn last_action(tools: &FileTools, call: &ToolCall, result: Option<&Message>) -> String {
+    let what = match shell_command(call) {
+        Some(command) => format!("`{}`", clip(&collapse(&strip_ansi(command)), ACTION_CHARS)),
+        None => {
+            let target = ["file_path", "path", "url", "pattern", "query", "subject"]
+                .iter()
+                .find_map(|k| call.arguments.get(*k).and_then(|v| v.as_str()));
+            match target {
+                Some(target) => format!("{} {}", call.name, clip(target, ACTION_CHARS)),
+                None => call.name.clone(),
+            }
+        }
+    };
+    let came = match (call_outcome(call, result), result) {
+        (Outcome::Rejected, _) => "rejected by the user".to_string(),
+        (Outcome::Failed(line), _) => format!("failed: {line}"),
+        (Outcome::NoResult, Some(_)) => "interrupted by the user".to_string(),
+        (Outcome::NoResult, None) => "no result".to_string(),
+        // An error that means it was done already.
+        (Outcome::Ok, Some(m)) if m.is_error_result() => "done".to_string(),
+        (Outcome::Ok, m) => {
+            let text = strip_ansi(m.map(Message::text).unwrap_or_default());
+            let text = without_blocks(&text, &HARNESS_BLOCKS);
+            let mut lines = text.lines().map(str::trim).filter(|l| !l.is_empty());
+            // A command's last line says how it ended ("PASS", a commit);
+            // another tool's result only when it is one line ("Created
+            // issue ABC-228"), not a file's contents.
+            let command = shell_command(call).map(|c| command_core(&strip_ansi(c)));
+            // What a search or a listing printed is no outcome either, and
+            // a file tool's "Successfully replaced text" says no more.
+            let looked = command.as_deref().is_some_and(|c| read_only(c).is_some())
+                || !file_ops(tools, call).is_empty()
+                || plans::task_list(&call.name, &call.arguments).is_some();
+            match (command, lines.clone().count()) {
+                (_, 0) => "done, no output".to_string(),
+                (_, _) if looked => "done".to_string(),
+                (Some(_), _) => clip(lines.next_back().unwrap_or_default(), ACTION_CHARS),
+                (None, 1) => clip(lines.next().unwrap_or_default(), ACTION_CHARS),
+                (None, _) => "done".to_string(),
+            }
+        }
+    };
+    format!("{what} → {came}")
 }
 
 fn decisions(text: &str) -> Vec<String> {

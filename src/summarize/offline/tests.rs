@@ -1334,7 +1334,8 @@ fn asked(id: &str, questions: serde_json::Value) -> Vec<ToolCall> {
 fn answers_to_the_agents_questions_are_requests_decisions_and_rules() {
     let tar = json!([
         {"question": "Should tar archives found in the filesystem (not just embedded) also be processed recursively like ZIP files are?", "header": "Filesystem tar", "options": [{"label": "Yes, both filesystem and embedded", "description": "Treat .tar/.tar.gz like .zip"}, {"label": "Only embedded tar archives", "description": "Only inside ZIP files"}], "multiSelect": false},
-        {"question": "Which tar formats should be supported?", "header": "Tar formats", "options": [{"label": ".tar and .tar.gz only", "description": "most common"}, {"label": "Also .tgz", "description": "alias"}], "multiSelect": false}
+        {"question": "Which tar formats should be supported?", "header": "Tar formats", "options": [{"label": ".tar and .tar.gz only", "description": "most common"}, {"label": "Also .tgz", "description": "alias"}], "multiSelect": false},
+        {"question": "What should the listing show?", "header": "Listing", "options": [{"label": "Always show sizes", "description": "every entry"}, {"label": "Names only", "description": "short"}], "multiSelect": false}
     ]);
     let state = json!([
         {"question": "How should the session state be kept?", "header": "State", "options": [{"label": "Derive it from the log", "description": "no new field"}, {"label": "Store it explicitly", "description": "a field"}], "multiSelect": false}
@@ -1346,7 +1347,7 @@ fn answers_to_the_agents_questions_are_requests_decisions_and_rules() {
             Message::tool_result(
                 "t1",
                 "c1",
-                "User has answered your questions: \"Should tar archives found in the filesystem (not just embedded) also be processed recursively like ZIP files are?\"=\"Yes, both filesystem and embedded\", \"Which tar formats should be supported?\"=\"Also .tgz\". You can now continue with the user's answers in mind.",
+                "User has answered your questions: \"Should tar archives found in the filesystem (not just embedded) also be processed recursively like ZIP files are?\"=\"Yes, both filesystem and embedded\", \"Which tar formats should be supported?\"=\"Also .tgz\", \"What should the listing show?\"=\"Always show sizes\". You can now continue with the user's answers in mind.",
                 false,
             ),
             Message::assistant("a2", "", asked("c2", state)),
@@ -1374,10 +1375,16 @@ fn answers_to_the_agents_questions_are_requests_decisions_and_rules() {
             && decisions.contains(&"User answered \"store it explicitly, but the change from ACTIVE to IDLE must condense\" (How should the session state be kept?)".to_string()),
         "{text}"
     );
+    let rules = section(&text, "User rules");
     assert!(
-        section(&text, "User rules")
+        rules
             .iter()
             .any(|r| r.contains("the change from ACTIVE to IDLE must condense")),
+        "{text}"
+    );
+    // An option the agent offered, chosen, is a decision, not a rule.
+    assert!(
+        !rules.iter().any(|r| r.contains("Always show sizes")),
         "{text}"
     );
     // The latest answer is the latest request.
@@ -1514,5 +1521,139 @@ fn a_rejected_command_is_not_counted_as_having_run_ok() {
             .iter()
             .any(|text| text.contains("`git push`: rejected by the user")),
         "{shrunk:?}"
+    );
+}
+
+#[test]
+fn where_things_stand_comes_from_after_the_last_action() {
+    // The text announced the run; the run's result is the state.
+    let messages = vec![
+        Message::user("u1", "Make the flaky test pass"),
+        Message::assistant(
+            "a1",
+            "I fixed the race in the setup. Let me run the suite again.",
+            bash("c1", "go test ./..."),
+        ),
+        Message::tool_result("t1", "c1", "ok  \texample.com/queue\t0.8s\nPASS", false),
+    ];
+    check(
+        messages,
+        None,
+        &["## Current state\n- I fixed the race in the setup. Let me run the suite again. Last action: `go test ./...` → PASS."],
+        &[],
+    );
+    // A call the person turned down is said so.
+    let messages = vec![
+        Message::user("u1", "Publish the release"),
+        Message::assistant("a1", "", bash("c1", "git push --tags")),
+        Message::tool_result(
+            "t1",
+            "c1",
+            "The user doesn't want to proceed with this tool use. The tool use was rejected (eg. if it was a file edit, the new_string was NOT written to the file). STOP what you are doing and wait for the user to tell you how to proceed.",
+            true,
+        ),
+    ];
+    check(
+        messages,
+        None,
+        &["Last action: `git push --tags` → rejected by the user."],
+        &[],
+    );
+}
+
+#[test]
+fn a_question_the_agent_asked_last_is_the_next_step() {
+    let messages = vec![
+        Message::user("u1", "Clean up the config loader"),
+        Message::assistant("a1", "", bash("c1", "rm src/legacy_config.rs")),
+        Message::tool_result("t1", "c1", "", false),
+        Message::assistant(
+            "a2",
+            "I removed the legacy loader. Should I also drop the `LEGACY_CONFIG` environment variable?",
+            vec![],
+        ),
+    ];
+    check(
+        messages.clone(),
+        None,
+        &["## Next step\n- Act on the user's reply to the agent's last question, or wait for it: \"Should I also drop the `LEGACY_CONFIG` environment variable?\""],
+        &["Continue with the task above"],
+    );
+    // Answered: the next step is the answer's.
+    let mut answered = messages;
+    answered.push(Message::user("u2", "Yes, drop it"));
+    check(answered, None, &[], &["the agent's last question"]);
+}
+
+#[test]
+fn a_turn_that_only_changed_files_reads_as_one_sentence() {
+    let messages = vec![
+        Message::user("u1", "Reset the retry counter on success"),
+        Message::assistant(
+            "a1",
+            "",
+            vec![call("c1", "edit", json!({"path": "src/reset.go"}))],
+        ),
+        Message::tool_result("t1", "c1", "ok", false),
+        Message::assistant("a2", "Done.", vec![]),
+    ];
+    check(messages, None, &["Changed reset.go."], &["Changed changed"]);
+}
+
+#[test]
+fn an_agents_scratchpad_is_not_carried_as_its_summary() {
+    let previous = "This session is being continued from a previous conversation that ran out of context. The conversation is summarized below:\nAnalysis:\nLet me chronologically analyze the conversation: the user must be tired.\n\nSummary:\n1. Primary Request and Intent:\n   Build the power applet.";
+    check(
+        vec![Message::user("u9", "go on")],
+        Some(previous),
+        &["Primary Request and Intent", "Build the power applet."],
+        &[
+            "chronologically",
+            "This session is being continued",
+            "Analysis:",
+        ],
+    );
+    let tagged = "<analysis>\nDraft notes: never mind.\n</analysis>\n<summary>\nThe parser is fixed.\n</summary>";
+    check(
+        vec![Message::user("u9", "go on")],
+        Some(tagged),
+        &["The parser is fixed."],
+        &["Draft notes"],
+    );
+}
+
+#[test]
+fn findings_are_sentences_with_content_not_openers() {
+    for opener in [
+        "I see the issue.",
+        "This is very revealing.",
+        "Now I have a complete picture.",
+        "Based on the git diff, here's what these two methods do.",
+        "You're out of extra usage · resets 11pm (America/Denver)",
+    ] {
+        let messages = vec![
+            Message::user("u1", "Why does the export drop rows?"),
+            Message::assistant("a1", "", bash("c1", "git diff HEAD~1 -- export.py")),
+            Message::tool_result("t1", "c1", "- rows = rows[1:]", false),
+            Message::assistant("a2", opener, vec![]),
+        ];
+        check(messages, None, &[], &[opener]);
+    }
+    // What follows an opener is the finding.
+    let messages = vec![
+        Message::user("u1", "Why does the export drop rows?"),
+        Message::assistant("a1", "", bash("c1", "git diff HEAD~1 -- export.py")),
+        Message::tool_result("t1", "c1", "- rows = rows[1:]", false),
+        Message::assistant(
+            "a2",
+            "I see the issue. The export skips the first row since commit 4f2a, which treats it as a header.",
+            vec![],
+        ),
+    ];
+    check(
+        messages,
+        None,
+        &["The export skips the first row since commit 4f2a, which treats it as a header."],
+        &["I see the issue."],
     );
 }
