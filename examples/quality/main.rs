@@ -17,6 +17,7 @@ mod raw;
 mod report;
 mod run;
 mod score;
+mod versus;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -119,6 +120,7 @@ fn main() {
         .map(|p| Report::read(p).unwrap_or_else(|e| panic!("--baseline {e}")));
     let offline = runtime.block_on(score_all(&cases, "offline", json!({}), None, args.show));
     finish(&offline, baseline.as_ref(), &args.out);
+    runtime.block_on(versus_all(&args.out, args.show));
     match llm_url(&args.llm) {
         Ok(url) => {
             let options = json!({"summarizer": {
@@ -228,17 +230,8 @@ fn found_cases() -> Vec<Case> {
     };
     let mut cases = Vec::new();
     for (file, label) in labels.iter().filter(|(k, _)| !k.starts_with('_')) {
-        let path = dir.join("transcripts").join(file);
-        let bytes = match std::process::Command::new("gzip")
-            .arg("-dc")
-            .arg(&path)
-            .output()
-        {
-            Ok(out) if out.status.success() => out.stdout,
-            _ => {
-                println!("not scored: {} (gzip could not read it)", path.display());
-                continue;
-            }
+        let Some(bytes) = gunzip(&dir.join("transcripts").join(file)) else {
+            continue;
         };
         let rules = strings(label, "rules", "");
         let probes = probes::derive(&raw::read(Layout::ClaudeCode, &bytes), &rules);
@@ -390,4 +383,70 @@ fn llm_url(choice: &str) -> Result<String, String> {
         .output()
         .map_err(|e| e.to_string())?;
     Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
+}
+
+/// compactd beside Claude Code's own summaries (`versus`): every labelled
+/// compaction, a table and its targets.
+async fn versus_all(out: &Path, show: bool) {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/quality");
+    let text = std::fs::read_to_string(dir.join("labels.json")).expect("labels.json");
+    let labels: BTreeMap<String, serde_json::Value> =
+        serde_json::from_str(&text).expect("labels.json");
+    let mut rows = Vec::new();
+    for (file, label) in labels.iter().filter(|(k, _)| !k.starts_with('_')) {
+        let Some(compactions) = label["compactions"].as_array() else {
+            continue;
+        };
+        let Some(bytes) = gunzip(&dir.join("transcripts").join(file)) else {
+            continue;
+        };
+        for compaction in compactions {
+            let line = compaction["line"].as_u64().unwrap_or(0) as usize;
+            let name = format!("{} @{line}", file.trim_end_matches(".jsonl.gz"));
+            match versus_one(&bytes, line, &versus::Labels::of(compaction), show).await {
+                Ok((agent, ours)) => rows.push(report::VersusRow { name, agent, ours }),
+                Err(why) => println!("not compared: {name} ({why})"),
+            }
+        }
+    }
+    report::print_versus(&rows, &out.join("versus.json"));
+}
+
+/// Claude Code's summary and compactd's of the transcript cut where Claude
+/// Code compacted (its summary on `line`), compactd keeping nothing.
+async fn versus_one(
+    bytes: &[u8],
+    line: usize,
+    labels: &versus::Labels,
+    show: bool,
+) -> Result<(versus::Scores, versus::Scores), String> {
+    let theirs = versus::agent_summary(bytes, line).ok_or("no isCompactSummary on that line")?;
+    let before = versus::before(bytes, line);
+    let raw = raw::read(Layout::ClaudeCode, &before);
+    let modified = probes::derive(&raw, &[]).modified;
+    let base = Config::resolve(Some(&json!({})), None, None).map_err(|e| e.to_string())?;
+    let imported = run::import(&before, &base)?;
+    let ours = run::once(&imported, &base, 0, None).await?.summary;
+    if show {
+        eprintln!("===== Claude Code at line {line}\n{theirs}\n===== compactd\n{ours}\n");
+    }
+    let cwd = raw.cwd.as_deref();
+    Ok((
+        versus::score(&theirs, labels, &modified, cwd),
+        versus::score(&ours, labels, &modified, cwd),
+    ))
+}
+
+fn gunzip(path: &Path) -> Option<Vec<u8>> {
+    match std::process::Command::new("gzip")
+        .arg("-dc")
+        .arg(path)
+        .output()
+    {
+        Ok(out) if out.status.success() => Some(out.stdout),
+        _ => {
+            println!("not scored: {} (gzip could not read it)", path.display());
+            None
+        }
+    }
 }

@@ -169,7 +169,9 @@ fn read_claude_code(bytes: &[u8]) -> Raw {
         let Some(content) = line.get("message").and_then(|m| m.get("content")) else {
             continue;
         };
-        let meta = line.get("isMeta").and_then(Value::as_bool) == Some(true);
+        // The agent's own compaction summary is sent as the user's too.
+        let meta = line.get("isMeta").and_then(Value::as_bool) == Some(true)
+            || line.get("isCompactSummary").and_then(Value::as_bool) == Some(true);
         let blocks = match content {
             Value::String(text) => {
                 if kind == Some("user") {

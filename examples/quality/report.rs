@@ -270,3 +270,166 @@ pub fn missed_targets(report: &Report, baseline: Option<&Report>) -> Vec<String>
     }
     misses
 }
+
+/// One compaction of Claude Code's, its summary's scores and compactd's.
+#[derive(Serialize)]
+pub struct VersusRow {
+    pub name: String,
+    pub agent: crate::versus::Scores,
+    pub ours: crate::versus::Scores,
+}
+
+/// The scores of many summaries added up.
+#[derive(Default)]
+struct Totals {
+    rules: Recall,
+    latest: Recall,
+    errors: Recall,
+    steps: Recall,
+    files: Recall,
+    file_precision: Option<Recall>,
+    rule_precision: Option<Recall>,
+    tokens: u64,
+}
+
+type Recall = crate::score::Recall;
+
+fn add(a: Recall, b: Recall) -> Recall {
+    Recall {
+        found: a.found + b.found,
+        total: a.total + b.total,
+    }
+}
+
+impl Totals {
+    fn of<'a>(scores: impl Iterator<Item = &'a crate::versus::Scores>) -> Totals {
+        let mut t = Totals::default();
+        let add_some = |sum: Option<Recall>, r: Option<Recall>| match (sum, r) {
+            (sum, None) => sum,
+            (sum, Some(r)) => Some(add(sum.unwrap_or_default(), r)),
+        };
+        for s in scores {
+            t.rules = add(t.rules, s.rules);
+            let latest = s.latest_request.map(|kept| Recall {
+                found: usize::from(kept),
+                total: 1,
+            });
+            t.latest = add(t.latest, latest.unwrap_or_default());
+            t.errors = add(t.errors, s.open_errors);
+            t.steps = add(t.steps, s.pending_steps);
+            t.files = add(t.files, s.modified_files);
+            t.file_precision = add_some(t.file_precision, s.file_precision);
+            t.rule_precision = add_some(t.rule_precision, s.rule_precision);
+            t.tokens += s.tokens;
+        }
+        t
+    }
+
+    /// The rows of the table: label, value as shown, ratio (None: no
+    /// such list).
+    fn rows(&self) -> Vec<(&'static str, String, Option<f64>)> {
+        let shown = |r: Recall| Some(r.ratio());
+        let maybe = |r: Option<Recall>| r.map(|r| (recall(r), Some(r.ratio())));
+        let mut rows = vec![
+            ("user rules kept", recall(self.rules), shown(self.rules)),
+            ("latest request", recall(self.latest), shown(self.latest)),
+            ("open errors", recall(self.errors), shown(self.errors)),
+            ("pending plan steps", recall(self.steps), shown(self.steps)),
+            (
+                "modified files (recall)",
+                recall(self.files),
+                shown(self.files),
+            ),
+        ];
+        let (files, ratio) = maybe(self.file_precision).unwrap_or(("no list".into(), None));
+        rows.push(("modified files (precision of the list)", files, ratio));
+        let (rules, ratio) = maybe(self.rule_precision).unwrap_or(("no section".into(), None));
+        rows.push(("\"User rules\" precision", rules, ratio));
+        rows
+    }
+}
+
+/// The comparison: one line per compaction, the totals (README), the
+/// targets (compactd at least equal on every row, every modified file,
+/// rule precision ≥ 95%), and JSON.
+pub fn print_versus(rows: &[VersusRow], json: &Path) {
+    if rows.is_empty() {
+        println!("\nNo labelled Claude Code compaction to compare with.");
+        return;
+    }
+    println!(
+        "\n## compactd beside Claude Code's own summaries ({} compactions)\n",
+        rows.len()
+    );
+    println!("| compaction | rules CC / compactd | latest request | open errors | pending steps | modified files | tokens |");
+    println!("|---|---|---|---|---|---|---|");
+    for row in rows {
+        let (a, o) = (&row.agent, &row.ours);
+        println!(
+            "| {} | {} / {} | {} / {} | {} / {} | {} / {} | {} / {} | {} / {} |",
+            row.name,
+            recall(a.rules),
+            recall(o.rules),
+            yes_no(a.latest_request),
+            yes_no(o.latest_request),
+            recall(a.open_errors),
+            recall(o.open_errors),
+            recall(a.pending_steps),
+            recall(o.pending_steps),
+            recall(a.modified_files),
+            recall(o.modified_files),
+            a.tokens,
+            o.tokens
+        );
+    }
+    let (agent, ours) = (
+        Totals::of(rows.iter().map(|r| &r.agent)),
+        Totals::of(rows.iter().map(|r| &r.ours)),
+    );
+    println!(
+        "\n| on the same messages | Claude Code's summary | compactd (offline) |\n|---|---|---|"
+    );
+    let mut misses = Vec::new();
+    for ((what, theirs, their_ratio), (_, mine, my_ratio)) in
+        agent.rows().into_iter().zip(ours.rows())
+    {
+        println!("| {what} | {theirs} | {mine} |");
+        if let (Some(t), Some(m)) = (their_ratio, my_ratio) {
+            if m + 1e-9 < t {
+                misses.push(format!("{what}: compactd {mine} < Claude Code {theirs}"));
+            }
+        }
+    }
+    println!("| tokens | {} | {} |", agent.tokens, ours.tokens);
+    if ours.files.ratio() < 1.0 {
+        misses.push(format!(
+            "modified files: {} (target: all)",
+            recall(ours.files)
+        ));
+    }
+    if let Some(p) = ours.rule_precision.filter(|p| p.ratio() < 0.95) {
+        misses.push(format!(
+            "\"User rules\" precision {} (target: 95%)",
+            recall(p)
+        ));
+    }
+    if misses.is_empty() {
+        println!("\nComparison targets met.");
+    } else {
+        println!("\nComparison targets missed ({}):", misses.len());
+        for miss in &misses {
+            println!("- {miss}");
+        }
+    }
+    for row in rows {
+        for miss in &row.ours.misses {
+            println!("  {}: compactd missed {miss}", row.name);
+        }
+    }
+    match std::fs::create_dir_all(json.parent().unwrap_or(Path::new(".")))
+        .and_then(|_| std::fs::write(json, serde_json::to_vec_pretty(rows).unwrap_or_default()))
+    {
+        Ok(()) => println!("JSON: {}", json.display()),
+        Err(e) => println!("could not write {}: {e}", json.display()),
+    }
+}

@@ -21,7 +21,7 @@ impl Recall {
         }
     }
 
-    fn of<'a>(
+    pub fn of<'a>(
         items: impl Iterator<Item = &'a str>,
         mut present: impl FnMut(&str) -> bool,
     ) -> Recall {
@@ -215,7 +215,7 @@ fn section(summary: &str, title: &str) -> String {
 /// Most (60%) of the words of four letters or more in `text` are in
 /// `haystack` (words as `words` gives them), one line of the context: a
 /// plan step said in other words of the same things.
-fn mostly_present(text: &str, haystack: &str) -> bool {
+pub fn mostly_present(text: &str, haystack: &str) -> bool {
     let present: std::collections::HashSet<&str> = haystack.split(' ').collect();
     let wanted: Vec<String> = words(text)
         .split(' ')
@@ -230,14 +230,14 @@ fn mostly_present(text: &str, haystack: &str) -> bool {
 }
 
 /// A claimed rule is a labelled one when either contains the other.
-fn same_rule(claim: &str, label: &str) -> bool {
+pub fn same_rule(claim: &str, label: &str) -> bool {
     let (claim, label) = (words(claim), words(label));
     claim.contains(&label) || (claim.split(' ').count() >= 3 && label.contains(&claim))
 }
 
 /// The lines a summary presents as the user's rules: `[user rule]` lines
 /// and the entries of a section whose title names rules or constraints.
-fn rule_claims(summary: &str) -> Vec<String> {
+pub fn rule_claims(summary: &str) -> Vec<String> {
     let mut claims = Vec::new();
     let mut in_rules = false;
     for line in summary.lines() {
