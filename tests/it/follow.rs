@@ -142,8 +142,9 @@ fn a_claude_code_transcript_written_line_by_line_meters_its_usage_exactly() {
         (Some(total(FIRST)), Some("usage"))
     );
     // The model is known now: its window, and Claude Code's point in it,
-    // travel with the meter (a status bar's tooltip shows its rule).
-    assert_eq!(followed["meter"]["agentAutoCompact"]["at"], 105_000);
+    // travel with the meter (a status bar's tooltip shows its rule). Before
+    // it was, Claude Code's default window gave the same point.
+    assert_eq!(followed["meter"]["agentAutoCompact"]["at"], 177_000);
     let point = &meter["agentAutoCompact"];
     assert_eq!(
         (point["at"].as_u64(), point["basis"].as_str()),

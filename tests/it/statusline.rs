@@ -277,3 +277,38 @@ fn bad_thresholds_print_a_line_and_exit_zero() {
     let line = home.render("{}", &["--warn", "95", "--error", "90"], &[]);
     assert_eq!(line, "⛁ compactd: --warn 95 is above --error 90");
 }
+
+/// A session Claude Code just started: its transcript is still empty, so
+/// neither the model nor the window is known from it. `follow --once` and
+/// the status line (given no model either) give the same window and point.
+#[test]
+fn an_empty_transcript_has_one_window_in_follow_and_the_status_line() {
+    let home = Home::new();
+    let projects = home.path().join(".claude/projects/-w");
+    std::fs::create_dir_all(&projects).unwrap();
+    let transcript = projects.join("11111111-1111-1111-1111-111111111111.jsonl");
+    std::fs::write(&transcript, "").unwrap();
+    let line = home.render(
+        &json!({"transcript_path": transcript}).to_string(),
+        &[],
+        &[],
+    );
+    let output = Command::new(env!("CARGO_BIN_EXE_compactd"))
+        .args(["--no-user-config", "follow", "--once"])
+        .arg(&transcript)
+        .env("HOME", home.path())
+        .env("XDG_DATA_HOME", home.path().join("data"))
+        .env("NO_COLOR", "1")
+        .env_remove("CLAUDE_CONFIG_DIR")
+        .env_remove("CLAUDE_AUTOCOMPACT_PCT_OVERRIDE")
+        .env_remove("CLAUDE_CODE_AUTO_COMPACT_WINDOW")
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{output:?}");
+    let followed = String::from_utf8(output.stdout).unwrap();
+    assert_eq!(line, "⛁ –/200k · auto-compact ~177k");
+    assert!(
+        followed.contains("0/200k") && followed.contains("~177k"),
+        "follow: {followed:?}, status line: {line:?}"
+    );
+}

@@ -48,6 +48,10 @@ use auto_compact::point;
 pub use home::{dir_name, NAME};
 use home::{projects, CONFIG_DIR};
 
+/// The window of every model Claude Code runs (its 1M windows are stated
+/// in the transcript or the status line's JSON when in use).
+pub(crate) const DEFAULT_WINDOW: u64 = 200_000;
+
 /// The agent.
 pub struct ClaudeCode;
 
@@ -97,10 +101,13 @@ impl AgentKind for ClaudeCode {
     }
 
     fn limits(&self, input: &LimitsInput) -> (u64, AutoCompactPoint) {
+        // A model compactd's table does not know, or none yet (a new,
+        // empty transcript), runs in Claude Code's default window, as the
+        // status line says too, not in compactd's configured default.
         let window = input
             .stated_window
             .or(input.table_window)
-            .unwrap_or(input.default_window);
+            .unwrap_or(DEFAULT_WINDOW);
         (window, point(input.homes, window, input.max_output))
     }
 

@@ -185,7 +185,7 @@ fn line(json: &Value, status: &TranscriptStatus, env: &StatusLineEnv) -> String 
         .and_then(Value::as_u64)
         .or(figures.stated_window)
         .or_else(|| model.as_deref().and_then(tokens::context_window_for))
-        .unwrap_or(200_000);
+        .unwrap_or(super::DEFAULT_WINDOW);
     let point = point(&Homes::from_env(), window, figures.max_output);
     let mut parts = vec![meter(context, window, env)];
     parts.push(match (point.basis, point.at) {
