@@ -319,24 +319,58 @@ pub fn shell_word(path: &Path) -> String {
     }
 }
 
+/// The program name setup writes when PATH finds this binary.
+pub const COMPACTD: &str = "compactd";
+
+/// The program `name` runs from PATH, when there is one.
+pub fn on_path(name: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|dir| dir.join(name))
+        .find(|candidate| candidate.is_file())
+}
+
 /// Whether a hook command is the one this setup writes: the same program
-/// (this binary's path) and arguments, however quoted. Another install's
-/// compactd (`/opt/other/compactd hook claude-code`) is not ours to count
-/// or remove.
+/// and arguments, however quoted. The program is the same when it is the
+/// same file: `compactd` on PATH and the path an earlier setup wrote for
+/// it. Another install's compactd (`/opt/other/compactd hook
+/// claude-code`) is not ours to count or remove.
 fn is_ours(plan: &SetupPlan, command: &str) -> bool {
-    same_command(command, &plan.command)
+    runs_the_same(command, &plan.command)
+}
+
+/// The same arguments, and programs that are one file.
+fn same_program(a: &str, b: &str) -> bool {
+    let (a, b) = (shell_words(a), shell_words(b));
+    let (Some((program_a, args_a)), Some((program_b, args_b))) = (a.split_first(), b.split_first())
+    else {
+        return false;
+    };
+    let real = |program: &str| {
+        let path = match Path::new(program).components().count() {
+            1 => on_path(program)?,
+            _ => PathBuf::from(program),
+        };
+        std::fs::canonicalize(path).ok()
+    };
+    args_a == args_b && real(program_a).is_some_and(|p| Some(p) == real(program_b))
 }
 
 fn is_our_status_line(plan: &SetupPlan, value: &Value) -> bool {
     let command = value["command"].as_str().unwrap_or("");
     plan.status_line
         .as_deref()
-        .is_some_and(|ours| same_command(command, ours))
+        .is_some_and(|ours| runs_the_same(command, ours))
 }
 
 /// Two command lines that run the same words.
 fn same_command(a: &str, b: &str) -> bool {
     shell_words(a) == shell_words(b)
+}
+
+/// Two command lines that run the same program file with the same words.
+fn runs_the_same(a: &str, b: &str) -> bool {
+    same_command(a, b) || same_program(a, b)
 }
 
 /// The words of a command line, read as a shell reads them (a path in
@@ -425,7 +459,7 @@ pub fn install(plan: &SetupPlan, dry_run: bool) -> Result<SetupReport, String> {
                 servers.put(name, Item::New(entry.clone()));
                 changes.push(format!("add {key}.{name}: {}", server_command(entry)));
             }
-            Some(there) if !same_command(&server_command(&there), &server_command(entry)) => {
+            Some(there) if !runs_the_same(&server_command(&there), &server_command(entry)) => {
                 changes.push(format!(
                     "{key}.{name}: kept yours ({}); compactd's is `{}`",
                     server_command(&there),
@@ -576,7 +610,7 @@ fn remove_servers(
         let mut servers = doc.take_object(key, &plan.path)?;
         let ours = servers
             .get(name)
-            .is_some_and(|there| same_command(&server_command(&there), &server_command(entry)));
+            .is_some_and(|there| runs_the_same(&server_command(&there), &server_command(entry)));
         if ours {
             servers.remove(name);
             changes.push(format!("remove {key}.{name}"));

@@ -3,16 +3,19 @@
 //! opencode's plugin), or removes it (`agents::setup` merges; the agent's
 //! module says what and where).
 
+use std::path::{Path, PathBuf};
+
 use super::args::SetupArgs;
 use super::error::CliError;
 use crate::agents::setup::SetupReport;
 use crate::agents::{setup_for, Homes};
 
 pub fn run(args: &SetupArgs) -> Result<(), CliError> {
-    let compactd = std::env::current_exe()
+    let exe = std::env::current_exe()
         .map_err(|e| CliError::Failure(format!("this program's path: {e}")))?;
     let cwd = std::env::current_dir().map_err(|e| CliError::Failure(e.to_string()))?;
     let project = args.project.then_some(cwd.as_path());
+    let compactd = command_name(&exe, project.is_some());
     let steps =
         setup_for(&args.agent, &Homes::from_env(), project, &compactd).map_err(CliError::Usage)?;
     // Each file on its own: one that cannot be changed stops the rest, and
@@ -25,7 +28,33 @@ pub fn run(args: &SetupArgs) -> Result<(), CliError> {
         .map_err(CliError::Failure)?;
         print(&report, args, step.note())?;
     }
+    if compactd != exe && !on_path(&exe) && !args.uninstall {
+        super::out::line(format_args!(
+            "note: the project's settings run `compactd` from PATH, and {} is not on it",
+            exe.display()
+        ))?;
+    }
     Ok(())
+}
+
+/// What the agents' settings run: `compactd`, found on PATH, when that is
+/// this binary (a moved or upgraded binary keeps working) and always in a
+/// project's files (they are shared; a path of this machine means nothing
+/// on another), else this binary's path.
+fn command_name(exe: &Path, project: bool) -> PathBuf {
+    if project || on_path(exe) {
+        PathBuf::from(crate::agents::setup::COMPACTD)
+    } else {
+        exe.to_path_buf()
+    }
+}
+
+/// Whether `compactd` on PATH is this binary.
+fn on_path(exe: &Path) -> bool {
+    let this = std::fs::canonicalize(exe).ok();
+    crate::agents::setup::on_path(crate::agents::setup::COMPACTD)
+        .and_then(|found| std::fs::canonicalize(found).ok())
+        .is_some_and(|found| Some(found) == this)
 }
 
 fn print(report: &SetupReport, args: &SetupArgs, note: Option<&str>) -> Result<(), CliError> {

@@ -286,6 +286,113 @@ fn setup_opencode_writes_its_plugin_once_leaves_others_alone_and_removes_only_it
     }
 }
 
+/// With this binary on PATH, setup writes `compactd`, so a binary moved
+/// (or upgraded into another folder on PATH) keeps every hook working; a
+/// project's settings name `compactd` always, never this machine's path.
+#[test]
+fn setup_names_compactd_from_path_so_a_moved_binary_still_runs() {
+    let temp = tempfile::tempdir().unwrap();
+    let (home, first, second) = (
+        temp.path().join("home"),
+        temp.path().join("bin1"),
+        temp.path().join("bin2"),
+    );
+    for dir in [&home, &first, &second] {
+        std::fs::create_dir_all(dir).unwrap();
+    }
+    std::fs::copy(env!("CARGO_BIN_EXE_compactd"), first.join("compactd")).unwrap();
+    let path_with = |dir: &Path| format!("{}:/usr/bin:/bin", dir.display());
+    let run = |binary: &Path, path: &str, args: &[&str]| {
+        let out = Command::new(binary)
+            .arg("--no-user-config")
+            .args(args)
+            .env("HOME", &home)
+            .env("XDG_DATA_HOME", home.join("data"))
+            .env("PATH", path)
+            .env_remove("CLAUDE_CONFIG_DIR")
+            .current_dir(temp.path())
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    run(
+        &first.join("compactd"),
+        &path_with(&first),
+        &["setup", "claude-code"],
+    );
+    let settings = || -> Value {
+        serde_json::from_str(&std::fs::read_to_string(home.join(".claude/settings.json")).unwrap())
+            .unwrap()
+    };
+    let command = settings()["hooks"]["SessionStart"][0]["hooks"][0]["command"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert_eq!(command, "compactd hook claude-code");
+    let state: Value =
+        serde_json::from_str(&std::fs::read_to_string(home.join(".claude.json")).unwrap()).unwrap();
+    assert_eq!(state["mcpServers"]["compactd"]["command"], "compactd");
+
+    // Moved: the hook as Claude Code runs it (a shell, the user's PATH).
+    std::fs::rename(first.join("compactd"), second.join("compactd")).unwrap();
+    let input = json!({"session_id": "s", "transcript_path": fixture(FIXTURE), "cwd": temp.path(),
+        "hook_event_name": "SessionStart", "source": "compact"});
+    let mut shell = Command::new("sh");
+    shell
+        .args(["-c", &command])
+        .env("HOME", &home)
+        .env("XDG_DATA_HOME", home.join("data"))
+        .env("PATH", path_with(&second));
+    let out = output_with_stdin(&mut shell, &input.to_string());
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && said.contains("compactd's record of this session"),
+        "{out:?}"
+    );
+    // The moved binary's setup finds its own entries: nothing to change.
+    let again = run(
+        &second.join("compactd"),
+        &path_with(&second),
+        &["setup", "claude-code"],
+    );
+    assert!(!again.contains("changed:"), "{again}");
+
+    // An earlier setup's absolute path to the same binary is its own too.
+    let absolute = format!("{} hook claude-code", second.join("compactd").display());
+    let text = std::fs::read_to_string(home.join(".claude/settings.json")).unwrap();
+    std::fs::write(
+        home.join(".claude/settings.json"),
+        text.replace("\"compactd hook claude-code\"", &format!("{absolute:?}")),
+    )
+    .unwrap();
+    let again = run(
+        &second.join("compactd"),
+        &path_with(&second),
+        &["setup", "claude-code"],
+    );
+    assert!(!again.contains("add hooks"), "{again}");
+
+    // A project's settings: `compactd`, and a note when PATH lacks it.
+    let project = temp.path().join("project");
+    std::fs::create_dir_all(&project).unwrap();
+    let out = Command::new(second.join("compactd"))
+        .args(["--no-user-config", "setup", "claude-code", "--project"])
+        .env("HOME", &home)
+        .env("PATH", "/usr/bin:/bin")
+        .current_dir(&project)
+        .output()
+        .unwrap();
+    let printed = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && printed.contains("is not on it"),
+        "{out:?}"
+    );
+    let shared = std::fs::read_to_string(project.join(".claude/settings.json")).unwrap();
+    assert!(shared.contains("\"compactd hook claude-code\""), "{shared}");
+    assert!(!shared.contains(temp.path().to_str().unwrap()), "{shared}");
+}
+
 // ---------------------------------------------------------------------
 // `compactd hook claude-code`
 

@@ -54,7 +54,12 @@ pub(super) fn setup(
 /// ancestor of the binary's real path that has it (`target/debug/compactd`
 /// in a checkout), or `share/compactd/integrations/pi` of its prefix.
 fn find_extension(compactd: &Path) -> Option<PathBuf> {
-    let real = compactd.canonicalize().ok()?;
+    // `compactd` as setup writes it for PATH: this very binary.
+    let program = match compactd.components().count() {
+        1 => std::env::current_exe().ok()?,
+        _ => compactd.to_path_buf(),
+    };
+    let real = program.canonicalize().ok()?;
     real.ancestors().skip(1).find_map(|dir| {
         [dir.to_path_buf(), dir.join("share").join("compactd")]
             .into_iter()
