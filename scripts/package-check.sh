@@ -5,7 +5,9 @@
 # the TypeScript client and the pi extension (`npm pack`). Checks that each
 # holds what it needs and nothing else, carries the license, and has the
 # server's version. (The VS Code extension's .vsix is built and run in its
-# own step of scripts/test.sh.) Needs cargo, python3 with venv, npm; run
+# own step of scripts/test.sh.) Then, on clean copies of the tree (no
+# node_modules, no out/): `npm install <path>` of clients/typescript, and
+# the README's VS Code lines. Needs cargo, python3 with venv, npm; run
 # after `npm ci` in clients/typescript and integrations/pi.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -72,4 +74,22 @@ for want in package/LICENSE package/src/index.ts package/node_modules/compactd-c
   grep -qx "$want" "$scratch/pi" || fail "compactd-pi: $want missing"
 done
 ! grep -E '^package/(test|out)/' "$scratch/pi" || fail "compactd-pi ships its tests"
+echo "== npm install <path>: compactd-client from a clean copy of the tree (no node_modules, no out/)"
+git archive HEAD clients/typescript | tar -x -C "$scratch"
+cp clients/typescript/scripts/prepare.mjs "$scratch/clients/typescript/scripts/prepare.mjs"
+mkdir -p "$scratch/consumer"
+(cd "$scratch/consumer" && npm init -y >/dev/null && npm install --silent --no-audit --no-fund "$scratch/clients/typescript" >/dev/null 2>"$scratch/install.log") ||
+  { cat "$scratch/install.log" >&2; fail "npm install of a clean clients/typescript failed"; }
+(cd "$scratch/consumer" && node -e "if (typeof require('compactd-client').CompactdClient !== 'function') process.exit(1)") ||
+  fail "compactd-client installed from a path does not load"
+echo "== the README's VS Code lines on a clean copy: npm ci && npm run package:linux-x64 in editors/vscode"
+git archive HEAD editors/vscode schemas | tar -x -C "$scratch"
+bin=target/release/compactd
+[[ -x $bin ]] || bin=target/debug/compactd
+[[ -x $bin ]] || cargo build --quiet
+bin=$(realpath "$bin")
+(cd "$scratch/editors/vscode" && npm ci --no-audit --no-fund --loglevel=error >"$scratch/vscode.log" 2>&1 &&
+  COMPACTD_RELEASE_BIN="$bin" npm run package:linux-x64 >>"$scratch/vscode.log" 2>&1) ||
+  { cat "$scratch/vscode.log" >&2; fail "the README's VS Code lines failed on a clean copy"; }
+[[ -f $scratch/editors/vscode/compactd-linux-x64.vsix ]] || fail "no compactd-linux-x64.vsix"
 echo "package-check: every package builds, with the license and version $version"
