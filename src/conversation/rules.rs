@@ -318,8 +318,16 @@ pub fn rules_in(content: &str) -> Vec<String> {
         // `**Do not push. Do not merge.**`, `Do **NOT** use`: the marks
         // would hide a rule's opening and end up in its text.
         let paragraph = without_emphasis(paragraph);
+        let mut asked: Option<String> = None;
         for sentence in sentences(&paragraph) {
             let sentence = collapse(sentence);
+            let detail = asked
+                .as_deref()
+                .is_some_and(|q| details_the_request(q, &sentence));
+            asked = Some(sentence.clone());
+            if detail {
+                continue;
+            }
             if sentence.split_whitespace().count() >= 2 && states_rule(&sentence, i < typed) {
                 let rule = without_lead_in(&sentence, i < typed).to_string();
                 if !rules.contains(&rule) {
@@ -329,6 +337,23 @@ pub fn rules_in(content: &str) -> Vec<String> {
         }
     }
     rules
+}
+
+/// Whether `sentence` says how to do the one thing the sentence before it
+/// asked for ("can you create the issue? make sure it's in Project X"):
+/// a detail of that request, which the request list keeps, not a rule
+/// that outlives it.
+fn details_the_request(before: &str, sentence: &str) -> bool {
+    const ASKS: [&str; 4] = ["can you ", "could you ", "would you ", "will you "];
+    const ABOUT_IT: [&str; 4] = [
+        "make sure it",
+        "make sure that it",
+        "make sure they",
+        "be sure it",
+    ];
+    let (before, sentence) = (before.to_lowercase(), sentence.to_lowercase());
+    let asks = before.ends_with('?') && ASKS.iter().any(|a| before.contains(a));
+    asks && ABOUT_IT.iter().any(|a| sentence.starts_with(a))
 }
 
 /// A rule without the words that lead up to it ("One more thing: Never
@@ -399,6 +424,24 @@ mod tests {
     /// One `check()` for the splitter: the input and its sentences.
     fn check(text: &str, expected: &[&str]) {
         assert_eq!(sentences(text), expected, "{text:?}");
+    }
+
+    #[test]
+    fn how_to_do_the_one_thing_just_asked_is_no_rule() {
+        assert_eq!(
+            rules_in("let's do 2 for now, can you create the linear issue? make sure it's in Project: Troy"),
+            Vec::<String>::new()
+        );
+        // A rule after a question that asks for nothing, or one that is
+        // not about the thing asked for, stays a rule.
+        assert_eq!(
+            rules_in("Is the cache warm? Make sure it never exceeds 2 GB."),
+            ["Make sure it never exceeds 2 GB."]
+        );
+        assert_eq!(
+            rules_in("Can you rerun the tests? Never use sudo."),
+            ["Never use sudo."]
+        );
     }
 
     #[test]
