@@ -216,6 +216,11 @@ pub fn looks_pasted(paragraph: &str) -> bool {
                 || [
                     "```",
                     "➜",
+                    // An agent's terminal UI copied whole: its prompt, its
+                    // tool lines and their results.
+                    "❯",
+                    "⏺",
+                    "⎿",
                     "$ ",
                     "> ",
                     "at ",

@@ -6,6 +6,10 @@ use super::home::{config_dir, state_file};
 use crate::agents::limits::{off, AutoCompactPoint, Basis};
 use crate::agents::{read_json, Homes};
 
+/// The window of every model Claude Code runs (its 1M windows are stated
+/// in the transcript or the status line's JSON when in use).
+pub(super) const DEFAULT_WINDOW: u64 = 200_000;
+
 /// Its point for a window and the most output a request asks for (`None`:
 /// not stated in the transcript; 20,000 or more for every current model,
 /// so the cap applies).

@@ -44,13 +44,9 @@ use super::hook::HookCall;
 use super::setup::Setup;
 use super::{Agent, AgentKind, AutoCompactPoint, Homes, LimitsInput, StatusLineEnv};
 use crate::transcript::{Imported, Line, Reader};
-use auto_compact::point;
+use auto_compact::{point, DEFAULT_WINDOW};
 pub use home::{dir_name, NAME};
 use home::{projects, CONFIG_DIR};
-
-/// The window of every model Claude Code runs (its 1M windows are stated
-/// in the transcript or the status line's JSON when in use).
-pub(crate) const DEFAULT_WINDOW: u64 = 200_000;
 
 /// The agent.
 pub struct ClaudeCode;

@@ -25,7 +25,7 @@ use std::time::UNIX_EPOCH;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::auto_compact::point;
+use super::auto_compact::{point, DEFAULT_WINDOW};
 use super::status::{AfterCompaction, TranscriptStatus};
 use crate::agents::limits::Basis;
 use crate::agents::{Agent, Homes, StatusLineEnv};
@@ -185,7 +185,7 @@ fn line(json: &Value, status: &TranscriptStatus, env: &StatusLineEnv) -> String 
         .and_then(Value::as_u64)
         .or(figures.stated_window)
         .or_else(|| model.as_deref().and_then(tokens::context_window_for))
-        .unwrap_or(super::DEFAULT_WINDOW);
+        .unwrap_or(DEFAULT_WINDOW);
     let point = point(&Homes::from_env(), window, figures.max_output);
     let mut parts = vec![meter(context, window, env)];
     parts.push(match (point.basis, point.at) {

@@ -746,7 +746,9 @@ impl Digest {
         } else {
             None
         };
-        let quote = || super::wording::clip(&latest.request, NEXT_CHARS);
+        // What the person typed, not what they pasted with it.
+        let quote =
+            || super::wording::clip(&super::wording::typed_part(&latest.request), NEXT_CHARS);
         Some(match (above, latest.answered) {
             (Some(which), false) => format!("Continue with the {which} above."),
             (Some(which), true) => format!("The {which} above was answered; {GO_ON}."),

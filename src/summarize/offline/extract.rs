@@ -26,6 +26,9 @@ const INTERRUPTED: &str = "[Request interrupted by user";
 /// Characters of an outcome, of a line the summary quotes.
 const OUTCOME_CHARS: usize = 200;
 const STATE_CHARS: usize = 200;
+/// Where things stand when the session is in plan mode at the cut.
+const PLANNING: &str =
+    "In plan mode: the agent is planning and edits nothing until the user approves a plan.";
 /// A command or a result line in "Last action".
 const ACTION_CHARS: usize = 80;
 const TASK_CHARS: usize = 2000;
@@ -86,6 +89,8 @@ struct Reading<'a> {
     /// A plan file written in this turn (`plans::plan_file`): what a plan
     /// tool called without its plan presents.
     plan_file: Option<String>,
+    /// In plan mode (`plans::plan_mode_after`).
+    planning: bool,
     /// The id of the message being read.
     at: String,
 }
@@ -210,6 +215,10 @@ impl Reading<'_> {
         for call in tool_calls {
             let result = self.results.get(call.id.as_str()).copied();
             self.turn.after = Some(last_action(&self.tools, call, result));
+            let approved = result.map(|m| !m.is_error_result() && rejection(m.text()).is_none());
+            if let Some(planning) = plans::plan_mode_after(&call.name, approved) {
+                self.planning = planning;
+            }
             self.digest.citing = result.map(|m| m.id.clone()).filter(|id| !id.is_empty());
             if let Some(plan) = plans::plan_file(&call.name, &call.arguments) {
                 self.plan_file = Some(plan.to_string());
@@ -227,21 +236,26 @@ impl Reading<'_> {
     /// A turn that ended with an answer is where things stand: its outcome
     /// under Progress says it. A turn still under way has a state instead.
     fn finish(mut self) -> Digest {
-        let asked = if self.turn.answered {
-            self.turn.text.as_deref().and_then(asked)
-        } else {
-            let said = self.turn.text.as_deref().and_then(state);
-            let after = self
-                .turn
-                .after
-                .as_ref()
-                .map(|a| format!("Last action: {a}."));
-            self.digest.state = match (said, after) {
-                (Some(said), Some(after)) => Some(format!("{said} {after}")),
-                (said, after) => said.or(after),
-            };
-            None
-        };
+        let answered = self.turn.answered;
+        let asked = answered
+            .then(|| self.turn.text.as_deref().and_then(asked))
+            .flatten();
+        // Where a turn under way stands: its text and what came after it;
+        // and, whatever the turn, plan mode at the cut.
+        let planning = self.planning.then(|| PLANNING.to_string());
+        let said = (!answered)
+            .then(|| self.turn.text.as_deref().and_then(state))
+            .flatten();
+        let after = (!answered)
+            .then(|| {
+                self.turn
+                    .after
+                    .as_ref()
+                    .map(|a| format!("Last action: {a}."))
+            })
+            .flatten();
+        let parts: Vec<String> = [planning, said, after].into_iter().flatten().collect();
+        self.digest.state = (!parts.is_empty()).then(|| parts.join(" "));
         self.close_turn();
         let mut digest = self.digest;
         digest.citing = None;

@@ -31,6 +31,20 @@ pub(super) fn presented_plan(name: &str, arguments: &Value, fallback: &str) -> O
     (!plan.trim().is_empty()).then(|| plan.to_string())
 }
 
+/// Whether the agent plans (and edits nothing until a plan is approved)
+/// after this call: `Some(true)` on entering plan mode or a plan the
+/// person turned down ("User chose to stay in plan mode"), `Some(false)`
+/// on an approved plan, `None` for any other call or no result yet.
+pub(super) fn plan_mode_after(name: &str, approved: Option<bool>) -> Option<bool> {
+    if name.eq_ignore_ascii_case("EnterPlanMode") {
+        return approved.map(|_| true);
+    }
+    if name.eq_ignore_ascii_case("ExitPlanMode") {
+        return approved.map(|approved| !approved);
+    }
+    None
+}
+
 /// The plan a file write holds when the file is a plan: Claude Code's plan
 /// mode writes its plan to a Markdown file in its `plans` folder and calls
 /// `ExitPlanMode` without it; a plan written elsewhere when that folder is

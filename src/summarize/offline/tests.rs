@@ -1657,3 +1657,58 @@ fn findings_are_sentences_with_content_not_openers() {
         &["I see the issue."],
     );
 }
+
+#[test]
+fn an_agents_terminal_copied_into_a_request_is_a_paste() {
+    let console = "this is the console:\n❯ commit this please\n\n⏺ Skill(commit)\n  ⎿  Initializing…\n  ⎿  Error: Unknown skill: commit\n\n⏺ Bash(git add docs/red.md && git commit -m \"red\")\n  ⎿  [feat/colours 1a2b3c4] red\n\nwhy did the skill fail?";
+    let messages = vec![
+        Message::user("u1", "Set up the release skills"),
+        Message::assistant("a1", "Done.", vec![]),
+        Message::user("u2", console),
+    ];
+    check(
+        messages,
+        None,
+        &[
+            "## Later requests\n- \"this is the console: ❯ commit this please […] why did the skill fail?\"",
+            "latest request: \"this is the console: ❯ commit this please […] why did the skill fail?\"",
+        ],
+        &["Unknown skill"],
+    );
+}
+
+#[test]
+fn plan_mode_at_the_cut_is_said() {
+    let stay = "The user doesn't want to proceed with this tool use. The tool use was rejected (eg. if it was a file edit, the new_string was NOT written to the file). User chose to stay in plan mode and continue planning";
+    let mut messages = vec![
+        Message::user("u1", "Plan the migration to the new queue"),
+        Message::assistant("a1", "", vec![call("c1", "EnterPlanMode", json!({}))]),
+        Message::tool_result("t1", "c1", "Entered plan mode.", false),
+        Message::assistant(
+            "a2",
+            "",
+            vec![call(
+                "c2",
+                "ExitPlanMode",
+                json!({"plan": "1. Drain the old queue\n2. Switch the writers"}),
+            )],
+        ),
+        Message::tool_result("t2", "c2", stay, true),
+    ];
+    check(
+        messages.clone(),
+        None,
+        &["## Current state\n- In plan mode: the agent is planning"],
+        &[],
+    );
+    // An approved plan ends it.
+    messages.extend([
+        Message::assistant(
+            "a3",
+            "",
+            vec![call("c3", "ExitPlanMode", json!({"plan": "1. Drain the old queue\n2. Switch the writers\n3. Remove the old client"}))],
+        ),
+        Message::tool_result("t3", "c3", "User has approved your plan. You can now start coding.", false),
+    ]);
+    check(messages, None, &[], &["In plan mode"]);
+}

@@ -16,7 +16,10 @@ const LINE_CHARS: usize = 160;
 pub fn substantial(request: &str) -> bool {
     let typed = typed_part(request);
     let words = typed.split_whitespace().count();
-    words >= 5 && (words >= 15 || !typed.trim_end().ends_with('?'))
+    // A question about something pasted ("this is the console: […] why
+    // did it fail?") has its subject: it is a request, not small talk.
+    let pasted = typed.contains("[…]");
+    words >= 5 && (words >= 15 || pasted || !typed.trim_end().ends_with('?'))
 }
 
 /// A later request as one line: what the person typed, without what they
