@@ -150,7 +150,8 @@ pub struct FileLedger {
 
 impl FileLedger {
     /// Applies one event; `generation` is the number of compactions the
-    /// session has had so far.
+    /// session has had so far. A file the session created and then deleted
+    /// (a scratch file) changed nothing: it leaves the ledger.
     pub fn apply(&mut self, event: &FileEvent, generation: usize) {
         self.touches += 1;
         let touch = self.touches;
@@ -211,6 +212,9 @@ impl FileLedger {
         record.last_range = event.range;
         record.generation = generation;
         record.touch = touch;
+        if record.created && record.deleted {
+            self.files.remove(&event.path);
+        }
     }
 
     pub fn get(&self, path: &Path) -> Option<&FileRecord> {
@@ -487,5 +491,24 @@ mod tests {
         assert_eq!(s.marks.created, ["c.rs"]);
         assert_eq!(s.marks.deleted, ["d.rs"]);
         assert_eq!(s.marks.omitted_modified, 0);
+    }
+
+    #[test]
+    fn a_file_created_then_deleted_is_not_listed() {
+        let mut ledger = FileLedger::default();
+        ledger.apply(&event("/work/proj/scratch.rs", FileOp::Create), 0);
+        ledger.apply(&event("/work/proj/scratch.rs", FileOp::Read), 0);
+        ledger.apply(&event("/work/proj/scratch.rs", FileOp::Delete), 0);
+        ledger.apply(&event("/work/proj/old.rs", FileOp::Delete), 0);
+        assert!(ledger.get(Path::new("/work/proj/scratch.rs")).is_none());
+        assert_eq!(ledger.len(), 1);
+        let s = ledger.sections(&ws(), 10);
+        assert_eq!(s.modified, ["old.rs"], "an existing file deleted is");
+        assert!(s.read.is_empty());
+        assert_eq!(s.marks.deleted, ["old.rs"]);
+        ledger.apply(&event("/work/proj/scratch.rs", FileOp::Create), 0);
+        let s = ledger.sections(&ws(), 10);
+        assert_eq!(s.modified, ["scratch.rs", "old.rs"], "created again");
+        assert_eq!(s.marks.created, ["scratch.rs"]);
     }
 }

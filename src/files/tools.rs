@@ -1,9 +1,11 @@
 //! From tool calls to file operations: a mapping from tool name and
 //! argument fields to an operation (configurable as `fileTools`, with
-//! defaults for the common agents), and the bookkeeping that holds a call
+//! defaults for the common agents), what a shell tool's command does to
+//! files when it plainly says so, and the bookkeeping that holds a call
 //! until its result says whether it succeeded.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::path::Path;
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -102,7 +104,22 @@ impl FileToolRule {
 #[derive(Debug, Clone, PartialEq)]
 pub struct FileTools {
     rules: HashMap<String, FileToolRule>,
+    /// Shell tools without a rule: their commands are read (`shell_ops`).
+    shells: HashSet<String>,
 }
+
+/// The shell tools of the common agents (Codex's `exec_command`, `shell`,
+/// `local_shell`; Claude Code's `Bash`; pi's and opencode's `bash`). A
+/// configured entry of the same name replaces or removes the reading.
+const SHELL_TOOLS: [&str; 7] = [
+    "exec_command",
+    "shell",
+    "shell_command",
+    "local_shell",
+    "container.exec",
+    "Bash",
+    "bash",
+];
 
 impl Default for FileTools {
     fn default() -> FileTools {
@@ -113,21 +130,25 @@ impl Default for FileTools {
 impl FileTools {
     pub fn new(overrides: &BTreeMap<String, Option<FileToolRule>>) -> FileTools {
         let mut rules = default_rules();
+        let mut shells: HashSet<String> = SHELL_TOOLS.iter().map(|s| s.to_string()).collect();
         for (name, rule) in overrides {
+            shells.remove(name);
             match rule {
                 Some(rule) => rules.insert(name.clone(), rule.clone()),
                 None => rules.remove(name),
             };
         }
-        FileTools { rules }
+        FileTools { rules, shells }
     }
 
-    /// The file operations of one call, paths as written in the call.
+    /// The file operations of one call, paths as written in the call
+    /// (a shell command's relative paths joined to its working directory).
     pub fn ops(&self, call: &ToolCall) -> Vec<(FileOp, String)> {
-        self.rules
-            .get(&call.name)
-            .map(|rule| rule.ops(&call.arguments))
-            .unwrap_or_default()
+        match self.rules.get(&call.name) {
+            Some(rule) => rule.ops(&call.arguments),
+            None if self.shells.contains(&call.name) => shell_ops(&call.arguments),
+            None => Vec::new(),
+        }
     }
 }
 
@@ -204,6 +225,252 @@ pub fn patch_ops(patch: &str) -> Vec<(FileOp, String)> {
         }
     }
     ops
+}
+
+/// What a shell command plainly does to files: an `apply_patch` (a
+/// heredoc or a quoted argument, maybe after `cd DIR &&`, or the argv
+/// `["apply_patch", PATCH]`) makes its patch's operations; a plain `cat`,
+/// `sed -n 'Np'`, `head`, `tail` or `nl` of explicit paths, maybe piped
+/// into more of them, reads those paths. Anything else (lists, other
+/// pipes, redirections, globs, variables, substitutions) does nothing
+/// here. Relative paths are joined to the `workdir` argument when there
+/// is one (else the workspace resolves them).
+pub fn shell_ops(arguments: &serde_json::Value) -> Vec<(FileOp, String)> {
+    let workdir = ["workdir", "working_directory"]
+        .iter()
+        .find_map(|f| arguments.get(*f).and_then(|v| v.as_str()));
+    let Some(command) = shell_command(arguments) else {
+        return Vec::new();
+    };
+    let (dir, ops) = match command {
+        ShellCommand::Patch(patch) => (None, patch_ops(&patch)),
+        ShellCommand::Script(script) => {
+            let (dir, rest) = after_cd(&script);
+            let ops = match patch_text(rest) {
+                Some(patch) => patch_ops(&patch),
+                None => read_ops(rest),
+            };
+            (dir, ops)
+        }
+    };
+    let base = match (workdir, dir.as_deref()) {
+        (Some(w), Some(d)) => Some(Path::new(w).join(d)),
+        (w, d) => w.or(d).map(Path::new).map(Path::to_path_buf),
+    };
+    ops.into_iter()
+        .map(|(op, path)| match &base {
+            Some(base) if !path.starts_with('~') => (op, base.join(&path).display().to_string()),
+            _ => (op, path),
+        })
+        .collect()
+}
+
+/// Whether a shell tool call's arguments run an `apply_patch`.
+pub fn runs_patch(arguments: &serde_json::Value) -> bool {
+    match shell_command(arguments) {
+        Some(ShellCommand::Patch(_)) => true,
+        Some(ShellCommand::Script(script)) => patch_text(after_cd(&script).1).is_some(),
+        None => false,
+    }
+}
+
+enum ShellCommand {
+    /// A script for the shell.
+    Script(String),
+    /// The argv `["apply_patch", PATCH]`.
+    Patch(String),
+}
+
+/// The command of a shell tool: `cmd` or `command`, a string or an argv
+/// (`["bash", "-lc", SCRIPT]` is its script).
+fn shell_command(arguments: &serde_json::Value) -> Option<ShellCommand> {
+    let value = ["cmd", "command"].iter().find_map(|f| arguments.get(*f))?;
+    if let Some(script) = value.as_str() {
+        return Some(ShellCommand::Script(script.to_string()));
+    }
+    let argv: Vec<&str> = value
+        .as_array()?
+        .iter()
+        .map(|v| v.as_str())
+        .collect::<Option<_>>()?;
+    match argv.as_slice() {
+        ["apply_patch" | "applypatch", patch] => Some(ShellCommand::Patch(patch.to_string())),
+        [shell, "-c" | "-lc", script]
+            if matches!(
+                shell.rsplit('/').next(),
+                Some("bash" | "sh" | "zsh" | "dash")
+            ) =>
+        {
+            Some(ShellCommand::Script(script.to_string()))
+        }
+        _ => None,
+    }
+}
+
+/// `cd DIR && REST` → `(Some(DIR), REST)`; otherwise the script as it is.
+fn after_cd(script: &str) -> (Option<String>, &str) {
+    let script = script.trim_start();
+    let Some((cd, rest)) = script.split_once("&&") else {
+        return (None, script);
+    };
+    match pipeline(cd).as_deref() {
+        Some([words]) if words.len() == 2 && words[0] == "cd" => {
+            (Some(words[1].clone()), rest.trim_start())
+        }
+        _ => (None, script),
+    }
+}
+
+/// The patch of an `apply_patch <<'EOF' … EOF` (or `<<EOF`, `<<"EOF"`)
+/// or `apply_patch '…'`/`"…"` script.
+fn patch_text(script: &str) -> Option<String> {
+    let rest = script.trim_start();
+    let rest = rest
+        .strip_prefix("apply_patch")
+        .or_else(|| rest.strip_prefix("applypatch"))?;
+    if !rest.starts_with([' ', '\t']) {
+        return None;
+    }
+    let rest = rest.trim_start();
+    if let Some(heredoc) = rest.strip_prefix("<<") {
+        let (first, body) = heredoc.split_once('\n')?;
+        let delimiter = first.split_whitespace().next()?;
+        let delimiter = delimiter.trim_start_matches('-').trim_matches(['\'', '"']);
+        if delimiter.is_empty() {
+            return None;
+        }
+        let lines: Vec<&str> = body
+            .lines()
+            .take_while(|l| l.trim_start_matches('\t').trim_end() != delimiter)
+            .collect();
+        return Some(lines.join("\n"));
+    }
+    let quote = rest.chars().next().filter(|c| *c == '\'' || *c == '"')?;
+    let mut patch = String::new();
+    let mut chars = rest[1..].chars();
+    while let Some(c) = chars.next() {
+        match c {
+            c if c == quote => return Some(patch),
+            '\\' if quote == '"' => match chars.next()? {
+                e @ ('"' | '\\' | '$' | '`') => patch.push(e),
+                e => patch.extend(['\\', e]),
+            },
+            c => patch.push(c),
+        }
+    }
+    None
+}
+
+/// The reads of a plain pipeline whose first command reads explicit paths
+/// and whose later commands only filter what it printed.
+fn read_ops(script: &str) -> Vec<(FileOp, String)> {
+    let Some(stages) = pipeline(script) else {
+        return Vec::new();
+    };
+    let paths = read_paths(&stages[0]).unwrap_or_default();
+    let filters = stages[1..]
+        .iter()
+        .all(|stage| read_paths(stage).is_some_and(|p| p.is_empty()));
+    if !filters {
+        return Vec::new();
+    }
+    paths.into_iter().map(|p| (FileOp::Read, p)).collect()
+}
+
+/// The words of each command of a plain pipeline (`a 'b c' | d`), quotes
+/// taken off; `None` for anything else a shell would do more with: lists,
+/// redirections, variables, substitutions, globs, braces, comments.
+fn pipeline(script: &str) -> Option<Vec<Vec<String>>> {
+    let mut stages: Vec<Vec<String>> = vec![Vec::new()];
+    let mut word: Option<String> = None;
+    let mut chars = script.trim().chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '\'' => {
+                let w = word.get_or_insert_with(String::new);
+                loop {
+                    match chars.next()? {
+                        '\'' => break,
+                        c => w.push(c),
+                    }
+                }
+            }
+            '"' => {
+                let w = word.get_or_insert_with(String::new);
+                loop {
+                    match chars.next()? {
+                        '"' => break,
+                        '$' | '`' | '\\' => return None,
+                        c => w.push(c),
+                    }
+                }
+            }
+            '\\' => word.get_or_insert_with(String::new).push(chars.next()?),
+            ' ' | '\t' => stages.last_mut()?.extend(word.take()),
+            '|' => {
+                stages.last_mut()?.extend(word.take());
+                if stages.last()?.is_empty() {
+                    return None;
+                }
+                stages.push(Vec::new());
+            }
+            c if "&;<>()`$*?[]{}~!#\n\r".contains(c) => return None,
+            c => word.get_or_insert_with(String::new).push(c),
+        }
+    }
+    stages.last_mut()?.extend(word);
+    (!stages.last()?.is_empty()).then_some(stages)
+}
+
+/// The paths one reading command (`cat`, `head`, `tail`, `nl`, `sed -n`
+/// with a print script) reads, none when it reads its input; `None` for
+/// any other command or option (`sed -i` edits).
+fn read_paths(words: &[String]) -> Option<Vec<String>> {
+    let (program, args) = words.split_first()?;
+    let valued: &[&str] = match program.as_str() {
+        "cat" | "sed" => &[],
+        "head" | "tail" => &["-n", "-c"],
+        "nl" => &["-b", "-d", "-f", "-h", "-i", "-l", "-n", "-s", "-v", "-w"],
+        _ => return None,
+    };
+    let sed = program == "sed";
+    let (mut quiet, mut script) = (false, false);
+    let mut paths = Vec::new();
+    let mut options = true;
+    let mut args = args.iter();
+    while let Some(arg) = args.next() {
+        let arg = arg.as_str();
+        if options && arg == "--" {
+            options = false;
+        } else if options && arg.len() > 1 && arg.starts_with('-') {
+            match arg {
+                "-n" | "--quiet" | "--silent" if sed => quiet = true,
+                "-e" if sed && prints_only(args.next()?) => script = true,
+                "-E" | "-r" | "-u" | "-s" if sed => {}
+                _ if sed => return None,
+                _ if valued.contains(&arg) => {
+                    args.next()?;
+                }
+                _ => {}
+            }
+        } else if sed && !script {
+            if !prints_only(arg) {
+                return None;
+            }
+            script = true;
+        } else if arg != "-" {
+            paths.push(arg.to_string());
+        }
+    }
+    (!sed || (quiet && script)).then_some(paths)
+}
+
+/// A `sed` script that only prints lines (`1,80p`, `$p`, `10q`).
+fn prints_only(script: &str) -> bool {
+    script.contains('p')
+        && script
+            .chars()
+            .all(|c| c.is_ascii_digit() || ",$pq; ".contains(c))
 }
 
 /// A call whose result said it succeeded.
@@ -332,6 +599,132 @@ mod tests {
             expected
         );
         assert_eq!(tools.ops(&call("apply_patch", json!(patch))), expected);
+    }
+
+    /// 0.169's `exec_command` edits with a heredoc `apply_patch`.
+    #[test]
+    fn an_apply_patch_in_a_shell_command_makes_its_operations() {
+        let tools = FileTools::default();
+        let patch = "*** Begin Patch\n*** Add File: new.rs\n+x\n*** Update File: up.rs\n@@\n-a\n+b\n*** Update File: old.rs\n*** Move to: moved.rs\n*** Delete File: gone.rs\n*** End Patch";
+        let heredoc = format!("apply_patch <<'PATCH'\n{patch}\nPATCH\n");
+        let at = |dir: &str| {
+            vec![
+                (FileOp::Create, format!("{dir}new.rs")),
+                (FileOp::Modify, format!("{dir}up.rs")),
+                (FileOp::Delete, format!("{dir}old.rs")),
+                (FileOp::Create, format!("{dir}moved.rs")),
+                (FileOp::Delete, format!("{dir}gone.rs")),
+            ]
+        };
+        let ops = |name: &str, args| tools.ops(&call(name, args));
+        assert_eq!(
+            ops("exec_command", json!({"cmd": heredoc, "workdir": "/w"})),
+            at("/w/")
+        );
+        assert_eq!(ops("exec_command", json!({"cmd": heredoc})), at(""));
+        assert_eq!(ops("Bash", json!({"command": heredoc})), at(""));
+        let unquoted = format!("apply_patch <<EOF\n{patch}\nEOF");
+        assert_eq!(ops("bash", json!({"command": unquoted})), at(""));
+        let cd = format!("cd src && {heredoc}");
+        assert_eq!(
+            ops("exec_command", json!({"cmd": cd, "workdir": "/w"})),
+            at("/w/src/")
+        );
+        let quoted = format!("apply_patch \"{}\"", patch.replace('"', "\\\""));
+        assert_eq!(ops("exec_command", json!({"cmd": quoted})), at(""));
+        assert_eq!(
+            ops(
+                "shell",
+                json!({"command": ["apply_patch", patch], "workdir": "/w"})
+            ),
+            at("/w/")
+        );
+        assert_eq!(
+            ops("shell", json!({"command": ["bash", "-lc", heredoc]})),
+            at("")
+        );
+        assert!(runs_patch(&json!({"cmd": heredoc})));
+        assert!(!runs_patch(&json!({"cmd": "cat a.txt"})));
+        assert!(
+            ops(
+                "exec_command",
+                json!({"cmd": format!("echo apply_patch <<'PATCH'\n{patch}\nPATCH")})
+            )
+            .is_empty(),
+            "only apply_patch itself patches"
+        );
+        assert!(ops("unknown_tool", json!({"cmd": heredoc})).is_empty());
+    }
+
+    #[test]
+    fn a_plain_read_in_a_shell_command_reads_its_paths() {
+        let tools = FileTools::default();
+        let ops = |cmd: &str| tools.ops(&call("exec_command", json!({"cmd": cmd})));
+        let read = |paths: &[&str]| -> Vec<(FileOp, String)> {
+            paths
+                .iter()
+                .map(|p| (FileOp::Read, p.to_string()))
+                .collect()
+        };
+        assert_eq!(ops("cat a.txt"), read(&["a.txt"]));
+        assert_eq!(ops("cat -n a.txt 'b c.txt'"), read(&["a.txt", "b c.txt"]));
+        assert_eq!(ops("sed -n '1,80p' src/b.py"), read(&["src/b.py"]));
+        assert_eq!(ops("sed -n -e '$p' x y"), read(&["x", "y"]));
+        assert_eq!(ops("head -n 20 a.rs"), read(&["a.rs"]));
+        assert_eq!(ops("tail -n +10 a.rs"), read(&["a.rs"]));
+        assert_eq!(ops("nl -ba a.rs | sed -n '1,120p'"), read(&["a.rs"]));
+        assert_eq!(ops("cat -- -odd"), read(&["-odd"]));
+        assert_eq!(
+            tools.ops(&call(
+                "exec_command",
+                json!({"cmd": "cat a.txt", "workdir": "/w/sub"})
+            )),
+            read(&["/w/sub/a.txt"])
+        );
+        assert_eq!(
+            tools.ops(&call("Bash", json!({"command": "head /etc/hosts"}))),
+            read(&["/etc/hosts"])
+        );
+        for nothing in [
+            "echo hi | cat a.txt",
+            "git show HEAD:a.txt | cat",
+            "cat a.txt | python3 -",
+            "cat a.txt | tee b.txt",
+            "cat src/*.rs",
+            "cat a.txt > b.txt",
+            "cat a.txt 2>/dev/null",
+            "cat $FILE",
+            "cat \"$(ls)\"",
+            "cat a.txt; rm a.txt",
+            "cat a.txt && rm b.txt",
+            "sed -i 's/a/b/' a.txt",
+            "sed 's/a/b/' a.txt",
+            "sed -n 'w out' a.txt",
+            "cat",
+            "rg fn src/lib.rs",
+            "ls -la",
+        ] {
+            assert!(ops(nothing).is_empty(), "{nothing}: {:?}", ops(nothing));
+        }
+    }
+
+    #[test]
+    fn a_configured_entry_replaces_or_removes_a_shell_reading() {
+        let overrides: BTreeMap<String, Option<FileToolRule>> = serde_json::from_value(
+            json!({"exec_command": null, "Bash": {"operation": "read", "pathField": "file"}}),
+        )
+        .unwrap();
+        let tools = FileTools::new(&overrides);
+        assert!(tools
+            .ops(&call("exec_command", json!({"cmd": "cat a"})))
+            .is_empty());
+        assert!(tools
+            .ops(&call("Bash", json!({"command": "cat a"})))
+            .is_empty());
+        assert_eq!(
+            tools.ops(&call("bash", json!({"command": "cat a"}))),
+            [(FileOp::Read, "a".into())]
+        );
     }
 
     #[test]

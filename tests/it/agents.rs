@@ -502,12 +502,7 @@ fn claude_code_compactions(hooks: bool) -> Option<(Vec<(String, String)>, PathBu
     for prompt in ["/compact", LATER_CONSTRAINT, "what is left to do?"] {
         run(&["--resume", &session, prompt]);
     }
-    let requests: Vec<Value> = std::fs::read_to_string(&log)
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .filter(|r: &Value| r["api"] == "anthropic")
-        .collect();
+    let requests = logged_requests(&log, "anthropic");
     let mut pairs = Vec::new();
     for (i, request) in requests.iter().enumerate() {
         if request["compaction"] != true {
@@ -659,6 +654,16 @@ fn codex_kept_items(request: &str, modified: Option<&str>) -> Vec<(&'static str,
     .collect()
 }
 
+/// The requests the scripted model logged for `api`, in order.
+fn logged_requests(log: &Path, api: &str) -> Vec<Value> {
+    std::fs::read_to_string(log)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .filter(|r: &Value| r["api"] == api)
+        .collect()
+}
+
 /// Codex's config for the scripted model: it compacts at 5,000 tokens and
 /// runs commands without asking.
 fn write_codex_config(codex_home: &Path, model: &ScriptedModel) {
@@ -670,6 +675,44 @@ fn write_codex_config(codex_home: &Path, model: &ScriptedModel) {
         ),
     )
     .unwrap();
+}
+
+/// Runs `codex exec` with `task` in `ws` against the scripted `model`
+/// (`write_codex_config`), compactd's hook set up first when `hooks`,
+/// offline and trusting the hook; asserts it succeeded.
+fn codex_exec(
+    codex: &Path,
+    ws: &Path,
+    home: &Path,
+    codex_home: &Path,
+    model: &ScriptedModel,
+    hooks: bool,
+    task: &str,
+) {
+    write_codex_config(codex_home, model);
+    if hooks {
+        let setup = Command::new(env!("CARGO_BIN_EXE_compactd"))
+            .args(["setup", "codex"])
+            .env("CODEX_HOME", codex_home)
+            .env("HOME", home)
+            .output()
+            .unwrap();
+        assert!(setup.status.success(), "{setup:?}");
+    }
+    let mut command = Command::new(codex);
+    command
+        .current_dir(ws)
+        .env("CODEX_HOME", codex_home)
+        .env("HOME", home)
+        .env("OPENAI_API_KEY", "sk-scripted")
+        .args([
+            "exec",
+            "--skip-git-repo-check",
+            "--dangerously-bypass-hook-trust",
+            task,
+        ]);
+    let output = output_within(&mut command, MODEL_PATIENCE);
+    assert!(output.status.success(), "{output:?}");
 }
 
 /// Runs the real Codex through a failing test run and a reply over its
@@ -690,35 +733,8 @@ fn codex_compaction(hooks: bool) -> Option<(String, String)> {
     std::fs::create_dir_all(&codex_home).unwrap();
     let log = temp.join("requests.jsonl");
     let model = ScriptedModel::start("codex-hooks.json", &log, &ws);
-    write_codex_config(&codex_home, &model);
-    if hooks {
-        let setup = Command::new(env!("CARGO_BIN_EXE_compactd"))
-            .args(["setup", "codex"])
-            .env("CODEX_HOME", &codex_home)
-            .output()
-            .unwrap();
-        assert!(setup.status.success(), "{setup:?}");
-    }
-    let mut command = Command::new(&codex);
-    command
-        .current_dir(&ws)
-        .env("CODEX_HOME", &codex_home)
-        .env("HOME", &temp)
-        .env("OPENAI_API_KEY", "sk-scripted")
-        .args([
-            "exec",
-            "--skip-git-repo-check",
-            "--dangerously-bypass-hook-trust",
-            CODEX_TASK,
-        ]);
-    let output = output_within(&mut command, MODEL_PATIENCE);
-    assert!(output.status.success(), "{output:?}");
-    let requests: Vec<Value> = std::fs::read_to_string(&log)
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .filter(|r: &Value| r["api"] == "responses")
-        .collect();
+    codex_exec(&codex, &ws, &temp, &codex_home, &model, hooks, CODEX_TASK);
+    let requests = logged_requests(&log, "responses");
     let at = requests.iter().position(|r| r["compaction"] == true)?;
     let next = requests
         .get(at + 1)
@@ -755,6 +771,98 @@ fn real_codex_goes_on_after_compacting_with_what_compactd_knows() {
         count(&kept),
         kept.len()
     );
+}
+
+/// The lines of the `<tag>` section in the text of `request` (a logged
+/// request body) that holds compactd's record, if any.
+fn record_section(request: &Value, tag: &str) -> Option<Vec<String>> {
+    fn texts<'a>(value: &'a Value, out: &mut Vec<&'a str>) {
+        match value {
+            Value::String(s) => out.push(s),
+            Value::Array(items) => items.iter().for_each(|v| texts(v, out)),
+            Value::Object(map) => map.values().for_each(|v| texts(v, out)),
+            _ => {}
+        }
+    }
+    let mut all = Vec::new();
+    texts(request, &mut all);
+    let record = all
+        .into_iter()
+        .find(|t| t.contains("compactd's record of this session"))?;
+    let (_, rest) = record.split_once(&format!("<{tag}>\n"))?;
+    let (section, _) = rest.split_once(&format!("</{tag}>"))?;
+    Some(section.lines().map(str::to_string).collect())
+}
+
+/// Codex 0.169 edits with `apply_patch` and reads with `cat` through its
+/// `exec_command` tool: after it compacts, compactd's record (its
+/// SessionStart hook) lists the patched file as modified and the one it
+/// read as read, not the file it added and deleted again; so do a follow
+/// and an import of the rollout.
+#[test]
+fn real_codex_edits_and_reads_through_its_shell_are_in_compactds_record() {
+    let codex = or_skip!(codex());
+    let temp = tempfile::tempdir().unwrap();
+    let ws = workspace(temp.path());
+    let home = temp.path().canonicalize().unwrap();
+    let codex_home = home.join("codex-home");
+    std::fs::create_dir_all(&codex_home).unwrap();
+    let log = home.join("requests.jsonl");
+    let model = ScriptedModel::start("codex-shell-edits.json", &log, &ws);
+    let task = "Fix b.py and look at a.txt.";
+    codex_exec(&codex, &ws, &home, &codex_home, &model, true, task);
+    assert_eq!(
+        std::fs::read_to_string(ws.join("src/b.py")).unwrap(),
+        "print('B')\n"
+    );
+    assert!(!ws.join("scratch.md").exists());
+    let requests = logged_requests(&log, "responses");
+    let at = requests
+        .iter()
+        .position(|r| r["compaction"] == true)
+        .expect("Codex compacted");
+    let next = &requests.get(at + 1).expect("a request after it")["body"];
+    assert_eq!(
+        record_section(next, "modified-files"),
+        Some(vec!["src/b.py".to_string()]),
+        "{next}"
+    );
+    assert_eq!(
+        record_section(next, "read-files"),
+        Some(vec!["a.txt".to_string()]),
+        "{next}"
+    );
+
+    // Followed or imported, the rollout has the same files.
+    let rollout = {
+        let mut dirs = vec![codex_home.join("sessions")];
+        let mut found = None;
+        while let Some(dir) = dirs.pop() {
+            for path in std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().path()) {
+                if path.is_dir() {
+                    dirs.push(path);
+                } else if path.extension().is_some_and(|e| e == "jsonl") {
+                    found = Some(path);
+                }
+            }
+        }
+        found.expect("a rollout")
+    };
+    let mut server = Server::start_in_workspace(&home.join("data"), &ws, json!({"follow": "off"}));
+    let followed = server
+        .request("conversation/follow", json!({"path": rollout}))
+        .unwrap();
+    let imported = server
+        .request("conversation/import", json!({"path": rollout}))
+        .unwrap();
+    for session in [&followed["sessionId"], &imported["sessionId"]] {
+        let files = server
+            .request("files/list", json!({"sessionId": session}))
+            .unwrap();
+        assert_eq!(files["modifiedFiles"], json!(["src/b.py"]), "{files}");
+        assert_eq!(files["readFiles"], json!(["a.txt"]), "{files}");
+    }
+    server.shutdown_and_exit();
 }
 
 /// Blocks until `ready` holds, checking again whenever something changes
@@ -936,9 +1044,17 @@ fn opencode_compaction(plugin: bool, compactd_bin: Option<&str>) -> Option<Openc
     });
     std::fs::write(ws.join("opencode.json"), config.to_string()).unwrap();
     let data = temp.join("data");
+    // A project's plugin runs `compactd` from PATH (setup writes no path of
+    // this machine into a project): this build is on it, as an install is.
+    let bin_dir = Path::new(env!("CARGO_BIN_EXE_compactd")).parent().unwrap();
+    let path = std::env::join_paths(std::iter::once(bin_dir.to_path_buf()).chain(
+        std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()),
+    ))
+    .unwrap();
     let isolate = |command: &mut Command| {
         // opencode takes its directory from PWD.
         command
+            .env("PATH", &path)
             .current_dir(&ws)
             .env("PWD", &ws)
             .env("HOME", &temp)
@@ -969,12 +1085,7 @@ fn opencode_compaction(plugin: bool, compactd_bin: Option<&str>) -> Option<Openc
     let output = output_within(&mut command, MODEL_PATIENCE);
     let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
     assert!(output.status.success(), "{output:?}");
-    let requests: Vec<Value> = std::fs::read_to_string(&log)
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .filter(|r: &Value| r["api"] == "chat")
-        .collect();
+    let requests = logged_requests(&log, "chat");
     let at = requests.iter().position(|r| r["compaction"] == true)?;
     let next = requests
         .get(at + 1)
@@ -1097,12 +1208,7 @@ fn real_claude_code_gets_back_what_its_compaction_dropped_through_compactd_mcp()
     run(&["--resume", &session, "/compact"], false);
     run(&["--resume", &session, "What was the deploy code?"], true);
 
-    let requests: Vec<Value> = std::fs::read_to_string(&log)
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .filter(|r: &Value| r["api"] == "anthropic")
-        .collect();
+    let requests = logged_requests(&log, "anthropic");
     let asked = requests
         .iter()
         .find(|r| r["turn"] == 3)

@@ -9,12 +9,13 @@
 
 use super::compacted;
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use serde_json::Value;
 
 use crate::compaction::Trigger;
 use crate::conversation::{Message, MessageBody, Part, ToolCall, Usage};
+use crate::files::tools::runs_patch;
 use crate::store::SessionSettings;
 use crate::transcript::parts::{content_of, Dialect};
 use crate::transcript::{content_text, Emitter, ForeignCompaction, Format, Imported, Line};
@@ -47,6 +48,10 @@ pub(crate) struct Reader {
     /// The latest assistant message, open until its usage arrives.
     last_assistant: Option<usize>,
     tool_names: HashMap<String, String>,
+    /// The calls that apply a patch (its `apply_patch` tool, or
+    /// `apply_patch` through the shell): only a result saying it
+    /// succeeded is a success.
+    patches: HashSet<String>,
     /// The context size the latest `token_count` reported.
     last_context: u64,
     /// The user's own messages since the last compaction, oldest first:
@@ -239,6 +244,9 @@ impl Reader {
                 item.get("action").cloned().unwrap_or(Value::Null),
             ),
         };
+        if name == "apply_patch" || runs_patch(&arguments) {
+            self.patches.insert(call_id.clone());
+        }
         self.tool_names.insert(call_id.clone(), name.clone());
         let position = self.assistant(number, out);
         if let Some(MessageBody::Assistant { tool_calls, .. }) =
@@ -259,7 +267,12 @@ impl Reader {
             .and_then(Value::as_str)
             .unwrap_or("")
             .to_string();
-        let (content, is_error) = output_text(item.get("output"));
+        let (content, mut is_error) = output_text(item.get("output"));
+        // A patch that failed says so only in words ("apply_patch
+        // verification failed: …", "patch rejected by user", "Exit code: 1").
+        if self.patches.remove(&call_id) && !content.contains(PATCH_APPLIED) {
+            is_error = true;
+        }
         let message = Message {
             id: String::new(),
             body: MessageBody::Tool {
@@ -358,6 +371,9 @@ fn output_text(output: Option<&Value>) -> (String, bool) {
     }
 }
 
+/// What the output of a patch that was applied says.
+const PATCH_APPLIED: &str = "Success. Updated the following files";
+
 /// The code of a "Process exited with code N" line.
 fn exit_code(output: &str) -> Option<i64> {
     output
@@ -378,6 +394,66 @@ mod tests {
         let ok = failed.replace("code 127", "code 0");
         assert!(!output_text(Some(&Value::String(ok))).1);
         assert!(!output_text(Some(&Value::String("plain".into()))).1);
+    }
+
+    /// 0.169 edits and reads through `exec_command` (lines as a real
+    /// rollout has them): the patches that applied and the plain reads are
+    /// the session's files; a patch Codex refused is a failed call; a file
+    /// added and deleted again is not listed.
+    #[test]
+    fn edits_and_reads_through_exec_command_are_its_files() {
+        let call = |id: &str, cmd: &str, workdir: Option<&str>| {
+            let mut args = serde_json::json!({ "cmd": cmd });
+            if let Some(w) = workdir {
+                args["workdir"] = w.into();
+            }
+            serde_json::json!({"type": "response_item", "payload": {"type": "function_call",
+                "name": "exec_command", "arguments": args.to_string(), "call_id": id}})
+        };
+        let output = |id: &str, text: &str| {
+            serde_json::json!({"type": "response_item", "payload": {"type": "function_call_output",
+                "call_id": id, "output": text}})
+        };
+        let applied = |files: &str| {
+            format!("Wall time: 0.0000 seconds\nOutput:\nExit code: 0\nWall time: 0 seconds\nOutput:\nSuccess. Updated the following files:\n{files}")
+        };
+        let ran = |out: &str| {
+            format!("Chunk ID: 4f1e59\nWall time: 0.0000 seconds\nProcess exited with code 0\nOriginal token count: 3\nOutput:\n{out}")
+        };
+        let patch = |body: &str| {
+            format!("apply_patch <<'PATCH'\n*** Begin Patch\n{body}\n*** End Patch\nPATCH")
+        };
+        let lines = [
+            serde_json::json!({"type": "session_meta", "payload": {"id": "x", "cwd": "/w"}}),
+            call("p1", &patch("*** Update File: src/b.py\n@@\n-print(\"b\")\n+print(\"B\")\n*** Add File: scratch.md\n+hello"), Some("/w")),
+            output("p1", &applied("A scratch.md\nM src/b.py\n")),
+            call("r1", "cat a.txt", None),
+            output("r1", &ran("alpha\n")),
+            call("p2", &patch("*** Update File: missing.py\n@@\n-x\n+y"), None),
+            output("p2", "apply_patch verification failed: Failed to read file to update /w/missing.py: No such file or directory (os error 2)"),
+            call("p3", &patch("*** Delete File: scratch.md"), None),
+            output("p3", &applied("D scratch.md\n")),
+            call("r2", "sed -n '1,80p' src/b.py", Some("/w")),
+            output("r2", &ran("print(\"B\")\n")),
+            call("r3", "cat docs/*.md", None),
+            output("r3", &ran("")),
+        ];
+        let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+        let mut imported = crate::import::parse(text.as_bytes(), None).unwrap();
+        let failed: Vec<bool> = imported
+            .messages()
+            .filter_map(|m| match &m.body {
+                MessageBody::Tool { is_error, .. } => Some(*is_error),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(failed, [false, false, true, false, false, false]);
+        let workspace = crate::files::Workspace::new(vec!["/w".into()], None);
+        imported.track_files(&crate::files::FileTools::default(), &workspace);
+        let session = imported.session("s", String::new());
+        let files = session.file_ledger.ledger.sections(&workspace, 50);
+        assert_eq!(files.modified, ["src/b.py"]);
+        assert_eq!(files.read, ["a.txt"]);
     }
 
     #[test]
