@@ -31,7 +31,7 @@ done
 echo "== cargo package: the binary's sources only, built from the package"
 cargo package --allow-dirty --quiet 2>"$scratch/cargo.log" || { cat "$scratch/cargo.log" >&2; fail "cargo package failed"; }
 cargo package --allow-dirty --list 2>/dev/null >"$scratch/crate"
-extra=$(grep -vE '^(src/.*\.(rs|md)|integrations/opencode/compactd\.ts|Cargo\.toml|Cargo\.toml\.orig|Cargo\.lock|README\.md|LICENSE|\.cargo_vcs_info\.json)$' "$scratch/crate" || true)
+extra=$(grep -vE '^(src/.*\.(rs|md)|integrations/opencode/compactd\.ts|integrations/pi/dist/compactd-pi\.js|Cargo\.toml|Cargo\.toml\.orig|Cargo\.lock|README\.md|LICENSE|\.cargo_vcs_info\.json)$' "$scratch/crate" || true)
 [[ -z $extra ]] || fail "the crate ships files it does not need: $extra"
 grep -qx 'src/main.rs' "$scratch/crate" || fail "src/main.rs is not in the crate"
 echo "$(wc -l <"$scratch/crate") files"

@@ -21,6 +21,13 @@ import { shapeOf, trace } from './shapes';
 /** Where a bundled `bin/compactd` would be: beside src/. */
 const EXTENSION_DIR = join(__dirname, '..');
 
+// The single-file build `compactd setup pi` writes (`npm run bundle`:
+// dist/compactd-pi.js, carried by the binary) has the compactd that wrote
+// it here, so pi runs the same compactd (`compactd` when PATH finds it).
+// In this source tree, loaded as TypeScript, it is not defined.
+declare const COMPACTD_SETUP_PATH: string | undefined;
+const SETUP_PATH = typeof COMPACTD_SETUP_PATH === 'string' ? COMPACTD_SETUP_PATH : undefined;
+
 export default function compactdExtension(pi: ExtensionAPI): void {
   let bridge: Bridge | undefined;
   // The newest context pi handed us: notices and the footer go through it.
@@ -78,7 +85,7 @@ export default function compactdExtension(pi: ExtensionAPI): void {
     trace('session_start', () => shapeOf(event));
     const { settings, problems } = loadSettings(ctx.cwd);
     for (const problem of problems) notify(`compactd settings: ${problem}`, 'warning');
-    bridge = new Bridge(settings, EXTENSION_DIR, side);
+    bridge = new Bridge({ ...settings, path: settings.path ?? SETUP_PATH }, EXTENSION_DIR, side);
     await withState(ctx, (b, s) => b.start(s));
   });
 

@@ -5,9 +5,9 @@
 
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { cpSync, existsSync, mkdtempSync, readFileSync, realpathSync, rmSync } from 'node:fs';
+import { chmodSync, cpSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { basename, join } from 'node:path';
+import { basename, dirname, join } from 'node:path';
 import { after, test } from 'node:test';
 import { COMPACTD, PACKAGE, readJsonl, REPO, runPi, scenario, ScriptedModel, Scratch } from './support';
 
@@ -60,7 +60,8 @@ test('compactd setup pi names the extension in pi\'s settings, the real pi loads
     assert.match(setup(), /add extensions: /);
     assert.match(setup(), /nothing to change/, 'twice is once');
     const settings = JSON.parse(readFileSync(settingsFile, 'utf8'));
-    assert.deepEqual(settings.extensions, [realpathSync(PACKAGE)]);
+    assert.deepEqual(settings.extensions, ['compactd/compactd-pi.js'], 'relative to pi\'s agent folder');
+    assert.ok(existsSync(join(scratch.home, '.pi', 'agent', 'compactd', 'compactd-pi.js')));
     assert.equal(settings.defaultModel, 'scripted-model', 'the rest of the settings kept');
 
     const run = await runPi(['-p', 'edit a.txt and write c.md'], scratch, {}, null);
@@ -71,10 +72,47 @@ test('compactd setup pi names the extension in pi\'s settings, the real pi loads
 
     assert.match(setup('--uninstall'), /remove extensions: /);
     assert.equal(readFileSync(settingsFile, 'utf8'), before, 'byte for byte');
+    assert.ok(!existsSync(join(scratch.home, '.pi', 'agent', 'compactd', 'compactd-pi.js')), 'its file goes too');
   } finally {
     await model.stop();
     scratch.cleanup();
   }
+});
+
+test('compactd setup pi works from a binary copied to an empty folder (as `cargo install` leaves it): the extension it writes runs that binary', async () => {
+  const scratch = new Scratch();
+  const model = await ScriptedModel.start(scenario('pi-tools.json'), join(scratch.root, 'requests.jsonl'));
+  const bin = mkdtempSync(join(tmpdir(), 'compactd-bin-'));
+  try {
+    const copied = join(bin, 'compactd');
+    cpSync(COMPACTD, copied);
+    chmodSync(copied, 0o755);
+    // No compactd.path in pi's settings: the written extension names the binary.
+    scratch.configure(model.url, { compaction: { reserveTokens: 14700, keepRecentTokens: 50 } });
+    const env = { ...scratch.env(), PATH: '/usr/bin:/bin' };
+    const out = execFileSync(copied, ['setup', 'pi'], { cwd: scratch.ws, env, encoding: 'utf8' });
+    assert.match(out, /add extensions: compactd\/compactd-pi\.js/, out);
+    const written = readFileSync(join(scratch.home, '.pi', 'agent', 'compactd', 'compactd-pi.js'), 'utf8');
+    assert.ok(written.includes(JSON.stringify(copied)), 'the extension names the copied binary');
+    const run = await runPi(['-p', 'edit a.txt and write c.md'], scratch, { PATH: `${dirname(process.execPath)}:/usr/bin:/bin` }, null);
+    assert.equal(run.code, 0, run.stderr);
+    const compactions = readJsonl(scratch.sessionFile()).filter((e) => e.type === 'compaction');
+    assert.equal(compactions.length, 1);
+    assert.equal(compactions[0].details.engine, 'compactd', 'the copied binary wrote the compaction');
+  } finally {
+    await model.stop();
+    scratch.cleanup();
+    rmSync(bin, { recursive: true, force: true });
+  }
+});
+
+test('dist/compactd-pi.js, which the binary carries, is the build of src/ (npm run bundle)', () => {
+  const fresh = join(copyRoot, 'fresh-bundle.js');
+  execFileSync('npm', ['run', '--silent', 'bundle', '--', `--outfile=${fresh}`], { cwd: PACKAGE, stdio: 'pipe' });
+  assert.ok(
+    readFileSync(fresh, 'utf8') === readFileSync(join(PACKAGE, 'dist', 'compactd-pi.js'), 'utf8'),
+    'stale: run `npm run bundle` in integrations/pi and rebuild compactd',
+  );
 });
 
 test("the lockfile records compactd-client's dependencies as its package.json has them", () => {

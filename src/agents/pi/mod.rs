@@ -47,7 +47,7 @@ impl AgentKind for Pi {
         project: Option<&Path>,
         compactd: &Path,
     ) -> Result<Vec<super::setup::Setup>, String> {
-        setup::setup(homes, project, compactd).map(|plan| vec![super::setup::Setup::Settings(plan)])
+        Ok(setup::setup(homes, project, compactd))
     }
 
     fn display_name(&self) -> &'static str {

@@ -1,71 +1,56 @@
-//! `compactd setup pi`: pi loads compactd's extension (`integrations/pi`
-//! of compactd's source tree), named in the `extensions` list of pi's
-//! settings (`~/.pi/agent/settings.json`, or a project's
-//! `.pi/settings.json`). The extension then makes compactd pi's compaction
-//! engine (its README).
+//! `compactd setup pi`: writes compactd's pi extension, as one file the
+//! binary carries (`integrations/pi`, built with `npm run bundle` into
+//! `dist/compactd-pi.js`), to `compactd/compactd-pi.js` in pi's agent
+//! folder (`~/.pi/agent`, or a project's `.pi`), and names it in the
+//! `extensions` list of that folder's `settings.json`, by a path relative
+//! to it (pi resolves it from there), so a project's settings hold no path
+//! of this machine. The file names the compactd to run: this binary, or
+//! `compactd` when PATH finds it (and always in a project).
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use super::home::agent_dir;
-use crate::agents::setup::SetupPlan;
+use crate::agents::setup::{OwnedFile, Setup, SetupPlan};
 use crate::agents::Homes;
 
-/// The extension's directory below a source tree (or an install prefix's
-/// `share/compactd`).
-const EXTENSION: [&str; 2] = ["integrations", "pi"];
+/// The extension as one file.
+const BUNDLE: &str = include_str!("../../../integrations/pi/dist/compactd-pi.js");
+/// Where the bundle names the compactd to run (`--define` in its build).
+const PATH_LITERAL: &str = "\"@@COMPACTD_PATH@@\"";
+/// The bundle's first line recognises it as compactd's.
+const MARK: &str = "compactd-pi-extension";
+/// The file, relative to pi's agent folder (and its settings).
+const FILE: [&str; 2] = ["compactd", "compactd-pi.js"];
 
-pub(super) fn setup(
-    homes: &Homes,
-    project: Option<&Path>,
-    compactd: &Path,
-) -> Result<SetupPlan, String> {
-    let extension = find_extension(compactd).ok_or_else(|| {
-        format!(
-            "the pi extension (integrations/pi of compactd's source tree) is not beside {}; \
-             run `compactd setup pi` with a compactd built in its source tree, or name the \
-             directory in pi's settings by hand (integrations/pi/README.md)",
-            compactd.display()
-        )
-    })?;
-    let path = match project {
-        Some(root) => root.join(".pi").join("settings.json"),
-        None => agent_dir(homes).join("settings.json"),
+pub(super) fn setup(homes: &Homes, project: Option<&Path>, compactd: &Path) -> Vec<Setup> {
+    let dir = match project {
+        Some(root) => root.join(".pi"),
+        None => agent_dir(homes),
     };
-    let note = (!extension.join("node_modules/compactd-client").is_dir()).then(|| {
-        format!(
-            "the extension needs its dependency first: (cd {} && npm ci --omit=dev)",
-            extension.display()
-        )
-    });
-    Ok(SetupPlan {
-        path,
+    let file = OwnedFile {
+        path: FILE.iter().fold(dir.clone(), |p, part| p.join(part)),
+        text: bundle(compactd),
+        mark: MARK,
+        note: None,
+    };
+    let settings = SetupPlan {
+        path: dir.join("settings.json"),
         command: String::new(),
         hooks: Vec::new(),
         status_line: None,
         timeout: 0,
-        entries: vec![("extensions", extension.display().to_string())],
+        entries: vec![("extensions", FILE.join("/"))],
         servers: Vec::new(),
-        note,
+        note: Some("pi loads the extension the next time it starts".into()),
         private: false,
-    })
+    };
+    vec![Setup::File(file), Setup::Settings(settings)]
 }
 
-/// The extension for this compactd: `integrations/pi` in the nearest
-/// ancestor of the binary's real path that has it (`target/debug/compactd`
-/// in a checkout), or `share/compactd/integrations/pi` of its prefix.
-fn find_extension(compactd: &Path) -> Option<PathBuf> {
-    // `compactd` as setup writes it for PATH: this very binary.
-    let program = match compactd.components().count() {
-        1 => std::env::current_exe().ok()?,
-        _ => compactd.to_path_buf(),
-    };
-    let real = program.canonicalize().ok()?;
-    real.ancestors().skip(1).find_map(|dir| {
-        [dir.to_path_buf(), dir.join("share").join("compactd")]
-            .into_iter()
-            .map(|base| EXTENSION.iter().fold(base, |p, part| p.join(part)))
-            .find(|candidate| candidate.join("src").join("index.ts").is_file())
-    })
+/// The bundle naming `compactd`.
+fn bundle(compactd: &Path) -> String {
+    let literal = serde_json::to_string(&compactd.to_string_lossy()).unwrap_or_default();
+    BUNDLE.replace(PATH_LITERAL, &literal)
 }
 
 #[cfg(test)]
@@ -73,23 +58,27 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_extension_is_found_beside_a_binary_built_in_the_tree() {
-        let tree = tempfile::tempdir().unwrap();
-        let root = tree.path().canonicalize().unwrap();
-        std::fs::create_dir_all(root.join("integrations/pi/src")).unwrap();
-        std::fs::write(root.join("integrations/pi/src/index.ts"), "").unwrap();
-        std::fs::create_dir_all(root.join("target/debug")).unwrap();
-        let binary = root.join("target/debug/compactd");
-        std::fs::write(&binary, "").unwrap();
-        let homes = Homes::under(&root.join("home"));
-        let plan = setup(&homes, None, &binary).unwrap();
-        assert_eq!(plan.path, root.join("home/.pi/agent/settings.json"));
-        let dir = root.join("integrations/pi").display().to_string();
-        assert_eq!(plan.entries, vec![("extensions", dir)]);
-        assert!(plan.note.unwrap().contains("npm ci"));
-        let elsewhere = tempfile::tempdir().unwrap();
-        std::fs::write(elsewhere.path().join("compactd"), "").unwrap();
-        let error = setup(&homes, None, &elsewhere.path().join("compactd")).unwrap_err();
-        assert!(error.contains("integrations/pi"), "{error}");
+    fn the_extension_is_written_beside_the_settings_that_name_it() {
+        let homes = Homes::under(Path::new("/h"));
+        let steps = setup(&homes, None, Path::new("/opt/it's here/compactd"));
+        let [Setup::File(file), Setup::Settings(plan)] = &steps[..] else {
+            panic!("a file and the settings");
+        };
+        assert_eq!(file.path, Path::new("/h/.pi/agent/compactd/compactd-pi.js"));
+        assert!(file.text.starts_with("// compactd-pi-extension"));
+        assert!(file.text.contains(r#""/opt/it's here/compactd""#));
+        assert!(!file.text.contains("@@COMPACTD_PATH@@"));
+        assert_eq!(plan.path, Path::new("/h/.pi/agent/settings.json"));
+        assert_eq!(
+            plan.entries,
+            vec![("extensions", "compactd/compactd-pi.js".to_string())]
+        );
+        let project = setup(&homes, Some(Path::new("/w")), Path::new("compactd"));
+        let [Setup::File(file), Setup::Settings(plan)] = &project[..] else {
+            panic!("a file and the settings");
+        };
+        assert_eq!(file.path, Path::new("/w/.pi/compactd/compactd-pi.js"));
+        assert_eq!(plan.path, Path::new("/w/.pi/settings.json"));
+        assert!(file.text.contains(r#"SETUP_PATH="compactd""#));
     }
 }
