@@ -422,8 +422,8 @@ async function followClaudeCode(page, home, workspace) {
   };
 
   appendFileSync(transcript, line({ type: 'user', uuid: 'u1', sessionId: 'e2e', message: { role: 'user', content: 'edit main.rs and write docs' } }));
-  // Followed at once; no model yet, so the server's default window.
-  await expect(/^Claude Code \d+\/128k \(0%\)$/, 'a Claude Code session started');
+  // Followed at once; no model yet, so Claude Code's default window.
+  await expect(/^Claude Code \d+\/200k \(0%\)$/, 'a Claude Code session started');
   const edit = { type: 'tool_use', id: 't1', name: 'Edit', input: { file_path: join(workspace, 'src/main.rs'), old_string: 'hello', new_string: 'hello, world' } };
   appendFileSync(transcript, claudeResponse('a1', 'msg_1', edit, [3, 1500, 12_000, 96]));
   await expect('Claude Code 13.6k/200k (7%)', 'its first response');

@@ -80,8 +80,8 @@ describe('following Claude Code with the extension defaults', () => {
     assert.equal(shown?.followed?.agentName, 'Claude Code');
     assert.equal(shown?.followed?.path, transcript);
     assert.equal(shown?.followed?.explicit, false);
-    // No model yet: the server's default window.
-    assert.match(meterText(shown!.meter, shown!.followed!.agentName), /^Claude Code \d+\/128k \(0%\)$/);
+    // No model yet: Claude Code's default window, as its status line says.
+    assert.match(meterText(shown!.meter, shown!.followed!.agentName), /^Claude Code \d+\/200k \(0%\)$/);
 
     const first = [3, 1500, 12_000, 96];
     const edit = { type: 'tool_use', id: 't1', name: 'Edit', input: { file_path: join(workspace, 'a.txt'), old_string: 'alpha', new_string: 'beta' } };
