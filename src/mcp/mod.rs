@@ -17,6 +17,7 @@ use rmcp::model::{Implementation, ServerCapabilities, ServerConfig};
 use rmcp::{schemars, tool, tool_handler, tool_router, ServerHandler};
 use serde::Deserialize;
 
+use crate::conversation::{Message, MessageBody};
 use crate::recall::{self, LiveIndex, Query};
 use crate::session::Session;
 pub use source::{Source, SourceError};
@@ -28,6 +29,13 @@ const DEFAULT_HITS: usize = 10;
 const MAX_HITS: usize = 50;
 /// Snippet width, in characters.
 const SNIPPET: usize = 240;
+/// This server's tools, as `#[tool_router]` names them.
+const TOOLS: [&str; 4] = [
+    "search_history",
+    "read_messages",
+    "list_files",
+    "last_summary",
+];
 
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
 pub struct SearchArgs {
@@ -90,10 +98,48 @@ impl History {
     }
 }
 
+/// Whether `name` is one of this server's tools as an agent calls it:
+/// bare, or after the server's name (`mcp__compactd__search_history`,
+/// opencode's `compactd_search_history`).
+fn is_recall_tool(name: &str) -> bool {
+    TOOLS.iter().any(|tool| {
+        name.strip_suffix(tool)
+            .is_some_and(|server| server.is_empty() || server.ends_with('_'))
+    })
+}
+
+/// Whether `message` holds every term of `query` only through this
+/// server's own tools: a call of one (a search would find the very call
+/// that asks it, which the agent writes to its transcript first) or what
+/// one answered (copies of messages that are found themselves). They are
+/// about the history, not of it: a search never lists them.
+fn only_through_recall(message: &Message, query: &Query) -> bool {
+    match &message.body {
+        MessageBody::Tool {
+            tool_name: Some(name),
+            ..
+        } => is_recall_tool(name),
+        MessageBody::Assistant { tool_calls, .. }
+            if tool_calls.iter().any(|call| is_recall_tool(&call.name)) =>
+        {
+            let mut rest = message.clone();
+            if let MessageBody::Assistant { tool_calls, .. } = &mut rest.body {
+                tool_calls.retain(|call| !is_recall_tool(&call.name));
+            }
+            let text = recall::searchable_text(&rest).to_ascii_lowercase();
+            !query
+                .terms()
+                .iter()
+                .all(|term| text.contains(term.as_str()))
+        }
+        _ => false,
+    }
+}
+
 #[tool_router]
 impl History {
     #[tool(
-        description = "Search this session's whole history, including what compactions summarized away: user requests, assistant replies, tool calls and their output. Returns message ids with snippets, best first; read the full messages with read_messages."
+        description = "Search this session's whole history, including what compactions summarized away: user requests, assistant replies, tool calls and their output (not calls of these recall tools, nor their answers). Returns message ids with snippets, best first; read the full messages with read_messages."
     )]
     fn search_history(&self, Parameters(args): Parameters<SearchArgs>) -> String {
         let query = match Query::parse(&args.query) {
@@ -108,7 +154,10 @@ impl History {
             let summarized = recall::summarized_by(session.compactions(), &ids);
             let found = index.search(
                 &query,
-                |doc| !args.compacted_only || summarized[doc].is_some(),
+                |doc| {
+                    (!args.compacted_only || summarized[doc].is_some())
+                        && !only_through_recall(&messages[doc], &query)
+                },
                 limit,
             );
             let hits: Vec<render::Hit> = found
@@ -169,5 +218,60 @@ impl ServerHandler for History {
         ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
             .with_server_info(Implementation::new("compactd", env!("CARGO_PKG_VERSION")))
             .with_instructions(INSTRUCTIONS)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::conversation::ToolCall;
+
+    fn call(name: &str, query: &str) -> ToolCall {
+        ToolCall {
+            id: "c".into(),
+            name: name.into(),
+            arguments: serde_json::json!({ "query": query }),
+        }
+    }
+
+    #[test]
+    fn a_search_does_not_find_the_recall_tools_own_calls_and_answers() {
+        let query = Query::parse("ZQX-DEPLOY-4417").unwrap();
+        for name in [
+            "mcp__compactd__search_history",
+            "compactd_search_history",
+            "search_history",
+        ] {
+            let asking = Message::assistant("a", "Searching.", vec![call(name, "ZQX-DEPLOY-4417")]);
+            assert!(only_through_recall(&asking, &query), "{name}");
+        }
+        // Its own text, or another tool's call, is still found.
+        let said = Message::assistant(
+            "a",
+            "The code was ZQX-DEPLOY-4417.",
+            vec![call("mcp__compactd__search_history", "ZQX-DEPLOY-4417")],
+        );
+        assert!(!only_through_recall(&said, &query));
+        let bash = Message::assistant("a", "", vec![call("Bash", "echo ZQX-DEPLOY-4417")]);
+        assert!(!only_through_recall(&bash, &query));
+        assert!(!only_through_recall(
+            &Message::assistant(
+                "a",
+                "",
+                vec![call("mcp__other__search_histories", "ZQX-DEPLOY-4417")]
+            ),
+            &query
+        ));
+        // An answer of a recall tool copies other messages; a Bash output
+        // is the history itself.
+        let mut answer = Message::tool_result("t", "c", "[m1] tool: Bash: ZQX-DEPLOY-4417", false);
+        if let MessageBody::Tool { tool_name, .. } = &mut answer.body {
+            *tool_name = Some("mcp__compactd__read_messages".into());
+        }
+        assert!(only_through_recall(&answer, &query));
+        if let MessageBody::Tool { tool_name, .. } = &mut answer.body {
+            *tool_name = Some("Bash".into());
+        }
+        assert!(!only_through_recall(&answer, &query));
     }
 }

@@ -54,20 +54,47 @@ macro_rules! or_skip {
     };
 }
 
+/// The API key Claude Code is given (the scripted model takes any).
+const API_KEY: &str = "sk-ant-scripted-0000000000000000000000";
+
 fn claude_command(claude: &Path, home: &Path, model: &ScriptedModel, workspace: &Path) -> Command {
     let mut command = Command::new(claude);
     command
         .current_dir(workspace)
         .env("HOME", home)
         .env("ANTHROPIC_BASE_URL", &model.url)
-        .env(
-            "ANTHROPIC_API_KEY",
-            "sk-ant-scripted-0000000000000000000000",
-        )
+        .env("ANTHROPIC_API_KEY", API_KEY)
         .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
         .env("DISABLE_AUTOUPDATER", "1")
         .env_remove("CLAUDE_CONFIG_DIR");
     command
+}
+
+/// The shell line that starts Claude Code interactively in `ws` with
+/// `args` and `claude_command`'s environment, for tmux; first writes a
+/// `~/.claude.json` with onboarding done, the key approved and `ws`
+/// trusted, so that no dialog comes first.
+fn interactive_claude(
+    claude: &Path,
+    home: &Path,
+    model: &ScriptedModel,
+    ws: &Path,
+    args: &str,
+) -> String {
+    let state = json!({"hasCompletedOnboarding": true, "theme": "dark",
+        "customApiKeyResponses": {"approved": [&API_KEY[API_KEY.len() - 20..]], "rejected": []},
+        "projects": {ws.display().to_string(): {"hasTrustDialogAccepted": true, "hasCompletedProjectOnboarding": true}}});
+    std::fs::write(home.join(".claude.json"), state.to_string()).unwrap();
+    let environment = claude_command(claude, home, model, ws);
+    let envs: Vec<String> = environment
+        .get_envs()
+        .filter_map(|(k, v)| Some(format!("{}={}", k.to_str()?, v?.to_str()?)))
+        .collect();
+    format!(
+        "env -u CLAUDE_CONFIG_DIR {} {} {args}",
+        envs.join(" "),
+        claude.display()
+    )
 }
 
 /// A workspace as the scenario wants it: `a.txt` and `src/b.py`.
@@ -77,6 +104,13 @@ fn workspace(root: &Path) -> PathBuf {
     std::fs::write(ws.join("a.txt"), "alpha\nbeta\n").unwrap();
     std::fs::write(ws.join("src/b.py"), "print('b')\n").unwrap();
     ws.canonicalize().unwrap()
+}
+
+/// Claude Code's home in `dir`, created.
+fn claude_home(dir: &Path) -> PathBuf {
+    let home = dir.join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    home
 }
 
 /// Each response's usage in a Claude Code transcript, by `message.id`, in
@@ -248,10 +282,13 @@ fn captured_inputs(dir: &Path) -> Vec<Value> {
         .collect()
 }
 
-/// `tmux` on a socket of its own (in the test's folder), killed when
-/// dropped.
+/// The one session of a `Tmux`.
+const TMUX_SESSION: &str = "agent";
+
+/// `tmux` on a socket of its own in the test's folder `dir`, running one
+/// program; killed when dropped.
 struct Tmux {
-    socket: PathBuf,
+    dir: PathBuf,
 }
 
 impl Tmux {
@@ -264,13 +301,60 @@ impl Tmux {
             .map_err(|_| "tmux is missing".to_string())
     }
 
+    /// Runs `line` in `cwd`, in a 160×45 window. What it draws also goes
+    /// to a file in `dir`, so that drawing wakes `until`.
+    fn start(dir: &Path, cwd: &Path, line: &str) -> Tmux {
+        let tmux = Tmux {
+            dir: dir.to_path_buf(),
+        };
+        let started = tmux.run(&[
+            "new-session",
+            "-d",
+            "-s",
+            TMUX_SESSION,
+            "-x",
+            "160",
+            "-y",
+            "45",
+            "-c",
+            cwd.to_str().unwrap(),
+            line,
+        ]);
+        assert!(started.status.success(), "{started:?}");
+        let drawn = format!("cat > {}", dir.join("drawn").display());
+        tmux.run(&["pipe-pane", "-t", TMUX_SESSION, &drawn]);
+        tmux
+    }
+
     fn run(&self, args: &[&str]) -> std::process::Output {
         Command::new("tmux")
             .arg("-S")
-            .arg(&self.socket)
+            .arg(self.dir.join("tmux.sock"))
             .args(args)
             .output()
             .unwrap()
+    }
+
+    /// What the window shows now.
+    fn screen(&self) -> String {
+        let shown = self.run(&["capture-pane", "-p", "-t", TMUX_SESSION]);
+        String::from_utf8_lossy(&shown.stdout).into_owned()
+    }
+
+    /// Blocks until the window shows `text`.
+    fn until_shown(&self, text: &str) {
+        let what = || format!("{text:?} on the screen: {}", self.screen());
+        until(&self.dir, what, || {
+            self.screen().contains(text).then_some(())
+        });
+    }
+
+    /// Types `text`, then Enter once `drawn` shows: typed keys that come
+    /// fast are a paste to Codex, and Enter inside a paste is no submit.
+    fn type_line(&self, text: &str, drawn: &str) {
+        self.run(&["send-keys", "-t", TMUX_SESSION, "-l", text]);
+        self.until_shown(drawn);
+        self.run(&["send-keys", "-t", TMUX_SESSION, "Enter"]);
     }
 }
 
@@ -286,17 +370,12 @@ fn real_claude_code_sends_its_status_line_json_to_compactd_statusline() {
     or_skip!(Tmux::installed());
     let temp = tempfile::tempdir().unwrap();
     let ws = workspace(temp.path());
-    let home = temp.path().join("home");
+    let home = claude_home(temp.path());
     let captured = temp.path().join("captured");
     std::fs::create_dir_all(home.join(".claude")).unwrap();
     std::fs::create_dir_all(&captured).unwrap();
     let fifo = temp.path().join("rendered");
     crate::support::mkfifo(&fifo);
-    let key = "sk-ant-scripted-0000000000000000000000";
-    let state = json!({"hasCompletedOnboarding": true, "theme": "dark",
-        "customApiKeyResponses": {"approved": [&key[key.len() - 20..]], "rejected": []},
-        "projects": {ws.display().to_string(): {"hasTrustDialogAccepted": true, "hasCompletedProjectOnboarding": true}}});
-    std::fs::write(home.join(".claude.json"), state.to_string()).unwrap();
     // The JSON is kept for the test, compactd renders, and the line goes
     // to Claude Code and to the test.
     let command = format!(
@@ -315,33 +394,14 @@ fn real_claude_code_sends_its_status_line_json_to_compactd_statusline() {
         &ws,
     );
 
-    let environment = claude_command(&claude, &home, &model, &ws);
-    let envs: Vec<String> = environment
-        .get_envs()
-        .filter_map(|(k, v)| Some(format!("{}={}", k.to_str()?, v?.to_str()?)))
-        .collect();
-    let line = format!(
-        "env -u CLAUDE_CONFIG_DIR {} {} --allowedTools Read,Edit,Write,Bash",
-        envs.join(" "),
-        claude.display()
+    let line = interactive_claude(
+        &claude,
+        &home,
+        &model,
+        &ws,
+        "--allowedTools Read,Edit,Write,Bash",
     );
-    let tmux = Tmux {
-        socket: temp.path().join("tmux.sock"),
-    };
-    let started = tmux.run(&[
-        "new-session",
-        "-d",
-        "-s",
-        "cc",
-        "-x",
-        "160",
-        "-y",
-        "45",
-        "-c",
-        ws.to_str().unwrap(),
-        &line,
-    ]);
-    assert!(started.status.success(), "{started:?}");
+    let tmux = Tmux::start(temp.path(), &ws, &line);
     let next = || {
         rendered
             .recv_timeout(MODEL_PATIENCE)
@@ -355,7 +415,7 @@ fn real_claude_code_sends_its_status_line_json_to_compactd_statusline() {
     let sent = tmux.run(&[
         "send-keys",
         "-t",
-        "cc",
+        TMUX_SESSION,
         "edit a.txt and write c.md",
         "Enter",
     ]);
@@ -374,7 +434,7 @@ fn real_claude_code_sends_its_status_line_json_to_compactd_statusline() {
     // `/compact`: Claude Code's own figure for the compacted context leaves
     // out its system prompt and tools; the line shows what following the
     // session shows, within 1% (the line rounds to 0.1k).
-    let sent = tmux.run(&["send-keys", "-t", "cc", "/compact", "Enter"]);
+    let sent = tmux.run(&["send-keys", "-t", TMUX_SESSION, "/compact", "Enter"]);
     assert!(sent.status.success());
     let transcript = loop {
         let inputs = captured_inputs(&captured);
@@ -472,8 +532,7 @@ fn claude_code_compactions(hooks: bool) -> Option<(Vec<(String, String)>, PathBu
     };
     let temp = tempfile::tempdir().unwrap().keep();
     let ws = workspace(&temp);
-    let home = temp.join("home");
-    std::fs::create_dir_all(&home).unwrap();
+    let home = claude_home(&temp);
     if hooks {
         let setup = Command::new(env!("CARGO_BIN_EXE_compactd"))
             .args(["setup", "claude-code"])
@@ -928,29 +987,8 @@ fn real_codex_tui_gets_one_record_after_back_to_back_compactions() {
         temp.path().display(),
         codex.display()
     );
-    let tmux = Tmux {
-        socket: temp.path().join("tmux.sock"),
-    };
-    let started = tmux.run(&["new-session", "-d", "-s", "cx", "-x", "160", "-y", "45"]);
-    assert!(started.status.success(), "{started:?}");
-    // What the TUI draws goes to a file, so that drawing wakes the wait.
-    let drawn = temp.path().join("drawn");
-    tmux.run(&[
-        "pipe-pane",
-        "-t",
-        "cx",
-        &format!("cat > {}", drawn.display()),
-    ]);
-    tmux.run(&[
-        "send-keys",
-        "-t",
-        "cx",
-        &format!("cd {} && {line}", ws.display()),
-        "Enter",
-    ]);
-    let screen = || {
-        String::from_utf8_lossy(&tmux.run(&["capture-pane", "-p", "-t", "cx"]).stdout).to_string()
-    };
+    let tmux = Tmux::start(temp.path(), &ws, &line);
+    let screen = || tmux.screen();
     let idle = |turns: usize| {
         let what = || format!("Codex to finish turn {turns}: {}", screen());
         until(temp.path(), what, || {
@@ -959,27 +997,16 @@ fn real_codex_tui_gets_one_record_after_back_to_back_compactions() {
             .then_some(())
         })
     };
-    let what = || format!("Codex's prompt: {}", screen());
-    until(temp.path(), what, || {
-        screen().contains("Ask Codex to do anything").then_some(())
-    });
-    // Typed keys that come fast are a paste to Codex, and Enter inside a
-    // paste is no submit: Enter waits until the text is drawn.
-    let type_line = |text: &str, drawn: &str| {
-        tmux.run(&["send-keys", "-t", "cx", "-l", text]);
-        let what = || format!("{text:?} typed: {}", screen());
-        until(temp.path(), what, || screen().contains(drawn).then_some(()));
-        tmux.run(&["send-keys", "-t", "cx", "Enter"]);
-    };
-    type_line(CODEX_TASK, CODEX_TASK);
+    tmux.until_shown("Ask Codex to do anything");
+    tmux.type_line(CODEX_TASK, CODEX_TASK);
     idle(1);
     // Two `/compact`s with no turn in between: Codex runs SessionStart's
     // hooks when the next turn starts, each of them.
     for turns in [2, 3] {
-        type_line("/compact", "summarize conversation");
+        tmux.type_line("/compact", "summarize conversation");
         idle(turns);
     }
-    type_line("What next?", "What next?");
+    tmux.type_line("What next?", "What next?");
     let what = || format!("the request after the compactions: {}", screen());
     let next = until(temp.path(), what, || {
         let requests = std::fs::read_to_string(&log).ok()?;
@@ -1173,42 +1200,97 @@ fn real_opencode_goes_on_after_compacting_with_what_compactd_knows() {
 // ---------------------------------------------------------------------
 // Recall: what /compact dropped, searched through `compactd mcp`.
 
-#[test]
-fn real_claude_code_gets_back_what_its_compaction_dropped_through_compactd_mcp() {
-    let claude = or_skip!(claude());
-    let temp = tempfile::tempdir().unwrap().keep();
-    let ws = workspace(&temp);
-    let home = temp.join("home");
-    std::fs::create_dir_all(&home).unwrap();
-    let log = temp.join("requests.jsonl");
-    let model = ScriptedModel::start("claude-code-recall.json", &log, &ws);
-    let config = temp.join("mcp.json");
-    let server = json!({"mcpServers": {"compactd": {
-        "command": env!("CARGO_BIN_EXE_compactd"),
-        "args": ["--no-user-config", "mcp"]
-    }}});
-    std::fs::write(&config, server.to_string()).unwrap();
-    let run = |args: &[&str], mcp: bool| -> Value {
-        let mut command = claude_command(&claude, &home, &model, &ws);
-        command.args(["-p"]).args(args).args([
-            "--output-format",
-            "json",
-            "--allowedTools",
-            "Bash,mcp__compactd__search_history",
-        ]);
-        if mcp {
-            command.arg("--mcp-config").arg(&config);
+/// `--mcp-config` for this build's `compactd mcp` as the MCP server
+/// `compactd`, written in `dir`. With `answers`, what the server answers
+/// the agent and its stderr also go to that file, then `MCP_EXITED`.
+fn compactd_mcp_config(dir: &Path, answers: Option<&Path>) -> PathBuf {
+    let bin = env!("CARGO_BIN_EXE_compactd");
+    let server = match answers {
+        None => json!({"command": bin, "args": ["--no-user-config", "mcp"]}),
+        Some(answers) => {
+            let tee = format!(
+                "\"$1\" --no-user-config mcp 2>>\"$0\" | tee -a \"$0\"; echo {MCP_EXITED} >>\"$0\""
+            );
+            json!({"command": "sh", "args": ["-c", tee, answers, bin]})
         }
-        let output = output_within(&mut command, MODEL_PATIENCE);
-        assert!(output.status.success(), "{output:?}");
-        serde_json::from_slice(&output.stdout).unwrap()
     };
-    let first = run(&["Find the deploy code for staging."], false);
-    let session = first["session_id"].as_str().unwrap().to_string();
-    run(&["--resume", &session, "/compact"], false);
-    run(&["--resume", &session, "What was the deploy code?"], true);
+    let config = dir.join("mcp.json");
+    std::fs::write(
+        &config,
+        json!({"mcpServers": {"compactd": server}}).to_string(),
+    )
+    .unwrap();
+    config
+}
 
-    let requests = logged_requests(&log, "anthropic");
+/// What `compactd_mcp_config`'s `answers` end with.
+const MCP_EXITED: &str = "compactd-mcp-exited";
+
+/// The tools the recall runs allow without asking.
+const RECALL_TOOLS: &str = "Bash,mcp__compactd__search_history";
+
+/// `claude -p` with `args` in `ws`, compactd mcp configured by `mcp`;
+/// asserts it succeeded and gives its JSON result.
+fn claude_print(
+    claude: &Path,
+    home: &Path,
+    model: &ScriptedModel,
+    ws: &Path,
+    args: &[&str],
+    mcp: Option<&Path>,
+) -> Value {
+    let mut command = claude_command(claude, home, model, ws);
+    command.args(["-p"]).args(args).args([
+        "--output-format",
+        "json",
+        "--allowedTools",
+        RECALL_TOOLS,
+    ]);
+    if let Some(config) = mcp {
+        command.arg("--mcp-config").arg(config);
+    }
+    let output = output_within(&mut command, MODEL_PATIENCE);
+    assert!(output.status.success(), "{output:?}");
+    serde_json::from_slice(&output.stdout).unwrap()
+}
+
+/// The text of the result of tool call `id` that Claude Code sent the
+/// scripted model, from its `log`; none until it did.
+fn tool_result(log: &Path, id: &str) -> Option<String> {
+    let requests = std::fs::read_to_string(log).ok()?;
+    let block = requests
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .flat_map(|r| {
+            r["body"]["messages"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default()
+        })
+        .flat_map(|m| m["content"].as_array().cloned().unwrap_or_default())
+        .find(|block| block["type"] == "tool_result" && block["tool_use_id"] == id)?;
+    Some(match &block["content"] {
+        Value::String(text) => text.clone(),
+        Value::Array(parts) => parts.iter().filter_map(|p| p["text"].as_str()).collect(),
+        other => other.to_string(),
+    })
+}
+
+/// How many Claude Code transcripts `ws` has in `home`.
+fn transcripts(home: &Path, ws: &Path) -> usize {
+    std::fs::read_dir(claude_dir(home, ws)).map_or(0, |dir| {
+        dir.flatten()
+            .filter(|e| e.path().extension() == Some("jsonl".as_ref()))
+            .count()
+    })
+}
+
+/// What `claude-code-recall*.json`'s search after `/compact` gave the model,
+/// from the scripted model's `log`: asserts that the model was asked for
+/// the code without it in the request, offered compactd's search, and got
+/// the code back in the search's result.
+fn assert_recalled(log: &Path) -> String {
+    let requests = logged_requests(log, "anthropic");
     let asked = requests
         .iter()
         .find(|r| r["turn"] == 3)
@@ -1220,20 +1302,146 @@ fn real_claude_code_gets_back_what_its_compaction_dropped_through_compactd_mcp()
     assert!(asked["body"]
         .to_string()
         .contains("mcp__compactd__search_history"));
-    let answered = requests
-        .iter()
-        .find(|r| r["turn"] == 4)
-        .expect("the search's result went back to the model");
-    let result = answered["body"]["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .flat_map(|m| m["content"].as_array().cloned().unwrap_or_default())
-        .find(|block| block["type"] == "tool_result" && block["tool_use_id"] == "toolu_recall")
-        .expect("a tool result for the search");
+    let result = tool_result(log, "toolu_recall").expect("the search's result went to the model");
     assert!(
-        result.to_string().contains("ZQX-DEPLOY-4417"),
+        result.contains("ZQX-DEPLOY-4417"),
         "the search returned the compacted-away code: {result}"
     );
+    result
+}
+
+#[test]
+fn real_claude_code_gets_back_what_its_compaction_dropped_through_compactd_mcp() {
+    let claude = or_skip!(claude());
+    let temp = tempfile::tempdir().unwrap().keep();
+    let ws = workspace(&temp);
+    let home = claude_home(&temp);
+    let log = temp.join("requests.jsonl");
+    let model = ScriptedModel::start("claude-code-recall.json", &log, &ws);
+    let config = compactd_mcp_config(&temp, None);
+    let run = |args: &[&str], mcp: bool| {
+        claude_print(&claude, &home, &model, &ws, args, mcp.then_some(&*config))
+    };
+    let first = run(&["Find the deploy code for staging."], false);
+    let session = first["session_id"].as_str().unwrap().to_string();
+    run(&["--resume", &session, "/compact"], false);
+    run(&["--resume", &session, "What was the deploy code?"], true);
+    let result = assert_recalled(&log);
     println!("recall over MCP: {result}");
+}
+
+/// A second session in a directory, started after another one there,
+/// searches its own history through `compactd mcp`, not the first one's:
+/// the server, started by the new `claude -p` before its transcript
+/// exists, serves the session that appeared since.
+#[test]
+fn real_claude_code_new_session_searches_its_own_history_not_the_older_one() {
+    let claude = or_skip!(claude());
+    let temp = tempfile::tempdir().unwrap();
+    let ws = workspace(temp.path());
+    let home = claude_home(temp.path());
+    let log = temp.path().join("requests.jsonl");
+    let model = ScriptedModel::start("claude-code-recall-sessions.json", &log, &ws);
+    let config = compactd_mcp_config(temp.path(), None);
+    let first = claude_print(
+        &claude,
+        &home,
+        &model,
+        &ws,
+        &["Find the deploy code for staging."],
+        None,
+    );
+    let second = claude_print(
+        &claude,
+        &home,
+        &model,
+        &ws,
+        &["Print the build marker."],
+        Some(&config),
+    );
+    assert_ne!(first["session_id"], second["session_id"], "a new session");
+    assert_eq!(transcripts(&home, &ws), 2, "two sessions in the directory");
+
+    let result = |id| tool_result(&log, id).expect("the search's result went to the model");
+    let own = result("toolu_search_own");
+    assert!(
+        own.contains("Bash: build marker: KVN-BUILD-9203"),
+        "the search found the session's own Bash output: {own}"
+    );
+    // Claude Code writes the call to its transcript before making it: the
+    // search does not list the call that asks it.
+    assert!(
+        !own.contains("search_history"),
+        "the search listed its own call: {own}"
+    );
+    let other = result("toolu_search_other");
+    assert!(
+        !other.contains("staging deploy code") && !other.contains("Find the deploy code"),
+        "the older session's messages were searched: {other}"
+    );
+    assert!(
+        other.starts_with("No message of the ")
+            && other.ends_with(" in this session holds all of: ZQX-DEPLOY-4417"),
+        "nothing of the session holds the older one's code: {other}"
+    );
+}
+
+/// The first session of a directory, in one interactive Claude Code
+/// process: `compactd mcp` starts with it, before the session has a
+/// transcript, and after `/compact` the search gives back what the
+/// compaction dropped.
+#[test]
+fn real_claude_code_first_session_gets_back_what_compact_dropped_in_the_same_process() {
+    let claude = or_skip!(claude());
+    or_skip!(Tmux::installed());
+    let temp = tempfile::tempdir().unwrap();
+    let home = claude_home(temp.path());
+    let ws = temp.path().join("ws");
+    std::fs::create_dir_all(&ws).unwrap();
+    let ws = ws.canonicalize().unwrap();
+    let log = temp.path().join("requests.jsonl");
+    let model = ScriptedModel::start("claude-code-recall-interactive.json", &log, &ws);
+    let answers = temp.path().join("mcp-answers");
+    let config = compactd_mcp_config(temp.path(), Some(&answers));
+    // Servers of --mcp-config start without asking; manual mode runs the
+    // allowed tools without asking too, and adds no auto mode reminder
+    // after their results.
+    let args = format!(
+        "--mcp-config {} --allowedTools {RECALL_TOOLS} --permission-mode manual",
+        config.display()
+    );
+    let line = interactive_claude(&claude, &home, &model, &ws, &args);
+    let tmux = Tmux::start(temp.path(), &ws, &line);
+    // Claude Code has compactd's tools before the first prompt, and no
+    // transcript yet.
+    let what = || format!("compactd mcp's tools: {}", tmux.screen());
+    let answered = until(temp.path(), what, || {
+        let answered = std::fs::read_to_string(&answers).unwrap_or_default();
+        (answered.contains("\"search_history\"") || answered.contains(MCP_EXITED))
+            .then_some(answered)
+    });
+    assert!(
+        answered.contains("\"search_history\""),
+        "compactd mcp gave no tools: {answered}"
+    );
+    assert_eq!(
+        transcripts(&home, &ws),
+        0,
+        "compactd mcp started before the transcript"
+    );
+
+    tmux.until_shown("❯");
+    tmux.type_line(
+        "Find the deploy code for staging.",
+        "Find the deploy code for staging.",
+    );
+    tmux.until_shown("Got it.");
+    tmux.type_line("/compact", "/compact");
+    tmux.until_shown("Compacted");
+    tmux.type_line("What was the deploy code?", "What was the deploy code?");
+    let what = || format!("the search's result: {}", tmux.screen());
+    until(temp.path(), what, || tool_result(&log, "toolu_recall"));
+    assert_eq!(transcripts(&home, &ws), 1, "one session");
+    let result = assert_recalled(&log);
+    println!("recall over MCP in one process: {result}");
 }
