@@ -1307,6 +1307,12 @@ fn assert_recalled(log: &Path) -> String {
         result.contains("ZQX-DEPLOY-4417"),
         "the search returned the compacted-away code: {result}"
     );
+    // The hit is marked as summarized away, also when the compaction
+    // happened while this server ran.
+    assert!(
+        result.contains("· compacted"),
+        "the hit is not marked compacted: {result}"
+    );
     result
 }
 
