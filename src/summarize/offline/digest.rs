@@ -29,6 +29,8 @@ pub(super) const COMMANDS: &str = "Commands";
 pub(super) const ERRORS: &str = "Errors still open";
 pub(super) const PINNED: &str = "Kept verbatim";
 pub(super) const PLAN: &str = "Plan";
+/// The Plan section's line naming the commit made since its approval.
+const COMMITTED_SINCE: &str = "Committed since this plan was approved: ";
 pub(super) const SHELL: &str = "User's shell commands";
 pub(super) const STATE: &str = "Current state";
 pub(super) const NEXT: &str = "Next step";
@@ -190,6 +192,10 @@ pub(super) struct Digest {
     pub pinned: Vec<String>,
     /// The approved plan: its title and steps.
     pub plan: Vec<String>,
+    /// The commit made since the plan was approved (its short hash).
+    pub plan_commit: Option<String>,
+    /// The last commit made in this part of the conversation.
+    pub last_commit: Option<String>,
     /// The newest task list, each item marked with its state.
     pub todos: Vec<String>,
     /// Commands the person ran in the agent's shell, with what their
@@ -241,7 +247,11 @@ impl Digest {
         self.decisions_omitted += newer.decisions_omitted;
         if !newer.plan.is_empty() {
             self.plan = newer.plan;
+            self.plan_commit = newer.plan_commit;
+        } else if !self.plan.is_empty() && newer.last_commit.is_some() {
+            self.plan_commit = newer.last_commit.clone();
         }
+        self.last_commit = newer.last_commit.or(self.last_commit.take());
         super::plans::merge_tasks(&mut self.todos, newer.todos);
         append_log(&mut self.shell, newer.shell);
         let drop = self.shell.len().saturating_sub(SHELL_KEPT);
@@ -297,6 +307,7 @@ impl Digest {
         extend_unique(&mut self.rules, replaced.rules);
         if self.plan.is_empty() {
             self.plan = replaced.plan;
+            self.plan_commit = replaced.plan_commit;
         }
         if self.todos.is_empty() {
             self.todos = replaced.todos;
@@ -848,12 +859,40 @@ impl Digest {
 
     /// The approved plan and the task list; a list whose every item is
     /// done is one line saying the work is finished, and the plan it
-    /// carried out is dropped: neither is presented as current.
+    /// carried out one line saying so (with the commit made since):
+    /// neither is presented as current. A plan still under way says the
+    /// commit made since it was approved.
     fn plan_lines(&self) -> Vec<String> {
+        let commit = self.plan_commit.as_deref();
         match super::plans::finished(&self.todos) {
-            Some(finished) => vec![finished],
-            None => self.plan.iter().chain(&self.todos).cloned().collect(),
+            Some(finished) if self.plan.is_empty() => vec![finished],
+            Some(finished) => vec![finished, super::plans::carried_out(&self.plan, commit)],
+            None => {
+                let since = commit
+                    .filter(|_| !self.plan.is_empty())
+                    .map(|c| format!("{COMMITTED_SINCE}{c}"));
+                since
+                    .into_iter()
+                    .chain(self.plan.iter().cloned())
+                    .chain(self.todos.iter().cloned())
+                    .collect()
+            }
         }
+    }
+
+    /// A plan the user approved: the commit made before it is not its.
+    pub fn approve_plan(&mut self, steps: Vec<String>) {
+        self.plan = steps;
+        self.plan_commit = None;
+    }
+
+    /// A commit made (its short hash): the approved plan's, when there is
+    /// one.
+    pub fn note_commit(&mut self, hash: String) {
+        if !self.plan.is_empty() {
+            self.plan_commit = Some(hash.clone());
+        }
+        self.last_commit = Some(hash);
     }
 
     /// `entry` with the id of the message it came from, when known.
@@ -1119,7 +1158,10 @@ impl Digest {
             {
                 self.todos.push(entry)
             }
-            PLAN => self.plan.push(entry),
+            PLAN => match entry.strip_prefix(COMMITTED_SINCE) {
+                Some(hash) => self.plan_commit = Some(hash.to_string()),
+                None => self.plan.push(entry),
+            },
             SHELL => self.shell.push(entry),
             PINNED => extend_unique(&mut self.pinned, vec![unquoted(&entry)]),
             // The old format listed every tool call ("`edit` a.rs → ok").

@@ -117,7 +117,7 @@ impl Reading<'_> {
         self.close_turn();
         let digest = &mut self.digest;
         if let Some(plan) = proposal.filter(|_| plans::accepts(&request)) {
-            digest.plan = plans::steps(&plan);
+            digest.approve_plan(plans::steps(&plan));
         }
         if let Some(rest) = withdraws(&request) {
             // The question before it is gone; what follows the "never
@@ -299,7 +299,7 @@ fn note_plan(digest: &mut Digest, call: &ToolCall, result: Option<&Message>, sai
     };
     let approved = result.is_some_and(|m| !m.is_error_result() && rejection(m.text()).is_none());
     if approved {
-        digest.plan = plans::steps(&plan);
+        digest.approve_plan(plans::steps(&plan));
     }
     true
 }
@@ -410,14 +410,18 @@ fn vague(line: &str) -> bool {
         "everything",
     ];
     let lower = line.to_lowercase();
-    let names = line.contains('`')
-        || line.split_whitespace().any(|w| {
+    !names_something(line) && CLAIMS.iter().any(|c| lower.contains(c))
+}
+
+/// Text that names a file, code, identifier or number.
+fn names_something(text: &str) -> bool {
+    text.contains('`')
+        || text.split_whitespace().any(|w| {
             let w = w.trim_matches(|c: char| !c.is_alphanumeric());
             w.contains(['.', '_', '/', ':'])
                 || w.chars().any(|c| c.is_ascii_digit())
                 || w.chars().skip(1).any(char::is_uppercase)
-        });
-    !names && CLAIMS.iter().any(|c| lower.contains(c))
+        })
 }
 
 /// One tool call and its result, into files, commands, tools and errors;
@@ -458,6 +462,11 @@ fn note_call(
             }
             _ => outcome,
         };
+        if outcome == Outcome::Ok && command_core(command).contains("git commit") {
+            if let Some(hash) = result.and_then(|m| plans::commit_hash(m.text())) {
+                digest.note_commit(hash);
+            }
+        }
         note_command(digest, command, &outcome);
         return changed;
     }
@@ -956,6 +965,20 @@ fn says_achieved(sentence: &str) -> bool {
         || lower.contains(" now ")
 }
 
+/// A short sentence that names nothing: no code, path, identifier or
+/// number, and no verb saying what was done ("The bug is in the design.",
+/// "Good catch on both points.").
+fn thin(sentence: &str) -> bool {
+    let words: Vec<&str> = sentence.split_whitespace().collect();
+    let verb = words.first().is_some_and(|w| {
+        ACHIEVED.contains(
+            &w.to_lowercase()
+                .trim_matches(|c: char| !c.is_alphanumeric()),
+        )
+    });
+    words.len() <= 6 && !verb && !names_something(sentence)
+}
+
 /// What a turn's last assistant text says was achieved: its first sentence
 /// saying so, else its first statement; a lead-in ending with ":" takes the
 /// first item of its list along.
@@ -965,10 +988,15 @@ fn outcome(text: &str) -> Option<String> {
         .filter(|(s, _)| !is_filler(s))
         .take(12)
         .collect();
+    // What says what was done and names something, else what names
+    // something, else what says what was done: never a sentence that
+    // names nothing ("Good catch on both points.", "I think I found it.")
+    // when the turn said more.
     let chosen = sentences
         .iter()
-        .position(|(s, _)| says_achieved(s))
-        .or((!sentences.is_empty()).then_some(0))?;
+        .position(|(s, _)| says_achieved(s) && !thin(s))
+        .or_else(|| sentences.iter().position(|(s, _)| !thin(s)))
+        .or_else(|| sentences.iter().position(|(s, _)| says_achieved(s)))?;
     let mut line = sentences[chosen].0.clone();
     if line.ends_with(':') {
         match sentences.get(chosen + 1) {

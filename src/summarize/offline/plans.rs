@@ -198,6 +198,38 @@ pub(super) fn finished(todos: &[String]) -> Option<String> {
     ))
 }
 
+/// The short hash in what `git commit` printed (`[main 1a2b3c4] Fix it`).
+pub(super) fn commit_hash(output: &str) -> Option<String> {
+    output.lines().find_map(|line| {
+        let inside = line.trim().strip_prefix('[')?.split(']').next()?;
+        let hash = inside.split_whitespace().last()?;
+        ((7..=40).contains(&hash.len()) && hash.chars().all(|c| c.is_ascii_hexdigit()))
+            .then(|| hash.to_string())
+    })
+}
+
+/// An approved plan as one line that says it was carried out: its title
+/// and steps, and the commit made since when there is one.
+pub(super) fn carried_out(plan: &[String], commit: Option<&str>) -> String {
+    if let [only] = plan {
+        if only.starts_with(CARRIED_OUT) {
+            return only.clone();
+        }
+    }
+    let committed = commit.map(|c| format!(" (commit {c})")).unwrap_or_default();
+    let steps: Vec<&str> = plan
+        .iter()
+        .map(|step| numbered_item(step).unwrap_or(step))
+        .collect();
+    format!(
+        "{CARRIED_OUT}{committed}: {}",
+        clip(&steps.join("; "), 2 * STEPS * STEP_CHARS / 3)
+    )
+}
+
+/// How a carried-out plan begins.
+pub(super) const CARRIED_OUT: &str = "Plan carried out";
+
 /// How a finished list begins.
 const FINISHED: &str = "Finished, every task done: ";
 
@@ -239,19 +271,29 @@ fn created_number(result: &str) -> Option<String> {
 /// Headings under which a plan lists what is to be done.
 const STEP_HEADINGS: [&str; 6] = ["implement", "step", "task", "phase", "change", "plan"];
 
-/// A plan's steps: its numbered items (a step's own sub-items left out;
-/// those under a heading such as "Implementation steps" when it has one,
-/// so an explanation's numbered list is not taken for steps), else its
-/// bulleted items, else its headings; the title first when it has one.
-/// More steps than a summary lists, grouped under headings of their own
-/// ("Phase 1: Core backend"), are listed by group, each group's steps on
-/// its line, so no phase is cut off.
+/// Headings whose items are no steps: how the plan is checked and what
+/// could go wrong ("Verification", "Test plan", "Edge cases").
+const NOT_STEP_HEADINGS: [&str; 6] = [
+    "verif",
+    "testing",
+    "test plan",
+    "test scenario",
+    "edge case",
+    "risk",
+];
+
+/// A plan's steps: its numbered items (a step's own sub-items left out,
+/// unless the item only introduces them, ending with a colon; those under
+/// a heading such as "Implementation steps" when it has one, so an
+/// explanation's numbered list is not taken for steps; none under a
+/// heading such as "Verification"), else its numbered headings ("### 1.
+/// `a.go`") with what each says to do, else its bulleted items, else its
+/// headings; the title first when it has one. More steps than a summary
+/// lists, grouped under headings of their own ("Phase 1: Core backend"),
+/// are listed by group, each group's steps on its line, so no phase is
+/// cut off.
 pub(super) fn steps(plan: &str) -> Vec<String> {
-    let mut title = None;
-    let (mut numbered, mut bulleted, mut headings) = (Vec::new(), Vec::new(), Vec::new());
-    // Numbered items under a heading that names steps, by that heading.
-    let mut groups: Vec<(String, Vec<String>)> = Vec::new();
-    let mut in_steps = false;
+    let mut scan = StepScan::default();
     let mut in_code = false;
     for line in plan.lines() {
         let trimmed = line.trim();
@@ -259,43 +301,29 @@ pub(super) fn steps(plan: &str) -> Vec<String> {
             in_code = !in_code;
             continue;
         }
-        let top = !line.starts_with([' ', '\t']);
-        if in_code || trimmed.is_empty() {
-            continue;
-        }
-        if let Some(heading) = trimmed.strip_prefix('#') {
-            let heading = heading.trim_start_matches('#').trim();
-            match title {
-                None if trimmed.starts_with("# ") => title = Some(heading.to_string()),
-                _ => {
-                    let lower = heading.to_lowercase();
-                    in_steps = STEP_HEADINGS.iter().any(|h| lower.contains(h));
-                    headings.push(heading.to_string());
-                    if in_steps {
-                        groups.push((heading.to_string(), Vec::new()));
-                    }
-                }
-            }
-        } else if let Some(item) = numbered_item(trimmed).filter(|_| top) {
-            numbered.push(item.to_string());
-            if let Some((_, items)) = groups.last_mut().filter(|_| in_steps) {
-                items.push(item.to_string());
-            }
-        } else if let Some(item) = trimmed.strip_prefix("- ").or(trimmed.strip_prefix("* ")) {
-            if top {
-                bulleted.push(item.to_string());
-            }
+        if !in_code && !trimmed.is_empty() {
+            scan.line(trimmed, !line.starts_with([' ', '\t']));
         }
     }
+    let StepScan {
+        title,
+        numbered,
+        bulleted,
+        headings,
+        mut groups,
+        mut sections,
+        ..
+    } = scan;
     let mut out: Vec<String> = title.into_iter().map(|t| clean(&t)).collect();
     groups.retain(|(_, items)| !items.is_empty());
     let under_steps: Vec<String> = groups.iter().flat_map(|(_, i)| i.clone()).collect();
     if under_steps.len() > STEPS && groups.len() > 1 && groups.len() <= STEPS {
-        out.extend(
-            groups
-                .iter()
-                .map(|(heading, items)| group_line(heading, items)),
-        );
+        out.extend(groups.iter().map(|(h, items)| group_line(h, items)));
+        return out;
+    }
+    sections.retain(|(_, items)| !items.is_empty());
+    if under_steps.is_empty() && numbered.is_empty() && !sections.is_empty() {
+        out.extend(sections.iter().take(STEPS).map(|(h, i)| group_line(h, i)));
         return out;
     }
     let chosen = [under_steps, numbered, bulleted, headings]
@@ -315,6 +343,91 @@ pub(super) fn steps(plan: &str) -> Vec<String> {
     out
 }
 
+/// What `steps` gathers from a plan's lines outside code blocks.
+#[derive(Default)]
+struct StepScan {
+    title: Option<String>,
+    numbered: Vec<String>,
+    bulleted: Vec<String>,
+    headings: Vec<String>,
+    /// Numbered items under a heading that names steps, by that heading.
+    groups: Vec<(String, Vec<String>)>,
+    /// Numbered headings, each with what its lines say to do.
+    sections: Vec<(String, Vec<String>)>,
+    in_steps: bool,
+    /// Under a heading such as "Verification".
+    not_steps: bool,
+    /// Under a numbered heading.
+    in_section: bool,
+    /// Under a numbered item that introduces its sub-items.
+    introducing: bool,
+}
+
+impl StepScan {
+    fn line(&mut self, line: &str, top: bool) {
+        if let Some(heading) = line.strip_prefix('#') {
+            let heading = heading.trim_start_matches('#').trim();
+            self.heading(heading, line.starts_with("# "));
+        } else if let Some(item) = numbered_item(line).filter(|_| top) {
+            // "1. **Inline X into Y**:" introduces its sub-items: they are
+            // the steps, and it is none (nor is "2. The resulting flow:"
+            // before a code block).
+            self.introducing = introduces(item);
+            if !self.introducing {
+                self.step(item);
+            }
+        } else if let Some(item) = line.strip_prefix("- ").or(line.strip_prefix("* ")) {
+            if top {
+                self.introducing = false;
+                if !self.not_steps {
+                    self.bulleted.push(item.to_string());
+                }
+            } else if self.introducing {
+                self.step(item);
+            }
+        } else if top {
+            self.introducing = false;
+            if let Some((_, said)) = self.sections.last_mut().filter(|_| self.in_section) {
+                said.push(line.trim_end_matches(':').to_string());
+            }
+        }
+    }
+
+    fn heading(&mut self, heading: &str, top_level: bool) {
+        self.introducing = false;
+        if self.title.is_none() && top_level {
+            self.title = Some(heading.to_string());
+            return;
+        }
+        let lower = heading.to_lowercase();
+        let numbered = numbered_item(heading);
+        if numbered.is_none() {
+            // "Phase 6: Polish & testing" is a phase still.
+            self.not_steps = NOT_STEP_HEADINGS.iter().any(|h| lower.contains(h))
+                && !["phase", "step"].iter().any(|h| lower.contains(h));
+        }
+        self.in_steps = !self.not_steps && STEP_HEADINGS.iter().any(|h| lower.contains(h));
+        self.in_section = numbered.is_some() && !self.not_steps;
+        self.headings.push(heading.to_string());
+        if self.in_steps {
+            self.groups.push((heading.to_string(), Vec::new()));
+        }
+        if let Some(item) = numbered.filter(|_| self.in_section) {
+            self.sections.push((item.to_string(), Vec::new()));
+        }
+    }
+
+    fn step(&mut self, item: &str) {
+        if self.not_steps {
+            return;
+        }
+        self.numbered.push(item.to_string());
+        if let Some((_, items)) = self.groups.last_mut().filter(|_| self.in_steps) {
+            items.push(item.to_string());
+        }
+    }
+}
+
 /// One group of a plan's steps on one line: its heading, then its steps.
 fn group_line(heading: &str, items: &[String]) -> String {
     let items: Vec<String> = items
@@ -331,6 +444,12 @@ fn group_line(heading: &str, items: &[String]) -> String {
 
 fn clean(text: &str) -> String {
     clip(&collapse(&text.replace("**", "")), STEP_CHARS)
+}
+
+/// A numbered item that only introduces what follows it: it ends with a
+/// colon ("**Inline X into Y**:", "Resulting flow:").
+fn introduces(item: &str) -> bool {
+    item.trim_end().trim_end_matches("**").ends_with(':')
 }
 
 /// `1. step` or `2) step`: the step.
@@ -401,6 +520,24 @@ mod tests {
         assert_eq!(
             steps("# Plan\n## How it works\n1. A hook runs\n2. It writes\n## Implementation steps\n1. Create the scaffold\n2. Write the script"),
             ["Plan", "1. Create the scaffold", "2. Write the script"]
+        );
+        // How the plan is checked is no step.
+        assert_eq!(
+            steps("# P\n## Changes\n1. Add the type\n2. Use it\n## Verification\n1. `make test` passes\n2. Lint is clean"),
+            ["P", "1. Add the type", "2. Use it"]
+        );
+        assert_eq!(
+            steps("# P\n## Phase 1: Build\n1. Add the type\n## Phase 2: Polish & testing\n1. Handle errors"),
+            ["P", "1. Add the type", "2. Handle errors"]
+        );
+        // Numbered headings (a file each), with what each says to do.
+        assert_eq!(
+            steps("# P\n## Files to modify\n### 1. `a.go` (line 3)\nAdd the `Span` type:\n```go\ntype Span struct{}\n```\nAdd a field to `Meta`:\n### 2. `b.go`\nIn `write()`, store the span.\n## Verification\n```\nmake test\n```"),
+            [
+                "P",
+                "`a.go` (line 3): Add the `Span` type; Add a field to `Meta`",
+                "`b.go`: In `write()`, store the span."
+            ]
         );
         // Without numbered items: bullets, else headings.
         assert_eq!(

@@ -746,6 +746,24 @@ fn a_long_plan_in_phases_keeps_every_phase() {
     assert_eq!(plans::steps(short), ["P", "1. One", "2. Two", "3. Three"]);
 }
 
+/// A numbered item that ends with a colon introduces its sub-items: they
+/// are the plan's steps, not the heading-like item (nor "Resulting flow:"
+/// before a code block).
+#[test]
+fn an_item_that_introduces_sub_items_gives_them_as_steps() {
+    let plan = "# Inline the helper\n\n## Changes\n\n1. **Inline `commit()` into `end()`**:\n   - Move the branch check to the top\n   - Parse stdin once\n   - Remove the `find_recent()` call\n\n2. **Resulting flow**:\n   ```\n   end()\n   ```\n\n3. **Rename `sid`** to `ctx.id`.\n";
+    assert_eq!(
+        plans::steps(plan),
+        [
+            "Inline the helper",
+            "1. Move the branch check to the top",
+            "2. Parse stdin once",
+            "3. Remove the `find_recent()` call",
+            "4. Rename `sid` to `ctx.id`."
+        ]
+    );
+}
+
 /// Claude Code's plan mode writes its plan to a file and calls
 /// `ExitPlanMode` without it.
 #[test]
@@ -1261,6 +1279,84 @@ fn claude_codes_task_tools_keep_each_item_and_its_state() {
     );
 }
 
+/// An approved plan, then a commit (`hash`) by a shell call `id`.
+fn plan_then_commit(id: &str, hash: &str) -> Vec<Message> {
+    let plan =
+        "# Plan: Share plugin\n\n1. Create the plugin manifest\n2. Write publish.sh using gh";
+    vec![
+        Message::user("u1", "Plan a plugin that publishes the session"),
+        Message::assistant(
+            "a1",
+            "",
+            vec![call("c1", "ExitPlanMode", json!({"plan": plan}))],
+        ),
+        Message::tool_result("t1", "c1", "User has approved your plan.", false),
+        Message::assistant(
+            format!("a{id}"),
+            "",
+            vec![call(
+                &format!("c{id}"),
+                "Bash",
+                json!({"command": "git commit -am 'Step'"}),
+            )],
+        ),
+        Message::tool_result(
+            format!("t{id}"),
+            format!("c{id}"),
+            format!("[main {hash}] Step\n 1 file changed"),
+            false,
+        ),
+    ]
+}
+
+/// A plan still under way names the commit made since its approval, and
+/// keeps it through a compaction; a commit before the plan is not its.
+#[test]
+fn a_plan_under_way_names_the_commit_made_since() {
+    let approved = plan_then_commit("2", "1a2b3c4");
+    let first = check(
+        approved.clone(),
+        None,
+        &["## Plan\n- Committed since this plan was approved: 1a2b3c4\n- Plan: Share plugin\n- 1. Create the plugin manifest"],
+        &["carried out"],
+    );
+    check(
+        vec![Message::user("u2", "go on")],
+        Some(&first),
+        &["- Committed since this plan was approved: 1a2b3c4\n- Plan: Share plugin"],
+        &["approved: 1a2b3c4\n- Committed"],
+    );
+    let mut before = vec![approved[3].clone(), approved[4].clone()];
+    before.extend(approved[..3].iter().cloned());
+    check(
+        before,
+        None,
+        &["- Plan: Share plugin"],
+        &["Committed since"],
+    );
+}
+
+/// A plan carried out is said to be so, with the commit made since, in
+/// one line: never presented as current, its steps still on record.
+#[test]
+fn a_plan_carried_out_is_one_line_with_its_commit() {
+    let mut messages = plan_then_commit("2", "1a2b3c4");
+    let first = check(messages.clone(), None, &["Committed since"], &[]);
+    let done = json!({"todos": [{"content": "Write publish.sh", "status": "completed"}]});
+    messages = vec![
+        Message::user("u3", "finish it"),
+        Message::assistant("a3", "", vec![call("c3", "TodoWrite", done)]),
+        Message::tool_result("t3", "c3", "Todos have been modified successfully.", false),
+    ];
+    messages.extend(plan_then_commit("4", "5e6f7a8b").into_iter().skip(3));
+    check(
+        messages,
+        Some(&first),
+        &["## Plan\n- [x] Finished, every task done: Write publish.sh\n- Plan carried out (commit 5e6f7a8b): Plan: Share plugin; Create the plugin manifest; Write publish.sh using gh\n"],
+        &["Committed since", "- 1. Create"],
+    );
+}
+
 /// A slash command's or skill's expansion (a prompt template full of
 /// "Don't …" lines) is the client's text: the task is the command as the
 /// person typed it, with its arguments, and none of the template's lines
@@ -1598,6 +1694,42 @@ fn a_turn_that_only_changed_files_reads_as_one_sentence() {
         Message::assistant("a2", "Done.", vec![]),
     ];
     check(messages, None, &["Changed reset.go."], &["Changed changed"]);
+}
+
+/// A turn's outcome names something: "Good catch on both points." is
+/// no progress when the turn said what it found, nor on its own.
+#[test]
+fn a_turns_outcome_is_a_sentence_that_names_something() {
+    let turn = |answer: &str| {
+        vec![
+            Message::user("u1", "Why does the client time out?"),
+            Message::assistant(
+                "a1",
+                "",
+                vec![call("c1", "edit", json!({"path": "src/net.rs"}))],
+            ),
+            Message::tool_result("t1", "c1", "ok", false),
+            Message::assistant("a2", answer, vec![]),
+        ]
+    };
+    check(
+        turn("Good catch on both points. The retry loop never yields to the runtime, so the 30 s timeout fires first."),
+        None,
+        &["## Progress\n- The retry loop never yields to the runtime"],
+        &["Good catch"],
+    );
+    check(
+        turn("Good catch on both points."),
+        None,
+        &["## Progress\n- Changed net.rs."],
+        &["Good catch"],
+    );
+    check(
+        turn("I think I found it. Ok, I see."),
+        None,
+        &["- Changed net.rs."],
+        &["I think I found it"],
+    );
 }
 
 #[test]
