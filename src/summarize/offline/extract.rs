@@ -11,6 +11,7 @@ use super::digest::{
     CHANGE_REJECTED, DECIDES,
 };
 use super::plans;
+use super::results;
 use super::wording::{clip, clip_ends, error_line, test_failure, typed_part};
 use crate::conversation::request::{
     answers, collapse, refusal_in_own_words, rejection, request_text, shell_run, strip_ansi,
@@ -215,6 +216,14 @@ impl Reading<'_> {
         for call in tool_calls {
             let result = self.results.get(call.id.as_str()).copied();
             self.turn.after = Some(last_action(&self.tools, call, result));
+            if let Some(made) = result.filter(|m| !m.is_error_result()).and_then(|m| {
+                let command = shell_command(call).map(|c| command_core(&strip_ansi(c)));
+                results::produced(command.as_deref(), &call.name, m.text())
+            }) {
+                if !self.turn.results.contains(&made) {
+                    self.turn.results.push(made);
+                }
+            }
             let approved = result.map(|m| !m.is_error_result() && rejection(m.text()).is_none());
             if let Some(planning) = plans::plan_mode_after(&call.name, approved) {
                 self.planning = planning;
@@ -337,6 +346,8 @@ struct Turn {
     /// The last action after its last text, with what came of it: where
     /// things stand when the turn is cut mid-work.
     after: Option<String>,
+    /// What its actions produced.
+    results: Vec<results::Produced>,
 }
 
 /// The first request as the task entry holds it: word for word (the
@@ -362,6 +373,10 @@ fn close_turn(digest: &mut Digest, turn: Turn, requests: &mut [(String, bool)]) 
         *answered |= turn.answered;
     }
     if !(turn.answered && turn.worked) {
+        // A turn cut mid-work or interrupted still produced what it did.
+        if let Some(made) = produced_line(&turn.results, "") {
+            push_progress(digest, made);
+        }
         return;
     }
     let said = turn.text.as_deref().and_then(outcome);
@@ -373,12 +388,44 @@ fn close_turn(digest: &mut Digest, turn: Turn, requests: &mut [(String, bool)]) 
         (Some(line), _) => Some(line),
         (None, files) => files.map(|f| format!("Changed {f}.")),
     };
+    let outcome = match outcome {
+        Some(line) => Some(produced_line(&turn.results, &line).unwrap_or(line)),
+        None => produced_line(&turn.results, ""),
+    };
     if let Some(outcome) = outcome {
-        if digest.progress.last() != Some(&outcome) {
-            digest.progress.push(outcome);
-        }
+        push_progress(digest, outcome);
     }
 }
+
+fn push_progress(digest: &mut Digest, outcome: String) {
+    if digest.progress.last() != Some(&outcome) {
+        digest.progress.push(outcome);
+    }
+}
+
+/// A turn's outcome line (`said`, maybe empty) with what its actions
+/// produced that it does not already name; `None` when there is nothing
+/// to add.
+fn produced_line(results: &[results::Produced], said: &str) -> Option<String> {
+    let new: Vec<&str> = results
+        .iter()
+        .filter(|r| !said.contains(&r.key))
+        .map(|r| r.line.as_str())
+        .collect();
+    let kept = &new[new.len().saturating_sub(RESULTS_KEPT)..];
+    match (kept.is_empty(), said.is_empty()) {
+        (true, _) => None,
+        (false, true) => Some(format!("Results: {}.", kept.join("; "))),
+        (false, false) => Some(format!(
+            "{} (results: {}).",
+            said.trim_end_matches('.'),
+            kept.join("; ")
+        )),
+    }
+}
+
+/// What a turn's actions produced, the newest, listed at most.
+const RESULTS_KEPT: usize = 4;
 
 /// "a.rs, b.rs" (file names, the first five).
 fn changed(files: &[String]) -> Option<String> {
@@ -463,7 +510,7 @@ fn note_call(
             _ => outcome,
         };
         if outcome == Outcome::Ok && command_core(command).contains("git commit") {
-            if let Some(hash) = result.and_then(|m| plans::commit_hash(m.text())) {
+            if let Some((hash, _)) = result.and_then(|m| results::commit(m.text())) {
                 digest.note_commit(hash);
             }
         }

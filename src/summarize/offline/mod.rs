@@ -12,6 +12,7 @@
 mod digest;
 mod extract;
 mod plans;
+mod results;
 pub mod wording;
 
 use std::time::Duration;

@@ -198,16 +198,6 @@ pub(super) fn finished(todos: &[String]) -> Option<String> {
     ))
 }
 
-/// The short hash in what `git commit` printed (`[main 1a2b3c4] Fix it`).
-pub(super) fn commit_hash(output: &str) -> Option<String> {
-    output.lines().find_map(|line| {
-        let inside = line.trim().strip_prefix('[')?.split(']').next()?;
-        let hash = inside.split_whitespace().last()?;
-        ((7..=40).contains(&hash.len()) && hash.chars().all(|c| c.is_ascii_hexdigit()))
-            .then(|| hash.to_string())
-    })
-}
-
 /// An approved plan as one line that says it was carried out: its title
 /// and steps, and the commit made since when there is one.
 pub(super) fn carried_out(plan: &[String], commit: Option<&str>) -> String {

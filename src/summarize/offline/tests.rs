@@ -1696,6 +1696,58 @@ fn a_turn_that_only_changed_files_reads_as_one_sentence() {
     check(messages, None, &["Changed reset.go."], &["Changed changed"]);
 }
 
+/// What actions produced is recorded, not only the last action: the
+/// commit, the pushed branch, the pull request a turn created, also when
+/// its closing text says none of it, and in a turn cut mid-work.
+#[test]
+fn results_of_actions_are_recorded() {
+    let bash = |id: &str, command: &str, output: &str| {
+        vec![
+            Message::assistant(
+                format!("a{id}"),
+                "",
+                vec![call(&format!("c{id}"), "Bash", json!({"command": command}))],
+            ),
+            Message::tool_result(format!("t{id}"), format!("c{id}"), output, false),
+        ]
+    };
+    let mut messages = vec![Message::user("u1", "Commit, push and open a PR")];
+    messages.extend(bash(
+        "1",
+        "git commit -am 'Reset the counter'",
+        "[fix 1a2b3c4] Reset the counter\n 1 file changed",
+    ));
+    messages.extend(bash(
+        "2",
+        "git push -u origin fix",
+        "To github.com:o/r.git\n * [new branch]      fix -> fix",
+    ));
+    messages.extend(bash(
+        "3",
+        "gh pr create --fill",
+        "https://github.com/o/r/pull/12",
+    ));
+    messages.push(Message::assistant(
+        "a4",
+        "All set, the pull request is open and ready for review.",
+        vec![],
+    ));
+    check(
+        messages.clone(),
+        None,
+        &["(results: commit 1a2b3c4 \"Reset the counter\"; pushed fix (new branch); created https://github.com/o/r/pull/12)."],
+        &[],
+    );
+    // Cut mid-work: what it produced so far.
+    messages.truncate(5);
+    check(
+        messages,
+        None,
+        &["- Results: commit 1a2b3c4 \"Reset the counter\"; pushed fix (new branch)."],
+        &[],
+    );
+}
+
 /// A turn's outcome names something: "Good catch on both points." is
 /// no progress when the turn said what it found, nor on its own.
 #[test]
