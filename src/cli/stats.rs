@@ -13,7 +13,7 @@ use super::out::thousands;
 use super::replay::trigger_names;
 use crate::compaction::trigger::TriggerKind;
 use crate::config::Config;
-use crate::conversation::{tool_pairing, Message, Role};
+use crate::conversation::{tool_pairing, Message, MessageBody, Role};
 use crate::engine::{self, meter, Access};
 use crate::files::{disk, SessionFileLedger};
 use crate::import::Imported;
@@ -105,6 +105,9 @@ pub struct ErrorStats {
     pub max_abs_percent: f64,
     /// Position (1-based) of the message with the largest error.
     pub worst_message: usize,
+    /// What came since the reported turn before it ("3 tool results:
+    /// Read 10,912, Read 18,640, Read 3,101 tokens").
+    pub worst_after: String,
     #[serde(skip)]
     sum_abs: f64,
     #[serde(skip)]
@@ -112,7 +115,7 @@ pub struct ErrorStats {
 }
 
 impl ErrorStats {
-    fn add(&mut self, ours: u64, provider: u64, position: usize) {
+    fn add(&mut self, ours: u64, provider: u64, position: usize, since: &Since) {
         let error = percent_off(ours, provider);
         self.turns += 1;
         self.sum += error;
@@ -120,6 +123,7 @@ impl ErrorStats {
         if error.abs() > self.max_abs_percent {
             self.max_abs_percent = error.abs();
             self.worst_message = position;
+            self.worst_after = since.describe();
         }
         self.mean_abs_percent = self.sum_abs / self.turns as f64;
         self.mean_percent = self.sum / self.turns as f64;
@@ -253,10 +257,10 @@ pub fn file_stats(imported: &Imported, config: &Config, window: Option<u64>) -> 
 /// meter before each reported assistant turn.
 fn measure(imported: &Imported, config: &Config, mut session: Session, stats: &mut FileStats) {
     let mut position = 0usize;
-    let mut compacted = false;
+    let mut since = Since::default();
     for entry in &imported.entries {
         let Some(message) = message_or_apply(entry, &mut session) else {
-            compacted |= matches!(entry, LogEntry::Compaction(_));
+            since.compacted |= matches!(entry, LogEntry::Compaction(_));
             continue;
         };
         position += 1;
@@ -266,9 +270,13 @@ fn measure(imported: &Imported, config: &Config, mut session: Session, stats: &m
             .map(|u| u.prompt_tokens())
             .filter(|p| *p > 0);
         if let Some(prompt) = prompt {
-            score(config, &session, prompt, position, compacted, stats);
-            compacted = false;
+            score(config, &session, prompt, position, &since, stats);
+            since = Since {
+                names: std::mem::take(&mut since.names),
+                ..Since::default()
+            };
         }
+        since.add(message);
         session.push(vec![message.clone()]);
         let meter = meter::meter(config, &session);
         let auto = &mut stats.auto_compaction;
@@ -289,6 +297,76 @@ fn measure(imported: &Imported, config: &Config, mut session: Session, stats: &m
     stats.accuracy.scale = (correction.scale * 1000.0).round() / 1000.0;
 }
 
+/// What came between two reported turns: the kind of content before a
+/// turn the meter got wrong.
+#[derive(Default)]
+struct Since {
+    compacted: bool,
+    user_messages: usize,
+    /// Tool results: the tool's name and compactd's count of the result.
+    results: Vec<(String, u64)>,
+    /// Tool names by call id, for results that do not carry theirs.
+    names: std::collections::HashMap<String, String>,
+}
+
+impl Since {
+    fn add(&mut self, message: &Message) {
+        match &message.body {
+            MessageBody::User { .. } => self.user_messages += 1,
+            MessageBody::Assistant { tool_calls, .. } => {
+                for call in tool_calls {
+                    self.names.insert(call.id.clone(), call.name.clone());
+                }
+            }
+            MessageBody::Tool {
+                tool_call_id,
+                tool_name,
+                ..
+            } => {
+                let name = tool_name
+                    .clone()
+                    .or_else(|| self.names.get(tool_call_id).cloned())
+                    .unwrap_or_else(|| "a tool".to_string());
+                let tokens = crate::tokens::Encoding::O200k.count(message.text());
+                self.results.push((name, tokens));
+            }
+            MessageBody::System { .. } => {}
+        }
+    }
+
+    /// "a compaction, 1 user message, 3 tool results (Read 10,912, …
+    /// tokens)"; "nothing new" when the turn only continued.
+    fn describe(&self) -> String {
+        let mut parts = Vec::new();
+        if self.compacted {
+            parts.push("a compaction".to_string());
+        }
+        match self.user_messages {
+            0 => {}
+            1 => parts.push("1 user message".to_string()),
+            n => parts.push(format!("{n} user messages")),
+        }
+        if !self.results.is_empty() {
+            let each: Vec<String> = self
+                .results
+                .iter()
+                .map(|(name, tokens)| format!("{name} {}", thousands(*tokens)))
+                .collect();
+            let noun = if each.len() == 1 { "result" } else { "results" };
+            parts.push(format!(
+                "{} tool {noun} ({} tokens)",
+                each.len(),
+                each.join(", ")
+            ));
+        }
+        if parts.is_empty() {
+            "nothing new".to_string()
+        } else {
+            parts.join(", ")
+        }
+    }
+}
+
 /// Scores what compactd would say before a request the provider reported
 /// `prompt` tokens for.
 fn score(
@@ -296,7 +374,7 @@ fn score(
     session: &Session,
     prompt: u64,
     position: usize,
-    after_compaction: bool,
+    since: &Since,
     stats: &mut FileStats,
 ) {
     let peak = stats.peak_reported_context.get_or_insert(0);
@@ -304,14 +382,16 @@ fn score(
     let accuracy = &mut stats.accuracy;
     let meter = meter::meter(config, session);
     if meter.source == MeterSource::Usage {
-        accuracy.meter.add(meter.context_tokens, prompt, position);
+        accuracy
+            .meter
+            .add(meter.context_tokens, prompt, position, since);
     }
     let (estimate, calibrated) = (session.estimated_tokens(), session.calibrated_tokens());
-    accuracy.estimate.add(estimate, prompt, position);
+    accuracy.estimate.add(estimate, prompt, position, since);
     if accuracy.estimate.turns > 1 {
-        accuracy.calibrated.add(calibrated, prompt, position);
+        accuracy.calibrated.add(calibrated, prompt, position, since);
     }
-    if after_compaction {
+    if since.compacted {
         accuracy.after_compactions.push(AfterCompaction {
             message: position,
             meter: meter.context_tokens,
@@ -335,8 +415,8 @@ fn print_accuracy(peak_reported_context: Option<u64>, a: &Accuracy) -> Result<()
                     outln!("                {name}: no turns to compare");
                 } else {
                     outln!(
-                        "                {name}: {} turns, mean error {:.1}% (bias {:+.1}%), max {:.1}% (message {})",
-                        e.turns, e.mean_abs_percent, e.mean_percent, e.max_abs_percent, e.worst_message
+                        "                {name}: {} turns, mean error {:.1}% (bias {:+.1}%), max {:.1}% (message {}, after {})",
+                        e.turns, e.mean_abs_percent, e.mean_percent, e.max_abs_percent, e.worst_message, e.worst_after
                     );
                 }
                 Ok(())

@@ -51,8 +51,14 @@ use std::collections::HashMap;
 const SMALL_ESTIMATE: f64 = 1000.0;
 /// The weight of a new sample in the scale's moving average.
 const SCALE_ALPHA: f64 = 0.2;
-/// Scales outside this range are not a tokenizer difference.
-const SCALE_RANGE: (f64, f64) = (0.5, 3.0);
+/// Scales outside this range are not a tokenizer difference: a slope
+/// beyond it is content compactd does not see (a client's re-attached
+/// files, say), and multiplying every new message by it moved the meter by
+/// 2.5× a large tool result's count. Claude counts coding sessions 1.19–
+/// 1.42× o200k (the shared and the quality benchmark's Claude Code
+/// transcripts, whole sessions); other models are o200k-like or unknown.
+const SCALE_RANGE: (f64, f64) = (0.7, 2.0);
+const ANTHROPIC_SCALE_RANGE: (f64, f64) = (1.0, 1.6);
 /// The scale applies, and a sample this far from the fit's prediction is
 /// an outlier, once the scale has `SETTLED` samples; `OUTLIERS_TRUSTED`
 /// outliers in a row are not.
@@ -107,14 +113,14 @@ impl Calibration {
             return;
         }
         let key = model_key(model);
-        let prior = if key.contains("claude") {
-            ANTHROPIC_PRIOR
+        let (prior, range) = if key.contains("claude") {
+            (ANTHROPIC_PRIOR, ANTHROPIC_SCALE_RANGE)
         } else {
-            1.0
+            (1.0, SCALE_RANGE)
         };
         self.models
             .entry(key)
-            .or_insert_with(|| ModelFit::with_prior(prior))
+            .or_insert_with(|| ModelFit::with_prior(prior, range))
             .observe(estimate as f64, reported as f64);
     }
 
@@ -148,6 +154,8 @@ struct ModelFit {
     outliers_in_a_row: u32,
     /// The scale before the samples settle it.
     prior: f64,
+    /// The scales a sample may give.
+    range: (f64, f64),
 }
 
 impl Default for ModelFit {
@@ -160,6 +168,7 @@ impl Default for ModelFit {
             scale_samples: 0,
             outliers_in_a_row: 0,
             prior: 1.0,
+            range: SCALE_RANGE,
         }
     }
 }
@@ -169,9 +178,10 @@ impl ModelFit {
         self.scale_samples >= SETTLED
     }
 
-    fn with_prior(prior: f64) -> ModelFit {
+    fn with_prior(prior: f64, range: (f64, f64)) -> ModelFit {
         ModelFit {
             prior,
+            range,
             ..ModelFit::default()
         }
     }
@@ -204,7 +214,7 @@ impl ModelFit {
             if self.outliers_in_a_row < OUTLIERS_TRUSTED {
                 return;
             }
-            *self = ModelFit::with_prior(self.prior);
+            *self = ModelFit::with_prior(self.prior, self.range);
         }
         self.outliers_in_a_row = 0;
         if self.weight > 0.0 {
@@ -213,7 +223,7 @@ impl ModelFit {
                 self.weighted_reported / self.weight,
             );
             if e - e0 >= SMALL_ESTIMATE.max(e0) {
-                self.add_scale(((r - r0) / (e - e0)).clamp(SCALE_RANGE.0, SCALE_RANGE.1));
+                self.add_scale(((r - r0) / (e - e0)).clamp(self.range.0, self.range.1));
             }
         }
         let w = 1.0 / (e + SMALL_ESTIMATE).powi(2);
@@ -261,6 +271,38 @@ mod tests {
         // A compacted view of 20k tokens is predicted within 1%.
         let truth = 17_900.0 + 1.35 * 20_000.0;
         assert!((c.context(20_000) as f64 - truth).abs() / truth < 0.01);
+    }
+
+    /// One large result whose provider count grew far more than compactd's
+    /// (content compactd does not see came with it) moves a Claude
+    /// session's scale to its bound at most, and the meter by at most that
+    /// bound times the result's count: not 2.5× it.
+    #[test]
+    fn one_large_result_moves_the_scale_within_its_bounds() {
+        let mut calibration = Calibration::default();
+        let model = Some("claude-opus-4-5");
+        let mut e = 300u64;
+        for _ in 0..6 {
+            calibration.observe(model, e, 16_000 + e * 13 / 10);
+            e += 4_000;
+        }
+        let before = calibration.correction(model);
+        assert!((before.scale - 1.3).abs() < 0.01, "{before:?}");
+        // Three parallel reads of 30k tokens: the provider reports 90k more.
+        for _ in 0..10 {
+            e += 30_000;
+            let r = 16_000 + (e as f64 * 1.3) as u64 + 60_000;
+            calibration.observe(model, e, r);
+        }
+        let after = calibration.correction(model);
+        assert!(after.scale <= ANTHROPIC_SCALE_RANGE.1, "{after:?}");
+        assert!(after.scaled(10_000) <= 16_000, "{after:?}");
+        // Other models: their own bounds.
+        let mut other = Calibration::default();
+        for e in [300u64, 5_000, 10_000, 20_000] {
+            other.observe(Some("gpt-5"), e, 1_000 + e * 9);
+        }
+        assert_eq!(other.correction(Some("gpt-5")).scale, SCALE_RANGE.1);
     }
 
     #[test]

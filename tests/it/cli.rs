@@ -379,6 +379,15 @@ fn stats_scores_the_meter_against_provider_usage() {
         files.len()
     );
     assert!(text.contains("mean error"), "{text}");
+    // The worst turn is named with what came before it.
+    let worst = reports[0]["accuracy"]["meter"]["worstAfter"]
+        .as_str()
+        .unwrap();
+    assert!(
+        worst.contains("tool result") || worst.contains("user message"),
+        "{worst}"
+    );
+    assert!(text.contains(&format!(", after {worst})")), "{text}");
     assert_eq!(
         text.matches("count calibrated (overhead ").count(),
         files.len(),
