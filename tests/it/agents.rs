@@ -3,7 +3,8 @@
 //! the transcript the real program writes while it runs (Read, Edit,
 //! Write, Bash with usage), and renders the status line from the JSON the
 //! real program sends its `statusLine` command, in an interactive session
-//! under tmux. Skipped, with the reason printed, when the agents are not
+//! under tmux. Skipped (`support::skip`: a failure when CI requires
+//! every prerequisite), with the reason printed, when the agents are not
 //! installed (or python3 or tmux is missing).
 
 use std::collections::BTreeMap;
@@ -47,7 +48,7 @@ macro_rules! or_skip {
         match $found {
             Ok(found) => found,
             Err(why) => {
-                eprintln!("skipping: {why}");
+                crate::support::skip(&why);
                 return;
             }
         }
@@ -526,7 +527,7 @@ fn claude_code_compactions(hooks: bool) -> Option<(Vec<(String, String)>, PathBu
     let claude = match claude() {
         Ok(claude) => claude,
         Err(why) => {
-            eprintln!("skipping: {why}");
+            crate::support::skip(&why);
             return None;
         }
     };
@@ -781,7 +782,7 @@ fn codex_compaction(hooks: bool) -> Option<(String, String)> {
     let codex = match codex() {
         Ok(codex) => codex,
         Err(why) => {
-            eprintln!("skipping: {why}");
+            crate::support::skip(&why);
             return None;
         }
     };
@@ -1048,7 +1049,7 @@ fn opencode_compaction(plugin: bool, compactd_bin: Option<&str>) -> Option<Openc
     let opencode = match opencode() {
         Ok(opencode) => opencode,
         Err(why) => {
-            eprintln!("skipping: {why}");
+            crate::support::skip(&why);
             return None;
         }
     };

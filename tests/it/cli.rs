@@ -566,7 +566,9 @@ fn malformed_input_is_a_one_line_error_or_a_skip_count() {
 fn progress_shows_on_a_terminal_only() {
     let Some(dir) = transcripts_dir() else { return };
     if Command::new("script").arg("--version").output().is_err() {
-        println!("SKIP: `script` (util-linux) is absent; it provides the terminal for this test");
+        crate::support::skip(
+            "`script` (util-linux) is absent; it provides the terminal for this test",
+        );
         return;
     }
     let file = dir.join("pi-session-jsonl/large-session.jsonl");
@@ -721,7 +723,7 @@ fn a_closed_pipe_ends_a_command_quietly() {
 fn stats_leaves_no_frozen_bar_on_the_terminal() {
     let Some(dir) = transcripts_dir() else { return };
     if Command::new("tmux").arg("-V").output().is_err() {
-        println!("SKIP: tmux is absent; it renders the terminal for this test");
+        crate::support::skip("tmux is absent; it renders the terminal for this test");
         return;
     }
     let mut files: Vec<String> = std::fs::read_dir(dir.join("claude-code-jsonl"))

@@ -184,7 +184,7 @@ fn a_full_disk_loses_no_acknowledged_message_in_either_durability() {
     let tmpfs = match Tmpfs::mount("1m") {
         Ok(tmpfs) => tmpfs,
         Err(why) => {
-            println!("SKIP: a_full_disk_loses_no_acknowledged_message: {why}");
+            crate::support::skip(&why);
             return;
         }
     };

@@ -186,7 +186,7 @@ fn the_sections_moved_out_of_the_readme_are_reachable_from_it() {
 #[test]
 fn the_meter_accuracy_table_is_what_the_script_prints() {
     if !root().join("../shared/transcripts").is_dir() {
-        println!("SKIP: the_meter_accuracy_table_is_what_the_script_prints: ../shared/transcripts is absent");
+        crate::support::skip("../shared/transcripts is absent");
         return;
     }
     let out = Command::new("python3")

@@ -429,7 +429,7 @@ fn an_api_key_from_the_environment_is_sent_but_never_shown() {
 static REAL_MODEL: Mutex<()> = Mutex::new(());
 
 /// The local model server's base URL (`COMPACTD_TEST_LLM_URL`, else the
-/// port scripts/local-llm.sh uses), or `None` with a printed SKIP line.
+/// port scripts/local-llm.sh uses), or `None`, skipped (`support::skip`).
 fn local_llm() -> Option<String> {
     let url = std::env::var("COMPACTD_TEST_LLM_URL")
         .unwrap_or_else(|_| "http://127.0.0.1:8765/v1".to_string());
@@ -437,9 +437,9 @@ fn local_llm() -> Option<String> {
     if http_get_ok(&format!("{root}/health")) || http_get_ok(&format!("{url}/models")) {
         Some(url)
     } else {
-        println!(
-            "SKIP: no local LLM server at {url}; start one with `scripts/local-llm.sh up` or set COMPACTD_TEST_LLM_URL"
-        );
+        crate::support::skip(&format!(
+            "no local LLM server at {url}; start one with `scripts/local-llm.sh up` or set COMPACTD_TEST_LLM_URL"
+        ));
         None
     }
 }

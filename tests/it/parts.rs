@@ -540,7 +540,6 @@ fn signatures_in(raw: &str, field: &str) -> Vec<String> {
 #[test]
 fn imported_transcripts_keep_their_images_and_signed_thinking() {
     let Some(corpus) = transcripts_dir() else {
-        eprintln!("skipping: ../shared/transcripts is absent");
         return;
     };
     let dir = tempfile::tempdir().unwrap();

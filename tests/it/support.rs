@@ -517,11 +517,39 @@ pub fn transcripts_dir() -> Option<PathBuf> {
     if dir.is_dir() {
         Some(dir)
     } else {
-        println!(
-            "SKIP: {} is absent; transcript tests need ../shared beside the repo",
+        skip(&format!(
+            "{} is absent; transcript tests need ../shared beside the repo",
             dir.display()
-        );
+        ));
         None
+    }
+}
+
+/// The one way a test skips for a missing prerequisite: with `CI` or
+/// `COMPACTD_REQUIRE_PREREQUISITES` set (`.ci/run` sets it) it fails
+/// instead (CI installs every prerequisite, so a skip there is a test that
+/// did nothing); otherwise it prints a SKIP line naming the test and
+/// adds it to `target/tmp/skipped.txt`, which `scripts/test.sh` lists at
+/// the end of the run.
+pub fn skip(why: &str) {
+    let current = std::thread::current();
+    let test = current.name().unwrap_or("a test");
+    let required = ["CI", "COMPACTD_REQUIRE_PREREQUISITES"]
+        .iter()
+        .any(|v| std::env::var_os(v).is_some_and(|v| !v.is_empty()));
+    if required {
+        panic!("{test}: a prerequisite is missing and the run requires them: {why}");
+    }
+    println!("SKIP: {test}: {why}");
+    let list = Path::new(env!("CARGO_TARGET_TMPDIR")).join("skipped.txt");
+    let line = format!("{test}: {why}\n");
+    let appended = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&list)
+        .and_then(|mut f| std::io::Write::write_all(&mut f, line.as_bytes()));
+    if let Err(e) = appended {
+        eprintln!("{}: {e}", list.display());
     }
 }
 
@@ -746,12 +774,12 @@ pub fn agents_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/agents")
 }
 
-/// Why a test that needs the scripted model server cannot run, printed:
-/// `true` when python3 is missing.
+/// Whether a test that needs the scripted model server cannot run: `true`,
+/// skipped (`skip`), when python3 is missing.
 pub fn python3_missing() -> bool {
     let missing = Command::new("python3").arg("--version").output().is_err();
     if missing {
-        eprintln!("skipping: python3 is missing (the scripted model server needs it)");
+        skip("python3 is missing (the scripted model server needs it)");
     }
     missing
 }
