@@ -15,10 +15,17 @@
 //! are read through `read_capped`, which adds a size cap: a symlink to
 //! `/dev/zero` is refused by its type, and a regular file that is, or
 //! grows, larger than the cap is refused without reading past it.
+//!
+//! A whole file is replaced through `replace`, the one writer of whole
+//! files: written beside the file under a temporary name, synced, renamed
+//! over it and its folder synced, so a crash or a full disk leaves the old
+//! file or the new one, never half of one, and the rename survives a power
+//! loss. Caches that cost nothing to lose skip the syncs.
 
 use std::fs::{File, FileType, Metadata, OpenOptions};
-use std::io::{self, Read};
-use std::path::Path;
+use std::io::{self, Read, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// The most read of a settings or state file an agent or the user writes
 /// (Claude Code's `.claude.json` keeps every project's history and runs to
@@ -138,9 +145,151 @@ pub fn human_bytes(n: u64) -> String {
     }
 }
 
+/// How `replace` writes a file.
+#[derive(Debug, Clone, Copy)]
+pub struct Replacement<'a> {
+    /// The permissions of a new file (less the umask): 0o600 for one only
+    /// its owner may read from the first byte.
+    pub mode: u32,
+    /// Sync the file and its folder: off only for a cache.
+    pub durable: bool,
+    /// Keep the permissions and the owner this file has, when it exists
+    /// (the file being replaced, usually).
+    pub like: Option<&'a Path>,
+}
+
+impl Replacement<'_> {
+    /// A file others may read, durable.
+    pub const DURABLE: Replacement<'static> = Replacement {
+        mode: 0o666,
+        durable: true,
+        like: None,
+    };
+    /// A file only its owner may read, durable.
+    pub const PRIVATE: Replacement<'static> = Replacement {
+        mode: 0o600,
+        ..Replacement::DURABLE
+    };
+    /// A cache: losing it only costs a longer read.
+    pub const CACHE: Replacement<'static> = Replacement {
+        durable: false,
+        ..Replacement::DURABLE
+    };
+}
+
+/// Replaces `path` with `bytes` (creating its folder), as `how` says; on
+/// an error the temporary file is removed and `path` is as it was.
+pub fn replace(path: &Path, bytes: &[u8], how: &Replacement) -> io::Result<()> {
+    let folder = match path.parent() {
+        Some(f) if !f.as_os_str().is_empty() => f.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    std::fs::create_dir_all(&folder)?;
+    let temporary = temporary_beside(path, &folder)?;
+    let written = write_new(&temporary, bytes, how).and_then(|()| {
+        std::fs::rename(&temporary, path)?;
+        if how.durable {
+            sync_folder(&folder)?;
+        }
+        Ok(())
+    });
+    if written.is_err() {
+        let _ = std::fs::remove_file(&temporary);
+    }
+    written
+}
+
+/// `.<name>.<pid>.<n>.tmp` in `folder`: unique within the process too.
+fn temporary_beside(path: &Path, folder: &Path) -> io::Result<PathBuf> {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let name = path.file_name().ok_or_else(|| {
+        io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("{}: not a file name", path.display()),
+        )
+    })?;
+    let n = NEXT.fetch_add(1, Ordering::Relaxed);
+    Ok(folder.join(format!(
+        ".{}.{}.{n}.tmp",
+        name.to_string_lossy(),
+        std::process::id()
+    )))
+}
+
+fn write_new(temporary: &Path, bytes: &[u8], how: &Replacement) -> io::Result<()> {
+    let mut options = OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.mode(how.mode);
+    }
+    let mut file = options.open(temporary)?;
+    file.write_all(bytes)?;
+    if let Some(meta) = how.like.and_then(|like| std::fs::metadata(like).ok()) {
+        file.set_permissions(meta.permissions())?;
+        keep_owner(temporary, &meta);
+    }
+    if how.durable {
+        file.sync_all()?;
+    }
+    Ok(())
+}
+
+/// The owner of `like` for `file`, where the process may give it (root
+/// rewriting a user's file leaves it the user's).
+#[cfg(unix)]
+fn keep_owner(file: &Path, like: &Metadata) {
+    use std::os::unix::fs::MetadataExt;
+    let _ = std::os::unix::fs::chown(file, Some(like.uid()), Some(like.gid()));
+}
+
+#[cfg(not(unix))]
+fn keep_owner(_file: &Path, _like: &Metadata) {}
+
+/// Makes a rename in `folder` durable.
+#[cfg(unix)]
+pub fn sync_folder(folder: &Path) -> io::Result<()> {
+    File::open(folder)?.sync_all()
+}
+
+#[cfg(not(unix))]
+pub fn sync_folder(_: &Path) -> io::Result<()> {
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_replaced_file_is_whole_keeps_its_mode_and_leaves_no_temporary() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("deep/settings.json");
+        replace(&file, b"{\"a\":1}", &Replacement::PRIVATE).unwrap();
+        assert_eq!(std::fs::read(&file).unwrap(), b"{\"a\":1}");
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+            assert_eq!(mode(&file), 0o600);
+            std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o640)).unwrap();
+            let like = Replacement {
+                like: Some(&file),
+                ..Replacement::DURABLE
+            };
+            replace(&file, b"{}", &like).unwrap();
+            assert_eq!(mode(&file), 0o640);
+        }
+        // A folder that cannot take the file: the error, and nothing left.
+        let blocked = dir.path().join("deep/settings.json/inner");
+        assert!(replace(&blocked, b"x", &Replacement::CACHE).is_err());
+        let left: Vec<_> = std::fs::read_dir(dir.path().join("deep"))
+            .unwrap()
+            .collect();
+        assert_eq!(left.len(), 1, "{left:?}");
+        assert_eq!(std::fs::read(&file).unwrap(), b"{}");
+    }
 
     #[test]
     fn sizes_read_like_people_write_them() {

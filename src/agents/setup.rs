@@ -12,6 +12,8 @@
 use std::fmt;
 use std::path::{Path, PathBuf};
 
+use crate::regular_file::Replacement;
+
 use serde::de::{Deserializer, MapAccess, Visitor};
 use serde::Deserialize;
 use serde_json::value::RawValue;
@@ -715,30 +717,14 @@ fn write(path: &Path, text: &str) -> Result<(), String> {
 fn write_like(path: &Path, text: &str, like: &Path, private: bool) -> Result<(), String> {
     let path = &link_target(path);
     let like = &link_target(like);
-    let fail = |e: std::io::Error| format!("{}: {e}", path.display());
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir).map_err(fail)?;
-    }
-    let temporary = path.with_extension(format!("compactd-{}.tmp", std::process::id()));
-    let _ = std::fs::remove_file(&temporary);
-    let mut options = std::fs::OpenOptions::new();
-    options.write(true).create_new(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
+    let how = Replacement {
         // Private from the first byte: no moment where others may read it.
-        options.mode(if private { 0o600 } else { 0o666 });
-    }
-    let written = options.open(&temporary).and_then(|mut file| {
-        use std::io::Write;
-        file.write_all(text.as_bytes())
-    });
-    written.map_err(fail)?;
-    if let Ok(meta) = std::fs::metadata(like) {
-        std::fs::set_permissions(&temporary, meta.permissions()).map_err(fail)?;
-        keep_owner(&temporary, &meta);
-    }
-    std::fs::rename(&temporary, path).map_err(fail)
+        mode: if private { 0o600 } else { 0o666 },
+        like: Some(like),
+        ..Replacement::DURABLE
+    };
+    crate::regular_file::replace(path, text.as_bytes(), &how)
+        .map_err(|e| format!("{}: {e}", path.display()))
 }
 
 /// Where a symlinked file really is (itself when it is no symlink or its
@@ -754,15 +740,6 @@ fn link_target(path: &Path) -> PathBuf {
 
 /// Gives `file` the owner and group of `like` (run as root, setup must not
 /// make a user's file root's); where that is not allowed, it stays ours.
-#[cfg(unix)]
-fn keep_owner(file: &Path, like: &std::fs::Metadata) {
-    use std::os::unix::fs::MetadataExt;
-    let _ = std::os::unix::fs::chown(file, Some(like.uid()), Some(like.gid()));
-}
-
-#[cfg(not(unix))]
-fn keep_owner(_file: &Path, _like: &std::fs::Metadata) {}
-
 /// The commands of one matcher group (`{"matcher": …, "hooks": [{"command": …}]}`).
 fn group_commands(group: &Item) -> Vec<String> {
     let value = group.value();

@@ -2,7 +2,7 @@
 //! write the compacted session as our log).
 
 use super::out::outln;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use serde::Serialize;
 use serde_json::json;
@@ -258,21 +258,15 @@ fn write_log(path: &Path, entries: &[LogEntry]) -> Result<(), CliError> {
         serde_json::to_writer(&mut buf, entry).expect("log entries serialize");
         buf.push(b'\n');
     }
-    let file_name = path
-        .file_name()
-        .ok_or_else(|| CliError::Usage(format!("--out {}: not a file name", path.display())))?;
-    let mut temp = PathBuf::from(path);
-    temp.set_file_name(format!(
-        ".{}.{}.tmp",
-        file_name.to_string_lossy(),
-        std::process::id()
-    ));
-    let fail = |e: std::io::Error| CliError::Failure(format!("{}: {e}", path.display()));
-    std::fs::write(&temp, &buf).map_err(fail)?;
-    std::fs::rename(&temp, path).map_err(|e| {
-        let _ = std::fs::remove_file(&temp);
-        fail(e)
-    })
+    if path.file_name().is_none() {
+        return Err(CliError::Usage(format!(
+            "--out {}: not a file name",
+            path.display()
+        )));
+    }
+    let how = crate::regular_file::Replacement::DURABLE;
+    crate::regular_file::replace(path, &buf, &how)
+        .map_err(|e| CliError::Failure(format!("{}: {e}", path.display())))
 }
 
 /// The lock of the session whose log `path` would be (`<dir>/<stem>.lock`

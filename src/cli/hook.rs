@@ -149,15 +149,8 @@ fn save(cache: &Path, transcript: &Path, answers: &Answers) {
 }
 
 fn write_whole(path: &Path, bytes: &[u8]) {
-    let Some(dir) = path.parent() else {
-        return;
-    };
-    let temporary = path.with_extension(format!("{}.tmp", std::process::id()));
-    let written = std::fs::create_dir_all(dir)
-        .and_then(|_| std::fs::write(&temporary, bytes))
-        .and_then(|_| std::fs::rename(&temporary, path));
-    if let Err(e) = written {
-        let _ = std::fs::remove_file(&temporary);
+    let how = crate::regular_file::Replacement::CACHE;
+    if let Err(e) = crate::regular_file::replace(path, bytes, &how) {
         eprintln!("compactd hook: cache {}: {e}", path.display());
     }
 }

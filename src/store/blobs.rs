@@ -8,8 +8,8 @@
 //! or another session may name the same one). A name read from a log is
 //! checked to be 64 lowercase hex digits before it becomes a path.
 
-use std::fs::{self, File};
-use std::io::{self, Write};
+use std::fs;
+use std::io;
 use std::path::{Path, PathBuf};
 
 use sha2::{Digest, Sha256};
@@ -59,20 +59,8 @@ impl Blobs {
         if fs::metadata(&path).is_ok_and(|m| m.is_file() && m.len() == data.len() as u64) {
             return Ok(name);
         }
-        let folder = path.parent().expect("a blob's path has a folder");
-        fs::create_dir_all(folder)?;
-        let temporary = folder.join(format!(".{name}.{}.tmp", std::process::id()));
-        let written = (|| {
-            let mut file = File::create(&temporary)?;
-            file.write_all(data.as_bytes())?;
-            file.sync_all()?;
-            fs::rename(&temporary, &path)?;
-            sync_folder(folder)
-        })();
-        if written.is_err() {
-            let _ = fs::remove_file(&temporary);
-        }
-        written.map(|()| name)
+        let how = crate::regular_file::Replacement::DURABLE;
+        crate::regular_file::replace(&path, data.as_bytes(), &how).map(|()| name)
     }
 
     /// A stored blob's data.
@@ -88,16 +76,6 @@ impl Blobs {
     pub fn has(&self, name: &str) -> bool {
         self.path(name).is_ok_and(|p| p.is_file())
     }
-}
-
-#[cfg(unix)]
-fn sync_folder(folder: &Path) -> io::Result<()> {
-    File::open(folder)?.sync_all()
-}
-
-#[cfg(not(unix))]
-fn sync_folder(_: &Path) -> io::Result<()> {
-    Ok(())
 }
 
 #[cfg(test)]

@@ -14,7 +14,6 @@
 //! clients that find a stale file fall back to starting their own compactd
 //! on stdio.
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -67,19 +66,8 @@ pub fn write(path: &Path, discovery: &Discovery) -> std::io::Result<()> {
     if let Some(dir) = path.parent() {
         create_private_dir(dir)?;
     }
-    let tmp = path.with_extension(format!("json.{}.tmp", std::process::id()));
-    let mut options = std::fs::OpenOptions::new();
-    options.write(true).create(true).truncate(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        options.mode(0o600);
-    }
-    let mut file = options.open(&tmp)?;
-    file.write_all(&serde_json::to_vec_pretty(discovery).expect("discovery serializes"))?;
-    file.sync_all()?;
-    drop(file);
-    std::fs::rename(&tmp, path)
+    let bytes = serde_json::to_vec_pretty(discovery).expect("discovery serializes");
+    crate::regular_file::replace(path, &bytes, &crate::regular_file::Replacement::PRIVATE)
 }
 
 fn create_private_dir(dir: &Path) -> std::io::Result<()> {

@@ -143,15 +143,9 @@ fn cache_file(config: &Config, transcript: &Path) -> PathBuf {
 /// the old cache or the new one, never half of one. A cache that cannot be
 /// written only costs the next render a longer read.
 fn save(path: &Path, cached: &Cached) {
-    let Some(dir) = path.parent() else {
-        return;
-    };
-    let temporary = path.with_extension(format!("{}.tmp", std::process::id()));
-    let written = std::fs::create_dir_all(dir)
-        .and_then(|_| std::fs::write(&temporary, serde_json::to_vec(cached).unwrap_or_default()))
-        .and_then(|_| std::fs::rename(&temporary, path));
-    if let Err(e) = written {
-        let _ = std::fs::remove_file(&temporary);
+    let bytes = serde_json::to_vec(cached).unwrap_or_default();
+    let how = crate::regular_file::Replacement::CACHE;
+    if let Err(e) = crate::regular_file::replace(path, &bytes, &how) {
         eprintln!("compactd statusline: cache {}: {e}", path.display());
     }
 }
