@@ -56,8 +56,9 @@ const SCALE_ALPHA: f64 = 0.2;
 /// files, say), and multiplying every new message by it moved the meter by
 /// 2.5× a large tool result's count. Claude counts coding sessions 1.19–
 /// 1.42× o200k (the shared and the quality benchmark's Claude Code
-/// transcripts, whole sessions); other models are o200k-like or unknown.
-const SCALE_RANGE: (f64, f64) = (0.7, 2.0);
+/// transcripts, whole sessions); another model's tokenizer may be anything
+/// (GPT-2's counts indented code twice as o200k does).
+const SCALE_RANGE: (f64, f64) = (0.5, 3.0);
 const ANTHROPIC_SCALE_RANGE: (f64, f64) = (1.0, 1.6);
 /// The scale applies, and a sample this far from the fit's prediction is
 /// an outlier, once the scale has `SETTLED` samples; `OUTLIERS_TRUSTED`
@@ -154,7 +155,7 @@ struct ModelFit {
     outliers_in_a_row: u32,
     /// The scale before the samples settle it.
     prior: f64,
-    /// The scales a sample may give.
+    /// The scales the fit may reach.
     range: (f64, f64),
 }
 
@@ -223,7 +224,7 @@ impl ModelFit {
                 self.weighted_reported / self.weight,
             );
             if e - e0 >= SMALL_ESTIMATE.max(e0) {
-                self.add_scale(((r - r0) / (e - e0)).clamp(self.range.0, self.range.1));
+                self.add_scale(((r - r0) / (e - e0)).clamp(SCALE_RANGE.0, SCALE_RANGE.1));
             }
         }
         let w = 1.0 / (e + SMALL_ESTIMATE).powi(2);
@@ -232,12 +233,16 @@ impl ModelFit {
         self.weighted_estimate += w * e;
     }
 
+    /// One slope sample into the average, which stays within the model's
+    /// range: bounding the average rather than each sample keeps it
+    /// unbiased where the samples scatter around a scale inside it.
     fn add_scale(&mut self, sample: f64) {
-        self.scale = if self.scale_samples == 0 {
+        let scale = if self.scale_samples == 0 {
             sample
         } else {
             self.scale + SCALE_ALPHA * (sample - self.scale)
         };
+        self.scale = scale.clamp(self.range.0, self.range.1);
         self.scale_samples += 1;
     }
 
@@ -302,6 +307,7 @@ mod tests {
         for e in [300u64, 5_000, 10_000, 20_000] {
             other.observe(Some("gpt-5"), e, 1_000 + e * 9);
         }
+        assert!(SCALE_RANGE.1 > ANTHROPIC_SCALE_RANGE.1);
         assert_eq!(other.correction(Some("gpt-5")).scale, SCALE_RANGE.1);
     }
 

@@ -12,9 +12,9 @@ use tiktoken_rs::CoreBPE;
 use crate::support::{transcripts_dir, Server};
 
 /// A stand-in provider whose tokenizer is not compactd's: GPT-2's
-/// `r50k_base`, which counts source code 30–40% above o200k (as Claude's
-/// does on the shared Claude Code sessions), with a system prompt and tool
-/// definitions no client tells compactd about.
+/// `r50k_base`, which counts prose 30–40% above o200k (as Claude's does on
+/// the shared Claude Code sessions) and indented source code more, with a
+/// system prompt and tool definitions no client tells compactd about.
 pub struct Provider {
     bpe: CoreBPE,
     system_prompt: String,
