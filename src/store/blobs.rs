@@ -7,6 +7,12 @@
 //! a missing blob; blobs are never changed or deleted (a branch, a handoff
 //! or another session may name the same one). A name read from a log is
 //! checked to be 64 lowercase hex digits before it becomes a path.
+//!
+//! A blob is trusted by its content, not its length: it is read only as a
+//! regular file that is no symlink, under a cap, and served (or reused for
+//! the same data appended again) only when its SHA-256 is its name, so a
+//! file damaged or swapped on disk is an error naming it, never served as
+//! the image, and a re-append writes the good data over it.
 
 use std::fs;
 use std::io;
@@ -19,6 +25,9 @@ use crate::regular_file;
 /// `data` this long or longer is stored apart (8 KiB of base64, a 6 KB
 /// image): smaller stays in the log line.
 pub const MIN_BYTES: usize = 8 * 1024;
+
+/// The most read of a blob: no frame a client may send holds more.
+const MAX_BYTES: u64 = 1 << 30;
 
 #[derive(Debug, Clone)]
 pub struct Blobs {
@@ -35,8 +44,7 @@ impl Blobs {
 
     /// The name of `data`: its SHA-256 in lowercase hex.
     pub fn name_of(data: &str) -> String {
-        let digest = Sha256::digest(data.as_bytes());
-        digest.iter().map(|b| format!("{b:02x}")).collect()
+        Self::name_of_bytes(data.as_bytes())
     }
 
     fn path(&self, name: &str) -> io::Result<PathBuf> {
@@ -56,20 +64,38 @@ impl Blobs {
     pub fn put(&self, data: &str) -> io::Result<String> {
         let name = Self::name_of(data);
         let path = self.path(&name)?;
-        if fs::metadata(&path).is_ok_and(|m| m.is_file() && m.len() == data.len() as u64) {
+        let same_length =
+            fs::symlink_metadata(&path).is_ok_and(|m| m.is_file() && m.len() == data.len() as u64);
+        if same_length && self.get(&name).is_ok() {
             return Ok(name);
         }
         let how = crate::regular_file::Replacement::DURABLE;
         crate::regular_file::replace(&path, data.as_bytes(), &how).map(|()| name)
     }
 
-    /// A stored blob's data.
+    /// A stored blob's data, when it is what its name says.
     pub fn get(&self, name: &str) -> io::Result<String> {
         let path = self.path(name)?;
-        let file = regular_file::open_read(&path)?;
-        let mut text = String::new();
-        io::Read::read_to_string(&mut io::BufReader::new(file), &mut text)?;
-        Ok(text)
+        let kind = fs::symlink_metadata(&path)?.file_type();
+        let invalid = |what: String| io::Error::new(io::ErrorKind::InvalidData, what);
+        if !kind.is_file() {
+            return Err(invalid(format!(
+                "blob {name} is {}, not a regular file",
+                regular_file::kind_name(kind)
+            )));
+        }
+        let bytes = regular_file::read_capped(&path, MAX_BYTES)?;
+        if Self::name_of_bytes(&bytes) != name {
+            return Err(invalid(format!(
+                "blob {name} does not hold what its name says (damaged or replaced on disk)"
+            )));
+        }
+        String::from_utf8(bytes).map_err(|e| invalid(format!("blob {name}: {e}")))
+    }
+
+    fn name_of_bytes(bytes: &[u8]) -> String {
+        let digest = Sha256::digest(bytes);
+        digest.iter().map(|b| format!("{b:02x}")).collect()
     }
 
     /// Whether a blob of that name is stored.
@@ -94,6 +120,38 @@ mod tests {
         assert_eq!(stored.len(), 1, "{stored:?}");
         assert!(blobs.get("../../etc/passwd").is_err());
         assert!(!blobs.has(&"0".repeat(64)));
+    }
+
+    /// Same-length garbage is an error naming the blob, not the image, and
+    /// appending the image again writes it back; a symlink is refused.
+    #[test]
+    fn a_blob_is_trusted_by_its_content_not_its_length() {
+        let dir = tempfile::tempdir().unwrap();
+        let blobs = Blobs::in_data_dir(dir.path());
+        let data = "iVBOR".repeat(4000);
+        let name = blobs.put(&data).unwrap();
+        let path = blobs.path(&name).unwrap();
+        fs::write(&path, "x".repeat(data.len())).unwrap();
+        let err = blobs.get(&name).unwrap_err();
+        assert!(
+            err.to_string().contains("does not hold what its name says"),
+            "{err}"
+        );
+        assert!(err.to_string().contains(&name), "{err}");
+        assert_eq!(blobs.put(&data).unwrap(), name);
+        assert_eq!(blobs.get(&name).unwrap(), data);
+        #[cfg(unix)]
+        {
+            let elsewhere = dir.path().join("elsewhere");
+            fs::write(&elsewhere, &data).unwrap();
+            fs::remove_file(&path).unwrap();
+            std::os::unix::fs::symlink(&elsewhere, &path).unwrap();
+            let err = blobs.get(&name).unwrap_err();
+            assert!(err.to_string().contains("not a regular file"), "{err}");
+            // Appending the data again replaces the link with the blob.
+            blobs.put(&data).unwrap();
+            assert!(fs::symlink_metadata(&path).unwrap().is_file());
+        }
     }
 
     fn walk(dir: &Path) -> Vec<PathBuf> {

@@ -328,6 +328,54 @@ fn a_blob_missing_on_load_is_reported_not_fatal() {
     );
 }
 
+/// A blob damaged on disk (same length, other bytes) is never served as
+/// the image: the history keeps the reference and the server logs the
+/// blob's name; appending the same image again writes the good data back.
+#[test]
+fn a_damaged_blob_is_not_served_and_a_re_append_repairs_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut server = Server::start(dir.path(), json!({}));
+    let session = server.open(json!({"sessionId": "s"}));
+    let picture = image(640, 480, 20_000, 7);
+    server.append(
+        &session,
+        [json!({"role": "user", "content": [picture.clone()]})],
+    );
+    let (count, _) = du(&dir.path().join("blobs"));
+    assert_eq!(count, 1);
+    let blob = walk_files(&dir.path().join("blobs")).pop().unwrap();
+    let length = std::fs::metadata(&blob).unwrap().len() as usize;
+    std::fs::write(&blob, "A".repeat(length)).unwrap();
+    let messages = history(&mut server, "s");
+    let served = &messages[0]["content"][0];
+    assert_ne!(
+        served.get("data"),
+        Some(&json!("A".repeat(length))),
+        "garbage served"
+    );
+    assert!(served.get("$stored").is_some(), "{served}");
+    server.append(
+        &session,
+        [json!({"role": "user", "content": [picture.clone()]})],
+    );
+    let messages = history(&mut server, "s");
+    assert_eq!(messages[0]["content"][0]["data"], picture["data"]);
+    assert_eq!(messages[1]["content"][0]["data"], picture["data"]);
+}
+
+fn walk_files(dir: &Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            out.extend(walk_files(&path));
+        } else {
+            out.push(path);
+        }
+    }
+    out
+}
+
 // ---------------------------------------------------------------------
 // An agent with extended thinking on, its history kept in compactd.
 
