@@ -251,6 +251,8 @@ fn found_cases() -> Vec<Case> {
                 plans,
                 stale_errors: strings(label, "staleErrors", "error"),
                 shell: strings(label, "shell", "command"),
+                user_words: score::UserWords::list(label),
+                results: strings(label, "results", "words"),
             },
             chain: false,
             keep: Some(FOUND_KEEP),

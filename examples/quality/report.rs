@@ -146,21 +146,23 @@ pub fn print_table(report: &Report, baseline: Option<&Report>) {
 
 /// The defect kinds of the built-in summary, row by row and in total:
 /// rules in the rules section, rule precision, stale errors listed as
-/// open, approved plans' steps kept, the user's shell commands kept,
-/// repeated lines.
+/// open, approved plans' steps kept, the user's shell commands kept, the
+/// user's other words kept (answers, queued messages, rejections, the
+/// ends of long messages; by kind in a table of their own), the results
+/// of actions kept, repeated lines.
 pub fn print_kinds(report: &Report) {
     println!(
         "\n#### What an agent that carries on needs: {}\n",
         report.summarizer
     );
-    println!("| transcript | cut | rules in \"User rules\" | rule precision | stale errors listed as open | plan steps kept | user shell commands | repeated lines |");
-    println!("|---|---|---|---|---|---|---|---|");
+    println!("| transcript | cut | rules in \"User rules\" | rule precision | stale errors listed as open | plan steps kept | user shell commands | user's words kept | results of actions | repeated lines |");
+    println!("|---|---|---|---|---|---|---|---|---|---|");
     let mut total = Kinds::default();
     for row in report.rows.iter().filter(|r| r.skipped.is_none()) {
         let s = &row.score;
         total.add(s);
         println!(
-            "| {} | {} | {} | {} | {} | {} | {} | {}/{} |",
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {}/{} |",
             row.transcript,
             row.cut,
             recall(s.rules_listed),
@@ -172,19 +174,45 @@ pub fn print_kinds(report: &Report) {
             },
             recall(s.plans),
             recall(s.shell),
+            recall(s.user_words),
+            recall(s.results),
             s.duplicates,
             s.lines
         );
     }
     println!(
-        "| **all** | | **{}** | **{}** | **{}** | **{}** | **{}** | **{}** |",
+        "| **all** | | **{}** | **{}** | **{}** | **{}** | **{}** | **{}** | **{}** | **{}** |",
         share(total.rules),
         share(total.claims),
         recall(total.stale),
         share(total.plans),
         share(total.shell),
+        share(total.user_words),
+        share(total.results),
         share_of(total.duplicates, total.lines),
     );
+    print_user_words(&total);
+}
+
+/// The kinds of the user's words labelled in `labels.json` (`userWords`).
+const USER_WORDS: [&str; 5] = ["answer", "queued", "rejection", "long-ending", "slash-args"];
+
+/// The user's words kept, by kind, over all rows: the labelled kinds,
+/// and the `<bash-input>` commands (the shell column).
+fn print_user_words(total: &Kinds) {
+    if total.user_words.total == 0 && total.shell.total == 0 {
+        return;
+    }
+    println!("\n| the user's words, by kind | kept |\n|---|---|");
+    let others = total
+        .by_kind
+        .keys()
+        .filter(|k| !USER_WORDS.contains(&k.as_str()));
+    for kind in USER_WORDS.into_iter().chain(others.map(String::as_str)) {
+        let kept = total.by_kind.get(kind).copied().unwrap_or_default();
+        println!("| {kind} | {} |", share(kept));
+    }
+    println!("| bash-input (the shell column) | {} |", share(total.shell));
 }
 
 #[derive(Default)]
@@ -194,6 +222,9 @@ struct Kinds {
     stale: crate::score::Recall,
     plans: crate::score::Recall,
     shell: crate::score::Recall,
+    user_words: crate::score::Recall,
+    by_kind: std::collections::BTreeMap<String, crate::score::Recall>,
+    results: crate::score::Recall,
     duplicates: usize,
     lines: usize,
 }
@@ -206,9 +237,14 @@ impl Kinds {
             (&mut self.stale, s.stale_errors),
             (&mut self.plans, s.plans),
             (&mut self.shell, s.shell),
+            (&mut self.user_words, s.user_words),
+            (&mut self.results, s.results),
         ] {
-            sum.found += part.found;
-            sum.total += part.total;
+            *sum = add(*sum, part);
+        }
+        for (kind, part) in &s.user_words_by_kind {
+            let sum = self.by_kind.entry(kind.clone()).or_default();
+            *sum = add(*sum, *part);
         }
         self.duplicates += s.duplicates;
         self.lines += s.lines;

@@ -1,6 +1,8 @@
 //! Scores a compacted context against the probes, and the summary itself
 //! for noise.
 
+use std::collections::{BTreeMap, HashSet};
+
 use serde::{Deserialize, Serialize};
 
 use crate::probes::{opening, words, Probes};
@@ -19,6 +21,12 @@ impl Recall {
         } else {
             self.found as f64 / self.total as f64
         }
+    }
+
+    /// One more item, found or not.
+    pub fn count(&mut self, found: bool) {
+        self.total += 1;
+        self.found += usize::from(found);
     }
 
     pub fn of<'a>(
@@ -59,6 +67,16 @@ pub struct Score {
     /// The user's own shell commands found in the context.
     #[serde(default)]
     pub shell: Recall,
+    /// The user's labelled words (answers, queued messages, rejections,
+    /// requests at the end of long messages) carried by the context, in
+    /// all and by kind.
+    #[serde(default)]
+    pub user_words: Recall,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub user_words_by_kind: BTreeMap<String, Recall>,
+    /// Labelled outcomes of actions (hashes, ids, test outcomes) carried.
+    #[serde(default)]
+    pub results: Recall,
     /// Entry lines of the summary (what `duplicates` is out of).
     #[serde(default)]
     pub lines: usize,
@@ -88,6 +106,47 @@ pub struct Extra {
     pub plans: Vec<Vec<String>>,
     pub stale_errors: Vec<String>,
     pub shell: Vec<String>,
+    pub user_words: Vec<UserWords>,
+    pub results: Vec<String>,
+}
+
+/// Words of the user's that the summary must carry (`userWords` in
+/// `labels.json`).
+#[derive(Debug, Clone, Default)]
+pub struct UserWords {
+    /// `answer`, `queued`, `rejection`, `long-ending`, `slash-args`.
+    pub kind: String,
+    /// What they typed, in a few words (a rejection's reply; empty when
+    /// they typed none).
+    pub words: String,
+    /// A rejection's call, in a few words of its command or file.
+    pub call: Option<String>,
+}
+
+impl UserWords {
+    /// The `userWords` of one transcript's labels.
+    pub fn list(label: &serde_json::Value) -> Vec<UserWords> {
+        let text = |x: &serde_json::Value, key: &str| x[key].as_str().map(str::to_string);
+        label["userWords"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|x| UserWords {
+                kind: text(x, "kind").unwrap_or_default(),
+                words: text(x, "words").unwrap_or_default(),
+                call: text(x, "call"),
+            })
+            .collect()
+    }
+
+    /// As a miss prints it.
+    fn shown(&self) -> String {
+        match (&self.call, self.words.is_empty()) {
+            (Some(call), true) => call.clone(),
+            (Some(call), false) => format!("{call} → \"{}\"", self.words),
+            (None, _) => self.words.clone(),
+        }
+    }
 }
 
 /// `summary` is what the summarizer produced (with the retention check's
@@ -119,10 +178,7 @@ pub fn score(
     let mut misses = Vec::new();
     let mut note = |what: &str, item: &str, found: bool| {
         if !found {
-            misses.push(format!(
-                "{what}: {}",
-                item.chars().take(120).collect::<String>()
-            ));
+            misses.push(miss(what, item));
         }
         found
     };
@@ -159,25 +215,6 @@ pub fn score(
                 note("rule not in the rules section", r, listed)
             },
         ),
-        stale_errors: Recall::of(extra.stale_errors.iter().map(String::as_str), |e| {
-            let open = words(&section(summary, "Errors still open"));
-            let listed = !words(e).is_empty() && open.contains(&opening(e, 40));
-            !note("stale error listed as open", e, !listed)
-        }),
-        plans: Recall::of(extra.plans.iter().flatten().map(String::as_str), |step| {
-            let kept = context
-                .lines()
-                .any(|line| mostly_present(step, &words(line)));
-            note("plan step", step, kept)
-        }),
-        shell: Recall::of(extra.shell.iter().map(String::as_str), |c| {
-            note("user shell command", c, has(c))
-        }),
-        lines: summary
-            .lines()
-            .map(str::trim)
-            .filter(|l| !l.is_empty() && !l.starts_with('#') && !l.starts_with('<'))
-            .count(),
         open_errors: Recall::of(probes.open_errors.iter().map(|e| e.line.as_str()), |l| {
             let error = probes.open_errors.iter().find(|e| e.line == l);
             let found =
@@ -185,20 +222,308 @@ pub fn score(
             note("open error", l, found)
         }),
         summary_tokens: tokens,
-        fragments: body_entries(summary)
-            .iter()
-            .filter(|(label, entry)| !label && is_fragment(entry))
-            .count(),
-        duplicates: duplicates(summary),
-        misses: Vec::new(),
+        ..Score::default()
     };
-    for (_, entry) in body_entries(summary)
-        .iter()
-        .filter(|(label, e)| !label && is_fragment(e))
-    {
-        misses.push(format!("(noise) fragment: {entry}"));
+    let mut score = Score { misses, ..score };
+    score_labelled(&mut score, extra, summary, context);
+    score_noise(&mut score, summary);
+    score
+}
+
+/// The hand labels of a real transcript beyond its rules: stale failures
+/// listed as open, approved plans' steps, the user's shell commands and
+/// other words, the results of actions.
+fn score_labelled(score: &mut Score, extra: &Extra, summary: &str, context: &str) {
+    let haystack = words(context);
+    let misses = &mut score.misses;
+    let mut note = |what: &str, item: &str, found: bool| {
+        if !found {
+            misses.push(miss(what, item));
+        }
+        found
+    };
+    let stale_errors = Recall::of(extra.stale_errors.iter().map(String::as_str), |e| {
+        let open = words(&section(summary, "Errors still open"));
+        let listed = !words(e).is_empty() && open.contains(&opening(e, 40));
+        !note("stale error listed as open", e, !listed)
+    });
+    let plans = Recall::of(extra.plans.iter().flatten().map(String::as_str), |step| {
+        let kept = context
+            .lines()
+            .any(|line| mostly_present(step, &words(line)));
+        note("plan step", step, kept)
+    });
+    let shell = Recall::of(extra.shell.iter().map(String::as_str), |c| {
+        let found = !words(c).is_empty() && haystack.contains(&words(c));
+        note("user shell command", c, found)
+    });
+    let carried = Carried::of(extra, context, summary);
+    score.misses.extend(carried.misses);
+    score.stale_errors = stale_errors;
+    score.plans = plans;
+    score.shell = shell;
+    score.user_words = carried.user_words;
+    score.user_words_by_kind = carried.by_kind;
+    score.results = carried.results;
+}
+
+/// The summary's noise: its entry lines, the fragments among them (each
+/// a miss) and the lines it repeats.
+fn score_noise(score: &mut Score, summary: &str) {
+    score.lines = summary
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('#') && !l.starts_with('<'))
+        .count();
+    let fragments: Vec<String> = body_entries(summary)
+        .into_iter()
+        .filter(|(label, entry)| !label && is_fragment(entry))
+        .map(|(_, entry)| entry)
+        .collect();
+    score.fragments = fragments.len();
+    score.duplicates = duplicates(summary);
+    for entry in fragments {
+        score.misses.push(format!("(noise) fragment: {entry}"));
     }
-    Score { misses, ..score }
+}
+
+/// How a miss prints: what was looked for, and the item, clipped.
+fn miss(what: &str, item: &str) -> String {
+    format!("{what}: {}", item.chars().take(120).collect::<String>())
+}
+
+/// What the context carries of the user's labelled words and of the
+/// labelled results of actions, with what it misses.
+#[derive(Default)]
+struct Carried {
+    user_words: Recall,
+    by_kind: BTreeMap<String, Recall>,
+    results: Recall,
+    misses: Vec<String>,
+}
+
+impl Carried {
+    fn of(extra: &Extra, context: &str, summary: &str) -> Carried {
+        let lines = ContextLines::of(context, summary);
+        let mut carried = Carried::default();
+        for item in &extra.user_words {
+            let why_not = lines.user_words(item);
+            carried.user_words.count(why_not.is_none());
+            let kind = carried.by_kind.entry(item.kind.clone()).or_default();
+            kind.count(why_not.is_none());
+            if let Some(why) = why_not {
+                let what = format!("user's words ({}{why})", item.kind);
+                carried.misses.push(miss(&what, &item.shown()));
+            }
+        }
+        for result in &extra.results {
+            let found = lines.result(result);
+            carried.results.count(found);
+            if !found {
+                carried.misses.push(miss("result of an action", result));
+            }
+        }
+        carried
+    }
+}
+
+/// The compacted context as units to find labelled words in: the
+/// summary's items (a line, with the lines that continue it joined) and
+/// the kept messages' lines, each also as stems. Words are looked for in
+/// one unit, as a person would quote or clip them; around a kept line
+/// too, since a kept call's command and its output are lines apart.
+struct ContextLines {
+    raw: Vec<String>,
+    stems: Vec<String>,
+    /// Units before this one are the summary's.
+    kept_from: usize,
+}
+
+impl ContextLines {
+    fn of(context: &str, summary: &str) -> ContextLines {
+        let mut raw = items(summary);
+        let kept_from = raw.len();
+        let kept = context.replacen(summary, "", 1);
+        raw.extend(kept.lines().map(str::to_string));
+        let stems = raw.iter().map(|line| stems(line)).collect();
+        ContextLines {
+            raw,
+            stems,
+            kept_from,
+        }
+    }
+
+    /// `None` when the context carries the item, else why not: a
+    /// rejection must be said refused with its call's words, and its
+    /// reply (if any) carried like any words of the user's.
+    fn user_words(&self, item: &UserWords) -> Option<&'static str> {
+        let said = item
+            .call
+            .as_deref()
+            .is_none_or(|call| self.said_rejected(call));
+        let words = stems(&item.words);
+        let carried = words.is_empty() || self.stems.iter().any(|l| carries(&words, l, true));
+        match (said, carried, &item.call) {
+            (true, true, _) => None,
+            (false, true, _) => Some(", not said rejected"),
+            (false, false, _) => Some(", not said rejected, reply missing"),
+            (true, false, Some(_)) => Some(", reply missing"),
+            (true, false, None) => Some(""),
+        }
+    }
+
+    /// A unit says a call was refused, and the call's words are on it
+    /// (in the summary) or on a kept line shortly before or after it (a
+    /// kept call's arguments precede its result): a path or a name (one
+    /// word) as written, else all its words of four letters or more.
+    fn said_rejected(&self, call: &str) -> bool {
+        let name = !call.trim().contains(char::is_whitespace);
+        let call = stems(call);
+        let named = |line: &String| {
+            let present: HashSet<&str> = line.split(' ').collect();
+            if name {
+                format!(" {line} ").contains(&format!(" {call} "))
+            } else {
+                call.split(' ')
+                    .filter(|w| w.chars().count() >= 4 || has_digit(w))
+                    .all(|w| present.contains(w))
+            }
+        };
+        self.raw
+            .iter()
+            .enumerate()
+            .any(|(i, line)| refuses(line) && self.stems[self.around(i, 6, 3)].iter().any(named))
+    }
+
+    /// A labelled result: its ids (the words with a digit) on one unit,
+    /// its other words mostly on it (or on the kept lines around it); a
+    /// name (one word: a branch, a URL) as written; one naming a passing
+    /// outcome ("ok", "passed") needs a passing word there too.
+    fn result(&self, result: &str) -> bool {
+        let wanted = stems(result);
+        let name = !result.trim().contains(char::is_whitespace);
+        let needs_pass = wanted.split(' ').any(passing);
+        let rest: Vec<&str> = wanted.split(' ').filter(|w| !passing(w)).collect();
+        let ids: Vec<&str> = rest.iter().copied().filter(|w| has_digit(w)).collect();
+        let rest = rest.join(" ");
+        (0..self.stems.len()).any(|i| {
+            let unit: HashSet<&str> = self.stems[i].split(' ').collect();
+            let near = self.stems[self.around(i, 4, 2)].join(" ");
+            let found = if name {
+                format!(" {near} ").contains(&format!(" {rest} "))
+            } else {
+                carries(&rest, &near, false)
+            };
+            ids.iter().all(|id| unit.contains(id))
+                && (!needs_pass || near.split(' ').any(passing))
+                && found
+        })
+    }
+
+    /// Unit `i`, and for a kept line the kept lines from `before` lines
+    /// before it to `after` after it.
+    fn around(&self, i: usize, before: usize, after: usize) -> std::ops::Range<usize> {
+        if i < self.kept_from {
+            return i..i + 1;
+        }
+        i.saturating_sub(before).max(self.kept_from)..(i + after + 1).min(self.stems.len())
+    }
+}
+
+/// The summary's lines, each line that continues an item (one that
+/// starts no list entry, heading, tag or paragraph) joined to it.
+fn items(summary: &str) -> Vec<String> {
+    let mut items: Vec<String> = Vec::new();
+    for line in summary.lines() {
+        let text = line.trim_start();
+        let numbered = text
+            .split_once(". ")
+            .is_some_and(|(n, _)| !n.is_empty() && n.chars().all(|c| c.is_ascii_digit()));
+        let starts = text.is_empty() || numbered || text.starts_with(['-', '*', '#', '<', '[']);
+        match items.last_mut() {
+            Some(item) if !starts => {
+                item.push(' ');
+                item.push_str(text);
+            }
+            _ => items.push(line.to_string()),
+        }
+    }
+    items
+}
+
+/// A line that says a call was refused by the person: it names the user
+/// or quotes them (a push the remote rejected, git's `[rejected]`, is no
+/// refusal).
+fn refuses(line: &str) -> bool {
+    let line = line.to_lowercase();
+    let refusal = [
+        "reject",
+        "refus",
+        "declin",
+        "doesn't want",
+        "did not want",
+        "didn't want",
+    ];
+    !line.contains("[rejected]")
+        && (line.contains("user") || line.contains('"'))
+        && refusal.iter().any(|marker| line.contains(marker))
+}
+
+/// A stem that says a run passed.
+fn passing(stem: &str) -> bool {
+    matches!(stem, "ok" | "pass" | "green" | "succee" | "succes")
+}
+
+/// `label` (stems) is carried by `line` (stems): every word with a digit
+/// (a hash, an id, a number) is on it, and most of the label's words of
+/// four letters or more (`mostly_present`). A label with fewer than three
+/// such words is found as written, in order, when `quote` (it is what the
+/// user typed), else needs them all; one with none, as written.
+fn carries(label: &str, line: &str, quote: bool) -> bool {
+    let present: HashSet<&str> = line.split(' ').collect();
+    let tokens: Vec<&str> = label.split(' ').filter(|w| !w.is_empty()).collect();
+    let ids = tokens.iter().filter(|w| has_digit(w));
+    if tokens.is_empty() || !ids.clone().all(|w| present.contains(w)) {
+        return false;
+    }
+    let long: HashSet<&&str> = tokens
+        .iter()
+        .filter(|w| !has_digit(w) && w.chars().count() >= 4)
+        .collect();
+    if long.len() >= 3 || (!quote && !long.is_empty()) {
+        mostly_present(label, line)
+    } else {
+        format!(" {line} ").contains(&format!(" {label} "))
+    }
+}
+
+fn has_digit(word: &str) -> bool {
+    word.chars().any(|c| c.is_ascii_digit())
+}
+
+/// `text` as `words` gives it, each word as its `stem`.
+fn stems(text: &str) -> String {
+    words(text)
+        .split(' ')
+        .map(stem)
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// A word without one ending (`-ing`, `-ed`, `-es`, `-s`) and a final
+/// `-e`, cut to six letters, so that "pushed" finds "push" and "included"
+/// "include"; a word with a digit (a hash, a number) stays whole.
+fn stem(word: &str) -> String {
+    if has_digit(word) {
+        return word.to_string();
+    }
+    let long_enough = |rest: &&str| rest.chars().count() >= 4;
+    let mut stem = ["ing", "ed", "es", "s"]
+        .iter()
+        .find_map(|ending| word.strip_suffix(ending).filter(long_enough))
+        .unwrap_or(word);
+    stem = stem.strip_suffix('e').filter(long_enough).unwrap_or(stem);
+    stem.chars().take(6).collect()
 }
 
 /// The entries of a summary's `## title` section, as one text.

@@ -41,8 +41,14 @@ fn by_command(command: &str, output: &str) -> Option<(String, String)> {
         return Some((hash, line));
     }
     if command.contains("git push") {
-        let (branch, new) = pushed(output)?;
-        return Some((branch.clone(), format!("pushed {branch}{new}")));
+        // Named by the commit pushed: a branch's name ("main") is a word
+        // the turn's text may hold for another reason.
+        let (branch, new, head) = pushed(output)?;
+        let line = match &head {
+            Some(head) => format!("pushed {head} to {branch}{new}"),
+            None => format!("pushed {branch}{new}"),
+        };
+        return Some((head.unwrap_or(branch), line));
     }
     let creates = [
         "gh pr create",
@@ -79,8 +85,9 @@ pub(super) fn commit(output: &str) -> Option<(String, String)> {
 }
 
 /// The branch a `git push` updated (`   a1..b2  main -> main`, `* [new
-/// branch]  fix -> fix`) and whether it is new.
-fn pushed(output: &str) -> Option<(String, &'static str)> {
+/// branch]  fix -> fix`), whether it is new, and the commit it now names
+/// (`b2`) when the output says.
+fn pushed(output: &str) -> Option<(String, &'static str, Option<String>)> {
     output.lines().find_map(|line| {
         let (left, right) = line.split_once(" -> ")?;
         let new = if left.contains("[new branch]") {
@@ -89,7 +96,13 @@ fn pushed(output: &str) -> Option<(String, &'static str)> {
             ""
         };
         let branch = right.split_whitespace().next()?;
-        (!left.contains("[rejected]") && !left.contains("! ")).then(|| (branch.to_string(), new))
+        let head = left
+            .split_whitespace()
+            .find_map(|w| w.split_once("..").map(|(_, to)| to.trim_start_matches('.')))
+            .filter(|h| h.len() >= 7 && h.chars().all(|c| c.is_ascii_hexdigit()))
+            .map(str::to_string);
+        (!left.contains("[rejected]") && !left.contains("! "))
+            .then(|| (branch.to_string(), new, head))
     })
 }
 
@@ -147,6 +160,16 @@ mod tests {
             " ! [rejected]        main -> main (fetch first)",
             None,
         );
+        let push = "To github.com:o/r.git\n   9f8e7d6..bfca32b  main -> main";
+        check(
+            Some("git push"),
+            "Bash",
+            push,
+            Some("pushed bfca32b to main"),
+        );
+        // Named by its commit: "main" in the turn's text is not the push.
+        let made = produced(Some("git push"), "Bash", push).unwrap();
+        assert_eq!(made.key, "bfca32b");
         check(
             Some("gh pr create --fill"),
             "Bash",
