@@ -29,6 +29,12 @@ pub(super) const COMMANDS: &str = "Commands";
 pub(super) const ERRORS: &str = "Errors still open";
 pub(super) const PINNED: &str = "Kept verbatim";
 pub(super) const PLAN: &str = "Plan";
+/// How a request that answered the agent's question names the question,
+/// and one typed when refusing a call names the call: the person's words
+/// through a tool's result, which an agent's own summary tends to drop.
+pub(super) const ASKED: &str = " (asked: ";
+pub(super) const REFUSING: &str = " (refusing ";
+
 /// The Plan section's line naming the commit made since its approval.
 const COMMITTED_SINCE: &str = "Committed since this plan was approved: ";
 pub(super) const SHELL: &str = "User's shell commands";
@@ -103,7 +109,7 @@ impl Outcome {
 }
 
 /// What the summary says of a call the person refused.
-const REJECTED: &str = "rejected by the user";
+pub(super) const REJECTED: &str = "rejected by the user";
 
 /// Runs of one shell command.
 #[derive(Debug, Clone, PartialEq)]
@@ -289,6 +295,7 @@ impl Digest {
     /// digest): the task, the rules, the approved plan and the task list.
     /// The rest of those messages is the agent's summary's to tell.
     pub fn recover(&mut self, replaced: Digest) {
+        self.recover_words_through_tools(&replaced);
         if self.task.is_none() {
             if let Some(task) = &replaced.task {
                 let key = request_key(task);
@@ -304,13 +311,34 @@ impl Digest {
                 self.sources.entry(key).or_insert_with(|| id.clone());
             }
         }
-        extend_unique(&mut self.rules, replaced.rules);
+        extend_unique(&mut self.rules, replaced.rules.clone());
         if self.plan.is_empty() {
             self.plan = replaced.plan;
             self.plan_commit = replaced.plan_commit;
         }
         if self.todos.is_empty() {
             self.todos = replaced.todos;
+        }
+    }
+
+    /// The person's words through tools' results (answers to the agent's
+    /// questions, replies refusing a call) and the calls refused without a
+    /// word, from messages an agent's own summary replaced.
+    fn recover_words_through_tools(&mut self, replaced: &Digest) {
+        let through_a_tool = |r: &&String| r.contains(ASKED) || r.contains(REFUSING);
+        for request in replaced.requests.iter().filter(through_a_tool) {
+            if let Some(id) = replaced.sources.get(&request_key(request)) {
+                self.sources
+                    .entry(request_key(request))
+                    .or_insert_with(|| id.clone());
+            }
+            self.add_request(request.clone());
+        }
+        let refused = format!("→ {REJECTED}.");
+        for line in replaced.progress.iter().filter(|p| p.ends_with(&refused)) {
+            if !self.progress.contains(line) {
+                self.progress.push(line.clone());
+            }
         }
     }
 
@@ -1336,13 +1364,14 @@ const SHRINK: &[Shrink] = &[
         d.tools.clear();
     },
     |d| d.clip_requests(120),
-    |d| d.earlier.truncate(30),
+    |d| drop_background(&mut d.earlier),
     |d| keep_newest(&mut d.progress, &mut d.progress_omitted, 12),
+    |d| shrink_earlier(&mut d.earlier, 30),
     |d| d.clip_requests(80),
     |d| keep_newest(&mut d.decisions, &mut d.decisions_omitted, 0),
     |d| keep_newest(&mut d.progress, &mut d.progress_omitted, 6),
     |d| clip_all(d.state.as_mut_slice(), 160),
-    |d| d.earlier.truncate(10),
+    |d| shrink_earlier(&mut d.earlier, 10),
     |d| d.commands.retain(|c| c.failures > 0),
     |d| d.todos.retain(|t| !t.starts_with(super::plans::DONE)),
     |d| d.shell.truncate(3),
@@ -1352,6 +1381,57 @@ const SHRINK: &[Shrink] = &[
     |d| d.commands.clear(),
     |d| keep_newest(&mut d.requests, &mut d.requests_omitted, 0),
 ];
+
+/// Sections of an agent's summary that tell least of where things stand:
+/// they go first when it is too long ("2. Key Technical Concepts:").
+const BACKGROUND_SECTIONS: [&str; 4] = [
+    "concept",
+    "files and code",
+    "code section",
+    "problem solving",
+];
+
+/// An agent's summary without its background sections (each a line
+/// saying so): they tell least of where things stand.
+fn drop_background(earlier: &mut Vec<String>) {
+    let is_heading = |line: &String| {
+        let t = line.trim();
+        let numbered = t
+            .split_once(". ")
+            .is_some_and(|(n, _)| !n.is_empty() && n.chars().all(|c| c.is_ascii_digit()));
+        t.starts_with('#') || numbered && t.trim_end_matches(['*', ' ']).ends_with(':')
+    };
+    for background in BACKGROUND_SECTIONS {
+        let Some(start) = earlier
+            .iter()
+            .position(|l| is_heading(l) && l.to_lowercase().contains(background))
+        else {
+            continue;
+        };
+        let end = earlier[start + 1..]
+            .iter()
+            .position(is_heading)
+            .map_or(earlier.len(), |i| start + 1 + i);
+        let left_out = end - start - 1;
+        if left_out > 1 {
+            earlier.splice(start + 1..end, [format!("  ({left_out} lines left out)")]);
+        }
+    }
+}
+
+/// An agent's summary within `keep` lines, its background sections gone
+/// first, then its middle, so what it says last (the user's messages,
+/// the pending tasks, the current work, the next step) stays; cutting its
+/// end instead lost the latest request.
+fn shrink_earlier(earlier: &mut Vec<String>, keep: usize) {
+    drop_background(earlier);
+    if earlier.len() > keep {
+        let head = keep / 3;
+        let tail = keep - head - 1;
+        let cut = earlier.len() - head - tail;
+        earlier.splice(head..head + cut, [format!("({cut} lines left out)")]);
+    }
+}
 
 fn keep_newest(list: &mut Vec<String>, omitted: &mut usize, keep: usize) {
     let drop = list.len().saturating_sub(keep);

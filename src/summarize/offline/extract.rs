@@ -7,8 +7,8 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use super::digest::{
-    same_work, CommandNote, Digest, FileNote, Latest, OpenError, Outcome, CHANGE_FAILED,
-    CHANGE_REJECTED, DECIDES,
+    same_work, CommandNote, Digest, FileNote, Latest, OpenError, Outcome, ASKED, CHANGE_FAILED,
+    CHANGE_REJECTED, DECIDES, REFUSING, REJECTED,
 };
 use super::plans;
 use super::results;
@@ -148,7 +148,7 @@ impl Reading<'_> {
         if let Some(answers) = answers(arguments, content) {
             for answer in answers {
                 self.digest.add_decision(answer_decision(&answer));
-                let request = format!("{} (asked: {})", answer.answer, answer.question);
+                let request = format!("{}{ASKED}{})", answer.answer, answer.question);
                 // An option the agent offered is not the person's wording:
                 // "Always show CPU + GPU" chosen is no rule of theirs.
                 let typed = if answer.offered { "" } else { &answer.answer };
@@ -156,13 +156,29 @@ impl Reading<'_> {
             }
             return;
         }
-        let said = match rejection(content) {
-            Some(said) => said,
+        let refused = rejection(content);
+        let said = match &refused {
+            Some(said) => said.clone(),
             None if is_error => refusal_in_own_words(content),
             None => None,
         };
-        if let Some(said) = said {
-            self.user_words(&said.clone(), said);
+        // The reply names the call it refused: "use the sessionId from the
+        // payload" means little without the edit it answered.
+        let label = self.calls.get(call_id).map(|call| call_label(call));
+        match (said, label) {
+            (Some(said), Some(label)) => {
+                let request = format!("{said}{REFUSING}{label})");
+                self.user_words(&said, request);
+            }
+            (Some(said), None) => self.user_words(&said.clone(), said),
+            // Refused without a word: the call is the person's "no".
+            (None, Some(label)) if refused.is_some() => {
+                let line = format!("{label} → {REJECTED}.");
+                if !self.digest.progress.contains(&line) {
+                    self.digest.progress.push(line);
+                }
+            }
+            (None, _) => {}
         }
     }
 
@@ -1086,10 +1102,10 @@ fn asked(text: &str) -> Option<String> {
         .then(|| clip(&last, ACTION_CHARS * 2))
 }
 
-/// A call and what came of it, in a line: "`cargo test` → test result:
-/// ok. 12 passed", "Edit src/a.rs → failed: …", "`git push` → no result".
-fn last_action(tools: &FileTools, call: &ToolCall, result: Option<&Message>) -> String {
-    let what = match shell_command(call) {
+/// A call in a few words: its command (`` `git push` ``), else its tool
+/// and what it acts on ("Write public/icon.svg").
+fn call_label(call: &ToolCall) -> String {
+    match shell_command(call) {
         Some(command) => format!("`{}`", clip(&collapse(&strip_ansi(command)), ACTION_CHARS)),
         None => {
             let target = ["file_path", "path", "url", "pattern", "query", "subject"]
@@ -1100,9 +1116,15 @@ fn last_action(tools: &FileTools, call: &ToolCall, result: Option<&Message>) -> 
                 None => call.name.clone(),
             }
         }
-    };
+    }
+}
+
+/// A call and what came of it, in a line: "`cargo test` → test result:
+/// ok. 12 passed", "Edit src/a.rs → failed: …", "`git push` → no result".
+fn last_action(tools: &FileTools, call: &ToolCall, result: Option<&Message>) -> String {
+    let what = call_label(call);
     let came = match (call_outcome(call, result), result) {
-        (Outcome::Rejected, _) => "rejected by the user".to_string(),
+        (Outcome::Rejected, _) => REJECTED.to_string(),
         (Outcome::Failed(line), _) => format!("failed: {line}"),
         (Outcome::NoResult, Some(_)) => "interrupted by the user".to_string(),
         (Outcome::NoResult, None) => "no result".to_string(),

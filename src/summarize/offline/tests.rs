@@ -623,7 +623,7 @@ fn a_refused_call_is_no_error_and_what_the_user_typed_is_a_request() {
     // Cited by the tool result that carried it.
     assert_eq!(
         section(&text, "Later requests"),
-        ["\"Wait, first copy the favicon into public/\" [t1]"]
+        ["\"Wait, first copy the favicon into public/ (refusing Write public/icon.svg)\" [t1]"]
     );
     assert_eq!(
         section(&text, "Next step"),
@@ -1147,6 +1147,45 @@ fn what_an_agents_summary_dropped_comes_back_from_the_messages_it_replaced() {
     );
 }
 
+/// The person's words through tools' results in messages an agent's own
+/// summary replaced (a reply refusing a call, a call refused without a
+/// word) come back too: the agent's summary tends to drop them.
+#[test]
+fn refusals_an_agents_summary_dropped_come_back() {
+    let refused = "The user doesn't want to proceed with this tool use. The tool use was rejected (eg. if it was a file edit, the new_string was NOT written to the file). To tell you how to proceed, the user said:\nuse the sessionId from the hook payload instead";
+    let plain = "The user doesn't want to proceed with this tool use. The tool use was rejected (eg. if it was a file edit, the new_string was NOT written to the file). STOP what you are doing and wait for the user to tell you how to proceed.";
+    let replaced = vec![
+        Message::user("u1", "Fix the session end handler"),
+        Message::assistant(
+            "a1",
+            "",
+            vec![call("c1", "Edit", json!({"file_path": "handlers.go"}))],
+        ),
+        Message::tool_result("t1", "c1", refused, true),
+        Message::assistant("a2", "", bash("c2", "gh repo view --json owner")),
+        Message::tool_result("t2", "c2", plain, true),
+        Message::assistant("a3", "", bash("c3", "go test ./...")),
+        Message::tool_result("t3", "c3", "ok", false),
+    ];
+    let agents = "This session is being continued from a previous conversation. The handler parses stdin once.";
+    let request = SummaryRequest {
+        earlier: replaced.into_iter().map(Into::into).collect(),
+        ..request(
+            vec![Message::user("u9", "Now the tests")],
+            Some(agents.to_string()),
+        )
+    };
+    let text = summary(&request);
+    for needle in [
+        "\"use the sessionId from the hook payload instead (refusing Edit handlers.go)\" [t1]",
+        "`gh repo view --json owner` → rejected by the user.",
+    ] {
+        assert!(text.contains(needle), "missing {needle:?} in\n{text}");
+    }
+    let text = summary(&request_without_earlier(&request));
+    assert!(!text.contains("sessionId from the hook"), "{text}");
+}
+
 fn request_without_earlier(request: &SummaryRequest) -> SummaryRequest {
     SummaryRequest {
         earlier: Vec::new(),
@@ -1508,12 +1547,14 @@ fn a_call_the_user_rejected_says_so_and_their_reason_is_a_request() {
         &[
             "`git mv extract.py tool.py`: rejected by the user",
             "`git push`: rejected by the user",
+            // Refused without a word: recorded as the person's "no".
+            "## Progress\n- `git push` → rejected by the user.",
         ],
         &["no result", "## Errors still open"],
     );
     assert_eq!(
         section(&text, "Later requests"),
-        ["\"Let's keep the name of the py file but change the pyproject script to reference it, otherwise gtg\" [t1]"]
+        ["\"Let's keep the name of the py file but change the pyproject script to reference it, otherwise gtg (refusing `git mv extract.py tool.py`)\" [t1]"]
     );
 }
 
@@ -1540,7 +1581,7 @@ fn a_refusal_in_the_users_own_words_is_a_request_not_a_failure() {
     );
     assert_eq!(
         section(&text, "Later requests"),
-        ["\"please add the favicon too first\" [t1]"]
+        ["\"please add the favicon too first (refusing `git push`)\" [t1]"]
     );
 }
 
@@ -1895,4 +1936,36 @@ fn plan_mode_at_the_cut_is_said() {
         Message::tool_result("t3", "c3", "User has approved your plan. You can now start coding.", false),
     ]);
     check(messages, None, &[], &["In plan mode"]);
+}
+
+/// An agent's summary over the budget loses its background first (key
+/// concepts, files and code), then its middle: what it says last (the
+/// user's messages, the current work, the next step) stays. Cutting its
+/// end instead lost the latest request.
+#[test]
+fn an_agents_long_summary_keeps_its_end_when_shrunk() {
+    let mut agents = String::from("1. Primary Request and Intent:\n   Fix the session end handler.\n2. Key Technical Concepts:\n");
+    for n in 0..60 {
+        agents.push_str(&format!(
+            "   - Concept number {n} about the phase state machine and its events\n"
+        ));
+    }
+    agents.push_str("3. Files and Code Sections:\n");
+    for n in 0..60 {
+        agents.push_str(&format!(
+            "   - cmd/handler_{n}.go: a note about what changed in it\n"
+        ));
+    }
+    agents.push_str("6. All User Messages:\n   - \"fix it up\"\n9. Optional Next Step:\n   Run the integration tests, then push.\n");
+    let digest = super::digest::Digest::parse(&agents);
+    let text = digest.render(900);
+    for kept in [
+        "Fix the session end handler.",
+        "\"fix it up\"",
+        "Run the integration tests, then push.",
+    ] {
+        assert!(text.contains(kept), "missing {kept:?} in\n{text}");
+    }
+    assert!(!text.contains("Concept number 59"), "{text}");
+    assert!(text.contains("lines left out"), "{text}");
 }
