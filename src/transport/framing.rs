@@ -427,6 +427,18 @@ impl FrameDecoder {
     /// `body_at` with: the one `leading_id` reads there, unless those very
     /// bytes were answered already (a rescan reading them again).
     fn answer_id(&mut self, body_at: usize, len: usize) -> Option<Value> {
+        // A header block holding a second `Content-Length` (a garbled one,
+        // `CContent-Length: 91`, which a rescan reads as a header) may be
+        // where the next frame starts: the body is then that frame's, and
+        // its id that frame's to answer once (it was: run and answered).
+        let headers = &self.pending()[..body_at];
+        let lengths = headers
+            .windows(b"content-length".len())
+            .filter(|w| w.eq_ignore_ascii_case(b"content-length"))
+            .count();
+        if lengths > 1 {
+            return None;
+        }
         let (id, offset) = leading_id_at(&self.pending()[body_at..body_at + len])?;
         let at = self.base + (self.pos + body_at + offset) as u64;
         if self.answered_ids.contains(&at) {

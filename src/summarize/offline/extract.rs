@@ -164,7 +164,7 @@ impl Reading<'_> {
         };
         // The reply names the call it refused: "use the sessionId from the
         // payload" means little without the edit it answered.
-        let label = self.calls.get(call_id).map(|call| call_label(call));
+        let label = self.calls.get(call_id).map(|call| refused_label(call));
         match (said, label) {
             (Some(said), Some(label)) => {
                 let request = format!("{said}{REFUSING}{label})");
@@ -1116,6 +1116,37 @@ fn call_label(call: &ToolCall) -> String {
                 None => call.name.clone(),
             }
         }
+    }
+}
+
+/// A refused call, short enough to follow the person's reply: its
+/// command's first line, else its tool and the file's last two path parts
+/// (`Edit strategy/common.go`).
+fn refused_label(call: &ToolCall) -> String {
+    match shell_command(call) {
+        Some(command) => {
+            let first = strip_ansi(command.lines().next().unwrap_or_default());
+            format!("`{}`", clip(first.trim(), 60))
+        }
+        None => {
+            let target = ["file_path", "path", "url", "pattern", "subject"]
+                .iter()
+                .find_map(|k| call.arguments.get(*k).and_then(|v| v.as_str()));
+            match target {
+                Some(t) => format!("{} {}", call.name, clip(short_path(t), 60)),
+                None => call.name.clone(),
+            }
+        }
+    }
+}
+
+/// A path's last two parts (`strategy/common.go`), enough to tell which
+/// file in a line about it.
+fn short_path(path: &str) -> &str {
+    let mut slashes = path.rmatch_indices('/').map(|(i, _)| i);
+    match (slashes.next(), slashes.next()) {
+        (Some(_), Some(before)) => &path[before + 1..],
+        _ => path,
     }
 }
 
