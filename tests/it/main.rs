@@ -25,6 +25,7 @@ mod overhead;
 mod parts;
 mod persistence;
 mod progress;
+mod protocol_doc;
 mod recall;
 mod residency;
 mod robustness;

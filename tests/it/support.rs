@@ -36,7 +36,10 @@ pub struct Server {
     /// do (`start_with_progress`).
     pub accept_progress_tokens: bool,
     pub data_dir: PathBuf,
-    _home: tempfile::TempDir,
+    home: PathBuf,
+    /// The throwaway HOME, removed with the server (`None` when the caller
+    /// gave one: `spawn_at`).
+    _home: Option<tempfile::TempDir>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -70,19 +73,47 @@ impl Server {
         nofile: Option<u64>,
     ) -> Server {
         let home = tempfile::tempdir().unwrap();
+        let mut server = Self::spawn_command(data_dir, home.path(), None, args, env, nofile);
+        server._home = Some(home);
+        server
+    }
+
+    /// Spawns the binary with `home` as its HOME and `cwd` as its working
+    /// directory, both the caller's to keep and remove.
+    pub fn spawn_at(
+        data_dir: &Path,
+        home: &Path,
+        cwd: &Path,
+        args: &[&str],
+        env: &[(&str, &str)],
+    ) -> Server {
+        Self::spawn_command(data_dir, home, Some(cwd), args, env, None)
+    }
+
+    fn spawn_command(
+        data_dir: &Path,
+        home: &Path,
+        cwd: Option<&Path>,
+        args: &[&str],
+        env: &[(&str, &str)],
+        nofile: Option<u64>,
+    ) -> Server {
         let mut command = Command::new(env!("CARGO_BIN_EXE_compactd"));
         command
             .arg("--no-user-config")
             .args(args)
-            .env("HOME", home.path())
-            .env("XDG_DATA_HOME", home.path().join("data"))
-            .env("XDG_CONFIG_HOME", home.path().join("config"))
+            .env("HOME", home)
+            .env("XDG_DATA_HOME", home.join("data"))
+            .env("XDG_CONFIG_HOME", home.join("config"))
             .env("COMPACTD_LOG", "debug")
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
         for (k, v) in env {
             command.env(k, v);
+        }
+        if let Some(cwd) = cwd {
+            command.current_dir(cwd);
         }
         #[cfg(unix)]
         if let Some(nofile) = nofile {
@@ -129,7 +160,8 @@ impl Server {
             patience: PATIENCE,
             accept_progress_tokens: false,
             data_dir: data_dir.to_path_buf(),
-            _home: home,
+            home: home.to_path_buf(),
+            _home: None,
         }
     }
 
@@ -199,7 +231,7 @@ impl Server {
 
     /// The HOME the server runs with.
     pub fn home(&self) -> &Path {
-        self._home.path()
+        &self.home
     }
 
     pub fn send_raw(&mut self, bytes: &[u8]) {
@@ -251,6 +283,15 @@ impl Server {
 
     /// The next message from the server.
     pub fn next(&mut self) -> Value {
+        match self.next_message() {
+            Some(message) => message,
+            None => panic!("compactd closed its output; stderr:\n{}", self.stderr()),
+        }
+    }
+
+    /// The next message from the server, or `None` once it closed its
+    /// output.
+    pub fn next_message(&mut self) -> Option<Value> {
         let message = match self.incoming.recv_timeout(self.patience) {
             Ok(message) => message,
             Err(RecvTimeoutError::Timeout) => panic!(
@@ -258,15 +299,13 @@ impl Server {
                 self.patience,
                 self.stderr()
             ),
-            Err(RecvTimeoutError::Disconnected) => {
-                panic!("compactd closed its output; stderr:\n{}", self.stderr())
-            }
+            Err(RecvTimeoutError::Disconnected) => return None,
         };
         if self.accept_progress_tokens && message["method"] == "window/workDoneProgress/create" {
             self.send(json!({"jsonrpc": "2.0", "id": message["id"], "result": null}));
         }
         self.received.push(message.clone());
-        message
+        Some(message)
     }
 
     pub fn next_where(&mut self, pred: impl Fn(&Value) -> bool) -> Value {
