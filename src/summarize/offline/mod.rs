@@ -137,9 +137,32 @@ fn digest_of_request(request: &SummaryRequest) -> Digest {
         .as_deref()
         .map(str::trim)
         .filter(|s| !s.is_empty())
-        .map(|s| wording::clip(s, 320));
+        .map(|s| wording::clip(&sentences_of_lines(s), 320));
     digest.keep_newest_logs(PROGRESS_KEPT, DECISIONS_KEPT);
     digest
+}
+
+/// Lines as one text, a line that ends without punctuation closed with a
+/// full stop: "…whose goal is: write the notes" and "Carry over …" would
+/// otherwise run together.
+fn sentences_of_lines(text: &str) -> String {
+    let lines: Vec<&str> = text
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect();
+    let mut out = String::new();
+    for (i, line) in lines.iter().enumerate() {
+        out.push_str(line);
+        let last = i + 1 == lines.len();
+        if !last && !line.ends_with(['.', ':', '!', '?', ';', ',']) {
+            out.push('.');
+        }
+        if !last {
+            out.push(' ');
+        }
+    }
+    out
 }
 
 /// Tokens of what the summary replaces: the summaries it updates, and the

@@ -1969,3 +1969,20 @@ fn an_agents_long_summary_keeps_its_end_when_shrunk() {
     assert!(!text.contains("Concept number 59"), "{text}");
     assert!(text.contains("lines left out"), "{text}");
 }
+
+/// Instructions over several lines (a handoff's goal, then what to carry
+/// over) read as sentences in the Focus, not run together.
+#[test]
+fn instructions_over_lines_stay_sentences() {
+    let request = SummaryRequest {
+        instructions: Some(
+            "Write the first message of a new session whose goal is: write the release notes\nCarry over only what that goal needs.".into(),
+        ),
+        ..request(vec![Message::user("u1", "Ship 1.2")], None)
+    };
+    let text = summary(&request);
+    assert!(
+        text.contains("write the release notes. Carry over only what that goal needs."),
+        "{text}"
+    );
+}
