@@ -2,6 +2,7 @@
 # fuzz.sh — run the cargo-fuzz targets in fuzz/ for a bounded time each:
 #   frame_reader     LSP framing over arbitrary bytes in arbitrary chunks
 #   request_decoder  JSON-RPC classification of arbitrary JSON
+#   mcp_framing      `compactd mcp`'s stdio lines over arbitrary bytes
 #
 # Usage: scripts/fuzz.sh [SECONDS_PER_TARGET] [TARGET...]   (default 60, all)
 #
@@ -19,7 +20,7 @@ cd "$(dirname "$0")/.."
 SECONDS_PER_TARGET="${1:-60}"
 shift || true
 TARGETS=("$@")
-((${#TARGETS[@]})) || TARGETS=(frame_reader request_decoder)
+((${#TARGETS[@]})) || TARGETS=(frame_reader request_decoder mcp_framing)
 
 CACHE="${COMPACTD_CACHE_DIR:-${HOME:?HOME is not set}/.cache/compactd}"
 export PATH="$CACHE/cargo-fuzz/bin:$PATH"
@@ -54,6 +55,11 @@ seed request_decoder lone "$lone"
 seed request_decoder deep "$deep"
 seed frame_reader lone "\x01\x00$(frame "$lone")"
 seed frame_reader deep "\x09\x00$(frame "$deep")$(frame "$request")"
+# mcp_framing: the first byte chooses the chunk size and the cap; then
+# lines as an MCP client writes them, good and bad.
+call='{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"search_history","arguments":{"query":"abc\\ud800"}}}'
+seed mcp_framing lines "\x05{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"initialize\",\"params\":{}}\n$call\n$call\n"
+seed mcp_framing bad "\x83{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/ca\n\xff\xfe\n$(printf '[%.0s' {1..300})\n[{\"id\":3}]\n$call"
 
 status=0
 for target in "${TARGETS[@]}"; do

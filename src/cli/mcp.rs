@@ -4,8 +4,6 @@
 //! and carries on); without either, the session is found at the first call
 //! (`mcp::Source::Pending`).
 
-use rmcp::ServiceExt;
-
 use super::args::McpArgs;
 use super::error::CliError;
 use crate::agents::Homes;
@@ -36,13 +34,7 @@ pub async fn run(args: &McpArgs, no_user_config: bool) -> Result<(), CliError> {
     }
     .map_err(|e| CliError::Failure(e.to_string()))?;
     tracing::info!("compactd mcp serves the {}", source.describe());
-    let service = History::new(source)
-        .serve(rmcp::transport::stdio())
+    crate::mcp::serve_stdio(History::new(source))
         .await
-        .map_err(|e| CliError::Failure(format!("MCP: {e}")))?;
-    service
-        .waiting()
-        .await
-        .map_err(|e| CliError::Failure(format!("MCP: {e}")))?;
-    Ok(())
+        .map_err(CliError::Failure)
 }

@@ -4,10 +4,16 @@
 //! it (the one of its directory written since it started), followed as the
 //! transcript grows; or compactd's own session by id. Each call first
 //! reads what the session gained since the last one, then answers from the
-//! recall index (`recall`), which it keeps in step the same way.
+//! recall index (`recall`), which it keeps in step the same way. Its
+//! stdin and stdout go through `stdio` (with `framing` and `gate`), which
+//! answers what `rmcp` would leave unanswered: every request gets exactly
+//! one answer.
 
+pub mod framing;
+mod gate;
 mod render;
 mod source;
+mod stdio;
 
 use std::sync::{Arc, Mutex};
 
@@ -21,6 +27,7 @@ use crate::conversation::{Message, MessageBody};
 use crate::recall::{self, LiveIndex, Query};
 use crate::session::Session;
 pub use source::{Source, SourceError};
+pub use stdio::{serve, serve_stdio};
 
 /// What the model is told about the server.
 const INSTRUCTIONS: &str = "compactd keeps this coding session's whole history verbatim, including everything a compaction summarized away. When a detail is missing after a compaction (an exact error, a file's content, a command, a decision), search_history finds the messages that held it and read_messages returns them word for word.";
@@ -61,6 +68,10 @@ pub struct ReadArgs {
     /// … and the last (both included).
     #[serde(default)]
     pub to: Option<String>,
+    /// Where to start in the first message, in characters: what an answer
+    /// cut short gave to read on.
+    #[serde(default)]
+    pub offset: Option<usize>,
 }
 
 /// The MCP server: one session and its recall index.
@@ -177,7 +188,7 @@ impl History {
     }
 
     #[tool(
-        description = "Read messages of this session word for word, by the ids search_history gave (or a range from/to), including those a compaction summarized away."
+        description = "Read messages of this session word for word, by the ids search_history gave (or a range from/to), including those a compaction summarized away. An answer holds at most 60,000 characters: a longer one stops there, even inside a message, and ends saying how to read on (`offset` continues the message cut short)."
     )]
     fn read_messages(&self, Parameters(args): Parameters<ReadArgs>) -> String {
         self.with_session(|session, _| {
@@ -193,7 +204,7 @@ impl History {
             let messages: Vec<_> = session.all_messages().collect();
             let ids: Vec<&str> = messages.iter().map(|m| m.id.as_str()).collect();
             let summarized = recall::summarized_by(session.compactions(), &ids);
-            render::messages(&positions, &messages, &summarized)
+            render::messages(&positions, &messages, &summarized, args.offset.unwrap_or(0))
         })
     }
 
