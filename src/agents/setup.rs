@@ -8,6 +8,13 @@
 //! byte for byte when nothing else changed since (a copy of the file as it
 //! was is kept beside it until then). A file that is not a JSON object is
 //! left alone with an error.
+//!
+//! The files are the user's: only a regular one is read (a FIFO, a device
+//! or a folder is refused, never opened blocking); one it would change but
+//! may not write (read-only, 0444) is refused before anything is written;
+//! a symlink (dotfiles) stays one, the file it points to replaced in its
+//! own folder; a file keeps its mode and owner (run as root over a user's
+//! 0600 file, it stays the user's and 0600).
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -116,16 +123,28 @@ impl TomlTable {
         )
     }
 
-    fn block(&self) -> String {
-        format!("\n{}\n{}\n{}", self.mark(), self.header, self.body)
-    }
-
     fn has_header(&self, text: &str) -> bool {
         text.lines().any(|l| l.trim() == self.header)
     }
 
+    /// Appends the table to `original` (`None`: no file) so that
+    /// `uninstall` can tell what was there: after a blank line when the
+    /// file ends its last line (or is absent), right after the newline that
+    /// ends it when it does not, first thing in an empty file.
+    fn appended(&self, original: Option<&str>) -> String {
+        let table = format!("{}\n{}\n{}", self.mark(), self.header, self.body);
+        match original {
+            None => format!("\n{table}"),
+            Some("") => table,
+            // A blank line after a last line ended, or the newline that
+            // ends it: `uninstall` tells them apart by the blank line.
+            Some(text) => format!("{text}\n{table}"),
+        }
+    }
+
     pub fn install(&self, dry_run: bool) -> Result<SetupReport, String> {
-        let original = read(&self.path)?.unwrap_or_default();
+        let existing = read(&self.path)?;
+        let original = existing.clone().unwrap_or_default();
         if self.has_header(&original) {
             return Ok(self.report(Vec::new(), original));
         }
@@ -135,17 +154,18 @@ impl TomlTable {
                 self.path.display()
             )
         })?;
-        let mut text = original.clone();
-        if !text.is_empty() && !text.ends_with('\n') {
-            text.push('\n');
-        }
-        text.push_str(&self.block());
+        let text = self.appended(existing.as_deref());
+        check_writable(&self.path)?;
         if !dry_run {
             write(&self.path, &text)?;
         }
         Ok(self.report(vec![format!("add {}", self.header)], text))
     }
 
+    /// Takes the table compactd appended back out, and with it what
+    /// `appended` added around it while it is the file's end: the file is
+    /// then as it was, byte for byte (a last line without a newline, an
+    /// empty file, no file). A table with more after it goes alone.
     pub fn uninstall(&self, dry_run: bool) -> Result<SetupReport, String> {
         let Some(original) = read(&self.path)? else {
             return Ok(self.report(Vec::new(), String::new()));
@@ -162,21 +182,30 @@ impl TomlTable {
         let end = (at + 1..lines.len())
             .find(|&i| lines[i].trim_start().starts_with('['))
             .unwrap_or(lines.len());
-        // The blank line the block brought, when it is the file's end.
-        let start = match at >= 2 && lines[at - 2] == "\n" && end == lines.len() {
-            true => at - 2,
-            false => at - 1,
+        let before = &lines[..at - 1];
+        let text = match (end == lines.len(), before) {
+            (false, _) => Some(before.concat() + &lines[end..].concat()),
+            // The blank line alone: there was no file.
+            (true, ["\n"]) => None,
+            (true, [rest @ .., "\n"]) => Some(rest.concat()),
+            // No blank line: the newline that ended the last line is ours.
+            (true, _) => {
+                let text = before.concat();
+                Some(text.strip_suffix('\n').unwrap_or(&text).to_string())
+            }
         };
-        let mut text: String = lines[..start].concat();
-        text.push_str(&lines[end..].concat());
+        check_writable(&self.path)?;
         if !dry_run {
-            match text.is_empty() {
-                true => std::fs::remove_file(&self.path)
-                    .map_err(|e| format!("{}: {e}", self.path.display()))?,
-                false => write(&self.path, &text)?,
+            match &text {
+                Some(text) => write(&self.path, text)?,
+                None => remove(&self.path)?,
             }
         }
-        Ok(self.report(vec![format!("remove {}", self.header)], text))
+        Ok(SetupReport {
+            path: self.path.clone(),
+            changes: vec![format!("remove {}", self.header)],
+            text,
+        })
     }
 
     fn report(&self, changes: Vec<String>, text: String) -> SetupReport {
@@ -229,6 +258,9 @@ impl OwnedFile {
             }
             None => Some(format!("add {}", self.path.display())),
         };
+        if change.is_some() {
+            check_writable(&self.path)?;
+        }
         if change.is_some() && !dry_run {
             if let Some(previous) = existing.as_deref().filter(|t| *t != self.text) {
                 write(&kept, previous)?;
@@ -260,6 +292,7 @@ impl OwnedFile {
             });
         };
         self.check_ours(&existing)?;
+        check_writable(&self.path)?;
         if !dry_run {
             std::fs::remove_file(&self.path)
                 .map_err(|e| format!("{}: {e}", self.path.display()))?;
@@ -438,10 +471,42 @@ fn add_hooks(
     Ok(())
 }
 
-/// Adds what `plan` needs to its file; writes unless `dry_run`.
+/// Adds what `plan` needs to its file; writes unless `dry_run`. A file
+/// that would change but may not be written (read-only) is refused before
+/// anything is written, a dry run included.
 pub fn install(plan: &SetupPlan, dry_run: bool) -> Result<SetupReport, String> {
     let original = read(&plan.path)?;
-    let mut doc = Document::parse(original.as_deref().unwrap_or("{}"), &plan.path)?;
+    let (changes, merged) = merge(plan, original.as_deref())?;
+    let text = merged.clone().or(original.clone()).unwrap_or_default();
+    if merged.is_some() {
+        check_writable(&plan.path)?;
+    }
+    if merged.is_some() && !dry_run {
+        let backup = backup_path(&plan.path);
+        if !backup.exists() {
+            // No file before: an empty copy says so. The copy is as
+            // private as the file (Claude Code's `.claude.json` is 0600).
+            let before = original.as_deref().unwrap_or("");
+            write_like(&backup, before, &plan.path, plan.private)?;
+        }
+        write_like(&plan.path, &text, &plan.path, plan.private)?;
+    }
+    Ok(SetupReport {
+        path: plan.path.clone(),
+        changes,
+        text: Some(text),
+    })
+}
+
+/// What `plan` changes in a file holding `original` (`None`: no file):
+/// the changes, and the new text when it adds anything. It writes
+/// nothing: `uninstall` asks it whether the file is still what setup made
+/// of its copy.
+fn merge(
+    plan: &SetupPlan,
+    original: Option<&str>,
+) -> Result<(Vec<String>, Option<String>), String> {
+    let mut doc = Document::parse(original.unwrap_or("{}"), &plan.path)?;
     let mut changes = Vec::new();
     if !plan.hooks.is_empty() {
         add_hooks(plan, &mut doc, &mut changes)?;
@@ -454,24 +519,7 @@ pub fn install(plan: &SetupPlan, dry_run: bool) -> Result<SetupReport, String> {
         }
         doc.put(key, Item::Array(items));
     }
-    for (key, name, entry) in &plan.servers {
-        let mut servers = doc.take_object(key, &plan.path)?;
-        match servers.get(name) {
-            None => {
-                servers.put(name, Item::New(entry.clone()));
-                changes.push(format!("add {key}.{name}: {}", server_command(entry)));
-            }
-            Some(there) if !runs_the_same(&server_command(&there), &server_command(entry)) => {
-                changes.push(format!(
-                    "{key}.{name}: kept yours ({}); compactd's is `{}`",
-                    server_command(&there),
-                    server_command(entry)
-                ))
-            }
-            Some(_) => {}
-        }
-        doc.put(key, Item::Object(servers));
-    }
+    add_servers(plan, &mut doc, &mut changes)?;
     if let Some(command) = &plan.status_line {
         match doc.get("statusLine") {
             None => {
@@ -490,26 +538,35 @@ pub fn install(plan: &SetupPlan, dry_run: bool) -> Result<SetupReport, String> {
         }
     }
     let added = changes.iter().any(|c| c.starts_with("add "));
-    let text = if added {
-        doc.render()
-    } else {
-        original.clone().unwrap_or_default()
-    };
-    if added && !dry_run {
-        let backup = backup_path(&plan.path);
-        if !backup.exists() {
-            // No file before: an empty copy says so. The copy is as
-            // private as the file (Claude Code's `.claude.json` is 0600).
-            let before = original.as_deref().unwrap_or("");
-            write_like(&backup, before, &plan.path, plan.private)?;
+    Ok((changes, added.then(|| doc.render())))
+}
+
+/// Adds the plan's named objects `doc` lacks (one of that name already
+/// there is kept, and said).
+fn add_servers(
+    plan: &SetupPlan,
+    doc: &mut Document,
+    changes: &mut Vec<String>,
+) -> Result<(), String> {
+    for (key, name, entry) in &plan.servers {
+        let mut servers = doc.take_object(key, &plan.path)?;
+        match servers.get(name) {
+            None => {
+                servers.put(name, Item::New(entry.clone()));
+                changes.push(format!("add {key}.{name}: {}", server_command(entry)));
+            }
+            Some(there) if !runs_the_same(&server_command(&there), &server_command(entry)) => {
+                changes.push(format!(
+                    "{key}.{name}: kept yours ({}); compactd's is `{}`",
+                    server_command(&there),
+                    server_command(entry)
+                ))
+            }
+            Some(_) => {}
         }
-        write_like(&plan.path, &text, &plan.path, plan.private)?;
+        doc.put(key, Item::Object(servers));
     }
-    Ok(SetupReport {
-        path: plan.path.clone(),
-        changes,
-        text: Some(text),
-    })
+    Ok(())
 }
 
 /// Removes what `install` added; writes unless `dry_run`.
@@ -543,19 +600,13 @@ pub fn uninstall(plan: &SetupPlan, dry_run: bool) -> Result<SetupReport, String>
             text: Some(original),
         });
     }
-    // As it was before compactd, byte for byte, when nothing else changed.
+    check_writable(&plan.path)?;
     let backup = backup_path(&plan.path);
-    let rendered = doc.render();
-    let text = match read(&backup).ok().flatten() {
-        Some(before) if before.is_empty() && doc.entries.is_empty() => None,
-        Some(before) if same_json(&before, &rendered) => Some(before),
-        _ => Some(rendered),
-    };
+    let text = restored(plan, &original, &doc, read(&backup).ok().flatten());
     if !dry_run {
         match &text {
             Some(text) => write(&plan.path, text)?,
-            None => std::fs::remove_file(&plan.path)
-                .map_err(|e| format!("{}: {e}", plan.path.display()))?,
+            None => remove(&plan.path)?,
         }
         let _ = std::fs::remove_file(&backup);
     }
@@ -564,6 +615,35 @@ pub fn uninstall(plan: &SetupPlan, dry_run: bool) -> Result<SetupReport, String>
         changes,
         text,
     })
+}
+
+/// The file's text once compactd's entries are out of it (`None`: no
+/// file): the copy kept before compactd first changed it, byte for byte,
+/// when nothing else changed since (the file is exactly what setup made of
+/// the copy, or holds the same values once compactd's are out: whatever
+/// the JSON holds, a lone surrogate or nesting past any parser's depth
+/// limit, it is given back as it was), else `doc` as it is now.
+fn restored(
+    plan: &SetupPlan,
+    original: &str,
+    doc: &Document,
+    before: Option<String>,
+) -> Option<String> {
+    let rendered = doc.render();
+    let Some(before) = before else {
+        return Some(rendered);
+    };
+    if before.is_empty() && doc.entries.is_empty() {
+        return None;
+    }
+    let as_setup_made_it = || {
+        let existed = (!before.is_empty()).then_some(before.as_str());
+        matches!(merge(plan, existed), Ok((_, Some(made))) if made == original)
+    };
+    match as_setup_made_it() || same_json(&before, &rendered) {
+        true => Some(before),
+        false => Some(rendered),
+    }
 }
 
 /// Removes the plan's hooks from `doc` (an event, and `hooks`, left empty go too).
@@ -695,6 +775,9 @@ fn same_json(a: &str, b: &str) -> bool {
     }
 }
 
+/// The file's text (`None`: no file). Only a regular file is read, under
+/// 64 MiB and without blocking: a FIFO, a device (`/dev/zero`), a folder
+/// or a link to one is refused with an error naming what it is.
 fn read(path: &Path) -> Result<Option<String>, String> {
     match crate::regular_file::read_to_string_capped(path, crate::regular_file::SETTINGS_MAX_BYTES)
     {
@@ -704,16 +787,82 @@ fn read(path: &Path) -> Result<Option<String>, String> {
     }
 }
 
+/// Refuses a file setup would change but may not: one without write
+/// permission (0444: setup does not rewrite it behind its mode, even run
+/// as root, who could), or one this user may not write. Nothing has been
+/// written when it says so.
+fn check_writable(path: &Path) -> Result<(), String> {
+    let meta = match std::fs::metadata(path) {
+        Ok(meta) => meta,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(format!("{}: {e}", path.display())),
+    };
+    let target = link_target(path);
+    let named = match target == path {
+        true => path.display().to_string(),
+        false => format!("{} (a link to {})", path.display(), target.display()),
+    };
+    let refuse = |why: String| {
+        Err(format!(
+            "{named} is {why}; it was left as it is and nothing was changed: make it writable \
+             (chmod u+w) and run setup again"
+        ))
+    };
+    if meta.permissions().readonly() {
+        return refuse(format!("read-only{}", mode_words(&meta)));
+    }
+    if !may_write(&target) {
+        return refuse(format!("not writable by this user{}", mode_words(&meta)));
+    }
+    Ok(())
+}
+
+#[cfg(unix)]
+fn mode_words(meta: &std::fs::Metadata) -> String {
+    use std::os::unix::fs::PermissionsExt;
+    format!(" (mode {:04o})", meta.permissions().mode() & 0o7777)
+}
+
+#[cfg(not(unix))]
+fn mode_words(_: &std::fs::Metadata) -> String {
+    String::new()
+}
+
+/// Whether this process may write `path` (its effective user).
+#[cfg(unix)]
+fn may_write(path: &Path) -> bool {
+    use std::os::unix::ffi::OsStrExt;
+    let Ok(c_path) = std::ffi::CString::new(path.as_os_str().as_bytes()) else {
+        return false;
+    };
+    // SAFETY: a NUL-terminated path; faccessat only reads it.
+    unsafe {
+        libc::faccessat(
+            libc::AT_FDCWD,
+            c_path.as_ptr(),
+            libc::W_OK,
+            libc::AT_EACCESS,
+        ) == 0
+    }
+}
+
+#[cfg(not(unix))]
+fn may_write(_: &Path) -> bool {
+    true
+}
+
 /// Writes through a temporary file in the same folder, so a crash leaves
 /// the old file or the new one; the file keeps its permissions and owner.
 fn write(path: &Path, text: &str) -> Result<(), String> {
     write_like(path, text, path, false)
 }
 
-/// `write`, with the mode and owner `like` has when it exists; a new file
-/// is 0600 when `private`, else the process's default (0666 less the
-/// umask). A settings file that is a symlink (dotfiles kept in a
-/// repository) stays one: the file it points to is written.
+/// `write`, with the mode and owner `like` has when it exists (run as
+/// root over a user's file, the file stays the user's, 0600 stays 0600);
+/// a new file is 0600 when `private`, else the process's default (0666
+/// less the umask). A settings file that is a symlink (dotfiles kept in a
+/// repository) stays one: the file it points to is replaced, in its own
+/// folder, created there when the link dangles.
 fn write_like(path: &Path, text: &str, like: &Path, private: bool) -> Result<(), String> {
     let path = &link_target(path);
     let like = &link_target(like);
@@ -727,19 +876,32 @@ fn write_like(path: &Path, text: &str, like: &Path, private: bool) -> Result<(),
         .map_err(|e| format!("{}: {e}", path.display()))
 }
 
-/// Where a symlinked file really is (itself when it is no symlink or its
-/// target cannot be resolved).
-fn link_target(path: &Path) -> PathBuf {
-    match std::fs::symlink_metadata(path) {
-        Ok(meta) if meta.file_type().is_symlink() => {
-            std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf())
-        }
-        _ => path.to_path_buf(),
-    }
+/// Removes the file (the one a symlink points to: the link stays, as it
+/// was before setup made the file).
+fn remove(path: &Path) -> Result<(), String> {
+    let path = link_target(path);
+    std::fs::remove_file(&path).map_err(|e| format!("{}: {e}", path.display()))
 }
 
-/// Gives `file` the owner and group of `like` (run as root, setup must not
-/// make a user's file root's); where that is not allowed, it stays ours.
+/// Where a symlinked file really is: its links followed, each relative to
+/// the folder it is in, to a file that need not exist yet (a dangling
+/// link); itself when it is no symlink. A loop ends after 40 links, at the
+/// path reached then.
+fn link_target(path: &Path) -> PathBuf {
+    let mut at = path.to_path_buf();
+    for _ in 0..40 {
+        let is_link = std::fs::symlink_metadata(&at).is_ok_and(|m| m.file_type().is_symlink());
+        let Some(next) = is_link.then(|| std::fs::read_link(&at).ok()).flatten() else {
+            return at;
+        };
+        at = match at.parent() {
+            Some(folder) => folder.join(next),
+            None => next,
+        };
+    }
+    at
+}
+
 /// The commands of one matcher group (`{"matcher": …, "hooks": [{"command": …}]}`).
 fn group_commands(group: &Item) -> Vec<String> {
     let value = group.value();
@@ -1024,6 +1186,15 @@ mod tests {
             .contains("{\"hooks\": [{\"type\": \"command\", \"command\": \"echo mine\"}]}"));
     }
 
+    /// What serde_json cannot hold as a value (a lone surrogate, nesting
+    /// past 128 levels) is copied as written, and given back byte for byte.
+    #[test]
+    fn what_no_parser_holds_is_given_back_byte_for_byte() {
+        check(Some("{\"s\": \"\\ud800\"}"));
+        let deep = format!("{{\"d\": {}{}}}", "[".repeat(300), "]".repeat(300));
+        check(Some(&deep));
+    }
+
     #[test]
     fn a_missing_file_is_created_and_removed_again() {
         let (installed, _) = check(None);
@@ -1201,6 +1372,21 @@ mod toml_table_tests {
         let old = format!("x = 1\n\n{OLD_TABLE_MARK}\n[mcp_servers.compactd]\nargs = [\"mcp\"]\n");
         write(&table.path, &old).unwrap();
         assert_eq!(table.uninstall(false).unwrap().text.unwrap(), "x = 1\n");
+    }
+
+    #[test]
+    fn a_file_without_a_final_newline_empty_or_absent_comes_back_as_it_was() {
+        for before in [Some("model = \"o4\""), Some(""), Some("a = 1\n\n"), None] {
+            let dir = tempfile::tempdir().unwrap();
+            let table = table(dir.path());
+            if let Some(before) = before {
+                write(&table.path, before).unwrap();
+            }
+            table.install(false).unwrap();
+            table.uninstall(false).unwrap();
+            let after = std::fs::read_to_string(&table.path).ok();
+            assert_eq!(after.as_deref(), before);
+        }
     }
 
     #[test]

@@ -18,8 +18,19 @@ pub fn run(args: &SetupArgs) -> Result<(), CliError> {
     let compactd = command_name(&exe, project.is_some());
     let steps =
         setup_for(&args.agent, &Homes::from_env(), project, &compactd).map_err(CliError::Usage)?;
-    // Each file on its own: one that cannot be changed stops the rest, and
-    // what was done before it is printed.
+    // Every file is read and worked out first: one that cannot be changed
+    // (not JSON or TOML it can merge into, read-only, not a regular file)
+    // stops setup before it writes anything. A file that fails while it is
+    // written still stops the rest, and what was done before it is printed.
+    if !args.dry_run {
+        for step in &steps {
+            match args.uninstall {
+                false => step.install(true),
+                true => step.uninstall(true),
+            }
+            .map_err(CliError::Failure)?;
+        }
+    }
     for step in &steps {
         let report = match args.uninstall {
             false => step.install(args.dry_run),

@@ -107,6 +107,37 @@ pub fn decode_base64(text: &str) -> Option<Vec<u8>> {
     Some(out)
 }
 
+/// Why `text` is not base64 as `decode_base64` reads it (the standard or
+/// the URL-safe alphabet, whitespace ignored, `=` padding only at the
+/// end), naming the first character that is not; `None` when it is.
+pub fn base64_problem(text: &str) -> Option<String> {
+    if text.starts_with("data:") {
+        return Some("it is a `data:` URL; `data` holds only the base64 after its comma".into());
+    }
+    let (mut symbols, mut padding) = (0usize, 0usize);
+    for (at, c) in text.chars().enumerate() {
+        let symbol = c.is_ascii_alphanumeric() || "+/-_".contains(c);
+        let misplaced = match c {
+            _ if c.is_ascii_whitespace() => false,
+            '=' => {
+                padding += 1;
+                padding > 2
+            }
+            _ => !symbol || padding > 0,
+        };
+        if misplaced {
+            return Some(format!("{c:?} at character {at}"));
+        }
+        symbols += usize::from(symbol);
+    }
+    match symbols % 4 {
+        1 => Some(format!(
+            "{symbols} base64 characters, one more than whole bytes take: it was cut short"
+        )),
+        _ => None,
+    }
+}
+
 /// The first `bytes` bytes that `text` (base64) encodes: enough for a
 /// header without decoding a whole image.
 pub fn decode_base64_prefix(text: &str, bytes: usize) -> Option<Vec<u8>> {
@@ -151,6 +182,22 @@ mod tests {
         assert_eq!(decode_base64("aGVsbG8=").unwrap(), b"hello");
         assert_eq!(decode_base64("aGVs\nbG8").unwrap(), b"hello");
         assert_eq!(decode_base64("a$b"), None);
+        assert_eq!(base64_problem("aGVsbG8="), None);
+        assert_eq!(base64_problem("aGVs\nbG8"), None);
+        assert_eq!(base64_problem("a-_b"), None);
+        assert_eq!(base64_problem(""), None);
+        assert_eq!(
+            base64_problem("aGVs!G8").as_deref(),
+            Some("'!' at character 4")
+        );
+        assert_eq!(
+            base64_problem("aGVsbG8=x").as_deref(),
+            Some("'x' at character 8")
+        );
+        assert!(base64_problem("aGVsb").unwrap().contains("cut short"));
+        assert!(base64_problem("data:image/png;base64,iVBO")
+            .unwrap()
+            .contains("`data:` URL"));
         let header = decode_base64_prefix("iVBORw0KGgoAAAANSUhEUgAABQAAAALQCAYAAAA", 24).unwrap();
         assert_eq!(dimensions(&header), Some((1280, 720)));
     }

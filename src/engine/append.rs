@@ -18,8 +18,9 @@ pub struct Appended {
     pub ids: Vec<String>,
     /// A file event was recorded.
     pub touched_files: bool,
-    /// Tool results logged but kept out of the model's history (late,
-    /// second, or without a call), each as `messages[i]: why`.
+    /// Images counted on an assumption (`tokens::image_notes`), then tool
+    /// results logged but kept out of the model's history (late, second,
+    /// or without a call), each as `messages[i]…: why`.
     pub warnings: Vec<String>,
 }
 
@@ -35,6 +36,10 @@ pub fn append(
     open.check_writable()?;
     refuse_implausible_usage(&messages)?;
     super::blobs::refuse_references(&messages)?;
+    // An image no provider could read is refused; one counted on an
+    // assumption (its size unknown or implausible) is kept and said.
+    let image_notes = tokens::image_notes(open.session.encoding().images(), &messages)
+        .map_err(EngineError::Invalid)?;
     open.session
         .assign_ids(&mut messages)
         .map_err(|e| EngineError::Invalid(e.to_string()))?;
@@ -77,9 +82,13 @@ pub fn append(
     for (_, event) in &file_events {
         open.session.apply_file_event(event);
     }
-    let warnings = off_history
+    let warnings = image_notes
         .into_iter()
-        .map(|(i, why)| format!("messages[{i}]: {}", why.describe(&answers[i])))
+        .chain(
+            off_history
+                .into_iter()
+                .map(|(i, why)| format!("messages[{i}]: {}", why.describe(&answers[i]))),
+        )
         .collect();
     Ok(Appended {
         ids,

@@ -82,11 +82,14 @@ pub struct AppendResult {
     /// A compaction of this session is running (auto-compaction starts
     /// one when a trigger fires and it is allowed).
     pub compacting: bool,
-    /// Tool results that were logged but are not part of the model's
-    /// history: a result arriving after the conversation moved on (its call
-    /// already closed as interrupted), a second result for a call, or one
-    /// whose call never came. One line each, `messages[i]: why`; absent
-    /// when there are none.
+    /// What the append assumed or kept apart, one line each, `messages[i]:
+    /// why` (`messages[i].content[j]: why` for a part); absent when there
+    /// is nothing to say: an image counted on an assumption (its data has
+    /// no header compactd reads a size from, or the header claims a side
+    /// of 0 or over 8,000 px) and what it was counted as; a tool result logged
+    /// but not part of the model's history (arriving after the conversation
+    /// moved on, its call already closed as interrupted; a second result
+    /// for a call; one whose call never came).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<String>,
 }

@@ -6,7 +6,7 @@ mod images;
 mod windows;
 
 pub use calibration::{model_key, Calibration, Correction};
-pub use images::ImageRule;
+pub use images::{image_notes, ImageRule};
 pub use windows::context_window_for;
 
 use crate::conversation::{Message, MessageBody, Part, PartKind};
