@@ -575,6 +575,7 @@ impl CompactionJob {
             provider_tokens_after: None,
             recount_note: None,
             dropped: Vec::new(),
+            unseen_tokens: None,
         };
         note_summarizers(&mut record, [main, turn_prefix]);
         self.set_target(&mut record);

@@ -113,6 +113,15 @@ pub struct CompactionRecord {
     /// its own summaries.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub dropped: Vec<String>,
+    /// An agent's own compaction: what the agent sends after it that its
+    /// transcript does not show (the files, plan and task list Claude Code
+    /// re-attaches, hook output), in compactd's count: the agent's own
+    /// count of its context right after (`postTokens`) less compactd's
+    /// count of the summary and kept messages. Counted in the view until
+    /// the next compaction, as those attachments stay in the agent's
+    /// requests.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unseen_tokens: Option<u64>,
 }
 
 fn zero_is_unknown<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {

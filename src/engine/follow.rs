@@ -134,6 +134,9 @@ struct Reading {
     out: Emitter,
     /// Compactions of the agent placed so far.
     placed: usize,
+    /// The latest compaction was placed: what the agent attached right
+    /// after it (`Event::Attached`, given only then) is its own.
+    attaching: bool,
     stated_window: Option<u64>,
     max_output: Option<u64>,
     restart: bool,
@@ -147,6 +150,7 @@ impl Reading {
             reader,
             out: Emitter::new(format),
             placed: 0,
+            attaching: false,
             stated_window: None,
             max_output: None,
             restart: false,
@@ -214,12 +218,31 @@ impl Reading {
                 match transcript::place(session, &foreign, format, self.placed + 1) {
                     Ok(record) => {
                         self.placed += 1;
+                        self.attaching = true;
                         polled.changed = true;
                         if live {
                             polled.compactions.push(record);
                         }
                     }
-                    Err((kind, why)) => self.out.skipped.add(foreign.line, kind, why),
+                    Err((kind, why)) => {
+                        self.attaching = false;
+                        self.out.skipped.add(foreign.line, kind, why)
+                    }
+                }
+            }
+            Event::Attached(text) if self.attaching => {
+                session.attach_unseen(&text);
+                polled.changed = true;
+            }
+            Event::Attached(_) => {}
+            Event::Cleared(ids) => {
+                let format = self.out.format;
+                let record = transcript::place_clearing(session, ids, format, self.placed + 1);
+                self.placed += 1;
+                self.attaching = false;
+                polled.changed = true;
+                if live {
+                    polled.compactions.push(record);
                 }
             }
             Event::MaxOutputTokens(tokens) => self.max_output = Some(tokens),

@@ -92,6 +92,12 @@ pub struct CompactResult {
     /// absent when it kept all. `recall` is the share it kept.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub dropped: Vec<String>,
+    /// An agent's own compaction: what the agent re-attached right after
+    /// it (the files it read last, its plan, task list), which its next
+    /// requests hold and no message shows, in compactd's count; part of
+    /// `tokensAfter`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unseen_tokens: Option<u64>,
 }
 
 impl CompactResult {
@@ -124,6 +130,7 @@ impl CompactResult {
             provider_tokens_after: record.provider_tokens_after,
             recount_note: record.recount_note.clone(),
             dropped: record.dropped.clone(),
+            unseen_tokens: record.unseen_tokens,
         }
     }
 

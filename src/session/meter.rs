@@ -88,7 +88,10 @@ impl Session {
     }
 
     fn fixed_tokens(&self) -> u64 {
-        self.declared_tokens() + self.checkpoint.map(|i| self.summary_tokens[i]).unwrap_or(0)
+        let checkpoint = self.checkpoint.map_or(0, |i| {
+            self.summary_tokens[i] + self.compactions[i].unseen_tokens.unwrap_or(0)
+        });
+        self.declared_tokens() + checkpoint
     }
 
     /// Our own estimate of the whole view, ignoring provider usage.

@@ -519,6 +519,18 @@ impl Session {
         }
     }
 
+    /// Content the agent re-attached right after its latest compaction
+    /// (`transcript::Event::Attached`): in every request until the next
+    /// compaction, but in no message, so it is counted on the compaction
+    /// (`unseen_tokens`) and in the view; `tokens_after` follows.
+    pub fn attach_unseen(&mut self, text: &str) {
+        let tokens = self.encoding.count(text);
+        if let Some(record) = self.compactions.last_mut() {
+            *record.unseen_tokens.get_or_insert(0) += tokens;
+        }
+        self.settle_tokens_after();
+    }
+
     /// Sets the latest compaction's `tokens_after` to the context the
     /// session now holds as the meter shows it (an imported compaction,
     /// whose source counted without the system prompt and tools, or not at

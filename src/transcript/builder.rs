@@ -10,7 +10,7 @@ use super::format::Format;
 use super::imported::{Imported, Skips};
 use crate::compaction::retention;
 use crate::compaction::CompactionRecord;
-use crate::compaction::Strategy;
+use crate::compaction::{Strategy, Trigger};
 use crate::conversation::{Message, MessageBody};
 use crate::files::FileTools;
 use crate::session::Session;
@@ -20,6 +20,8 @@ enum Item {
     Message { message: Message, line: usize },
     Settings(SessionSettings),
     Compaction(ForeignCompaction),
+    Attached(String),
+    Cleared(Vec<String>),
 }
 
 /// A whole transcript's events as an import: the conversation's settings,
@@ -28,7 +30,9 @@ enum Item {
 /// transcript), and would only drop what came before it.
 pub(crate) fn collect(format: Format, events: Vec<Event>, mut skipped: Skips) -> Imported {
     let (settings, items) = fold(events);
-    let has_compactions = items.iter().any(|i| matches!(i, Item::Compaction(_)));
+    let has_compactions = items
+        .iter()
+        .any(|i| matches!(i, Item::Compaction(_) | Item::Cleared(_)));
     // Only compactions need the session: their record says how much they
     // summarized and what the context was afterwards.
     let mut session = has_compactions.then(|| {
@@ -45,7 +49,11 @@ pub(crate) fn collect(format: Format, events: Vec<Event>, mut skipped: Skips) ->
     let mut entries = Vec::with_capacity(items.len());
     let mut message_lines = Vec::new();
     let mut compactions = 0usize;
+    // The latest item was a compaction placed: what is attached next is
+    // its own.
+    let mut placed = false;
     for item in items {
+        let was_placed = std::mem::take(&mut placed);
         match item {
             Item::Message { message, line } => {
                 if let Some(session) = &mut session {
@@ -65,9 +73,23 @@ pub(crate) fn collect(format: Format, events: Vec<Event>, mut skipped: Skips) ->
                 match place(session, &foreign, format, compactions + 1) {
                     Ok(record) => {
                         compactions += 1;
+                        placed = true;
                         entries.push(LogEntry::Compaction(Box::new(record)));
                     }
                     Err((kind, why)) => skipped.add(foreign.line, kind, why),
+                }
+            }
+            Item::Attached(text) if was_placed => {
+                let session = session.as_mut().expect("created when compactions exist");
+                attach(session, &text, entries.last_mut());
+                placed = true;
+            }
+            Item::Attached(_) => {}
+            Item::Cleared(ids) => {
+                if let Some(session) = &mut session {
+                    compactions += 1;
+                    let record = place_clearing(session, ids, format, compactions);
+                    entries.push(LogEntry::Compaction(Box::new(record)));
                 }
             }
         }
@@ -104,6 +126,8 @@ fn fold(events: Vec<Event>) -> (SessionSettings, Vec<Item>) {
             Event::Settings(change) => items.push(Item::Settings(change)),
             Event::Facts(facts) => merge_settings(&mut settings, facts),
             Event::Compaction(compaction) => items.push(Item::Compaction(compaction)),
+            Event::Attached(text) => items.push(Item::Attached(text)),
+            Event::Cleared(ids) => items.push(Item::Cleared(ids)),
             Event::MaxOutputTokens(_) => {}
             Event::Restart => {
                 items.clear();
@@ -131,6 +155,64 @@ pub(crate) fn place(
     // session's copy too, which `conversation/compactions` lists.
     record.tokens_after = session.settle_tokens_after();
     Ok(record)
+}
+
+/// What the agent re-attached right after the compaction it just placed
+/// (`Event::Attached`), counted on it, in the session and in its entry.
+fn attach(session: &mut Session, text: &str, placed: Option<&mut LogEntry>) {
+    session.attach_unseen(text);
+    if let (Some(LogEntry::Compaction(record)), Some(now)) =
+        (placed, session.compactions().last())
+    {
+        record.unseen_tokens = now.unseen_tokens;
+        record.tokens_after = now.tokens_after;
+    }
+}
+
+/// The agent's trim of old tool results that its transcript does not
+/// record (`Event::Cleared`), as a `prune` compaction record of the
+/// agent's, applied to `session`: compactd's view then sends what the agent
+/// sends, and its meter counts it.
+pub(crate) fn place_clearing(
+    session: &mut Session,
+    ids: Vec<String>,
+    format: Format,
+    number: usize,
+) -> CompactionRecord {
+    let tokens_before = session.calibrated_tokens();
+    let mut record = CompactionRecord {
+        id: format!("{}-{number}", format.name()),
+        strategy: Strategy::Prune,
+        summary: String::new(),
+        first_kept_message_id: None,
+        last_summarized_message_id: None,
+        messages_summarized: ids.len(),
+        tokens_before,
+        tokens_after: 0,
+        read_files: Vec::new(),
+        modified_files: Vec::new(),
+        file_marks: Default::default(),
+        trigger: Trigger::Threshold,
+        summarizer: format!("{}{}", format.name(), crate::compaction::record::IMPORTED),
+        chunks: 0,
+        degraded: false,
+        degraded_reason: None,
+        recall: 1.0,
+        retained_rules: Vec::new(),
+        usage: None,
+        replaces: None,
+        pruned_message_ids: ids,
+        created_at: None,
+        images: Vec::new(),
+        provider_tokens_after: None,
+        recount_note: None,
+        dropped: Vec::new(),
+        duration_ms: None,
+        unseen_tokens: None,
+    };
+    session.apply_compaction(record.clone());
+    record.tokens_after = session.settle_tokens_after();
+    record
 }
 
 /// The rules of what a foreign compaction replaced, and of the summaries
@@ -220,6 +302,7 @@ fn record(
         recount_note: None,
         dropped: retention::describe_missing(&required, &outcome.missing),
         duration_ms: foreign.duration_ms,
+        unseen_tokens: None,
     })
 }
 

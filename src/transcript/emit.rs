@@ -60,6 +60,17 @@ pub enum Event {
     /// the context window the agent states, its system prompt).
     Facts(SessionSettings),
     Compaction(ForeignCompaction),
+    /// Content the agent added to its requests right after its latest
+    /// compaction, before any message: what it re-attached (files read
+    /// last, its plan, task list, invoked skills), in the transcript but
+    /// not a message of the conversation. The meter counts it with the
+    /// compaction (`CompactionRecord::unseen_tokens`).
+    Attached(String),
+    /// The agent replaced the results of these tool messages in its
+    /// requests from here on, writing nothing of it (Claude Code's
+    /// clearing of old tool results after the person was away): the view
+    /// counts them as pruned.
+    Cleared(Vec<String>),
     /// The most output tokens a request asks for (Claude Code states it),
     /// which moves the agent's auto-compaction point.
     MaxOutputTokens(u64),
@@ -111,6 +122,10 @@ pub struct Emitter {
     changed: BTreeSet<usize>,
     /// The model the conversation is on now.
     model: Option<String>,
+    /// Where the latest compaction was given (`emitted` then): content
+    /// attached before the next message belongs to it.
+    #[serde(default)]
+    compacted_at: Option<usize>,
 }
 
 impl Emitter {
@@ -126,6 +141,7 @@ impl Emitter {
             open: BTreeMap::new(),
             changed: BTreeSet::new(),
             model: None,
+            compacted_at: None,
         }
     }
 
@@ -264,6 +280,24 @@ impl Emitter {
             self.close(position);
         }
         self.push(Event::Compaction(compaction));
+        self.compacted_at = Some(self.emitted);
+    }
+
+    /// The agent stopped sending these tool results (`Event::Cleared`).
+    pub fn cleared(&mut self, ids: Vec<String>) {
+        if !ids.is_empty() {
+            self.push(Event::Cleared(ids));
+        }
+    }
+
+    /// Content the agent attached to its requests (`Event::Attached`):
+    /// given only right after a compaction, before any message, where it is
+    /// what the agent re-attached; elsewhere the provider's next usage
+    /// counts it.
+    pub fn attached(&mut self, text: String) {
+        if self.compacted_at == Some(self.emitted) && !text.trim().is_empty() {
+            self.push(Event::Attached(text));
+        }
     }
 
     pub fn restart(&mut self) {

@@ -12,7 +12,9 @@
 //!   PostCompact; what `compactd setup claude-code` writes).
 //! - **Transcript**: `transcript.rs` (its reader; `meta.rs` tells prompts
 //!   from slash commands and harness text); `status.rs` is what the status
-//!   line keeps of one between renders, `status_line.rs` the line itself.
+//!   line keeps of one between renders, `status_line.rs` the line itself;
+//!   `idle_clearing.rs` the trim it makes of old tool results after the
+//!   person was away, which no line records.
 //! - **Auto-compaction**: at `window − min(max output, 20,000) − 3,000`
 //!   tokens (the last request's input, cache and output). Measured with the
 //!   default model (1,000,000-token window, 128,000 max output): 976,910 did
@@ -29,6 +31,7 @@
 mod auto_compact;
 mod home;
 mod hooks;
+mod idle_clearing;
 mod meta;
 pub mod status;
 mod status_line;

@@ -134,7 +134,8 @@ impl Figures {
                 self.compactions += 1;
             }
             Event::MaxOutputTokens(tokens) => self.max_output = Some(tokens),
-            Event::Restart => {}
+            // The follow meter counts it (`after_compaction`).
+            Event::Attached(_) | Event::Cleared(_) | Event::Restart => {}
         }
     }
 

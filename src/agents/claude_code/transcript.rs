@@ -17,7 +17,9 @@
 //! and counted. Subagent transcripts live in `<session>/subagents/*.jsonl`
 //! and import on their own.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
+
+use super::idle_clearing::IdleClearing;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -147,6 +149,16 @@ pub(crate) struct Reader {
     /// `remove`, in either order) is not a second request.
     #[serde(default)]
     delivered: Option<String>,
+    /// The kinds of attachment written before the first message (the
+    /// model's name, the date, the skill listing): in every request, so
+    /// the calibrated overhead holds them, also when they are re-attached
+    /// after a compaction.
+    #[serde(default)]
+    prelude: BTreeSet<String>,
+    /// What the trim Claude Code makes after the person was away needs.
+    /// Not kept by the status line's cache, which counts no messages.
+    #[serde(skip)]
+    idle: IdleClearing,
 }
 
 impl crate::transcript::Reader for Reader {
@@ -194,6 +206,9 @@ impl crate::transcript::Reader for Reader {
 impl Reader {
     fn entry(&mut self, number: usize, entry: &Value, out: &mut Emitter) {
         let kind = entry.get("type").and_then(Value::as_str).unwrap_or("");
+        if let Some(version) = entry.get("version").and_then(Value::as_str) {
+            self.idle.version(version);
+        }
         let sidechain = entry.get("isSidechain").and_then(Value::as_bool) == Some(true);
         let skip_sidechain = sidechain && matches!(self.sidechains, Sidechains::Skip);
         let flag = |key: &str| entry.get(key).and_then(Value::as_bool) == Some(true);
@@ -222,7 +237,10 @@ impl Reader {
             "queue-operation" => self.queue_operation(number, entry, out),
             "attachment" => match queued_prompt(entry) {
                 Some(prompt) => self.queued_read(number, entry, prompt, out),
-                None => out.skip_line_type(number, kind, &BOOKKEEPING),
+                None => {
+                    self.attachment(entry, out);
+                    out.skip_line_type(number, kind, &BOOKKEEPING)
+                }
             },
             "system" => match entry.get("subtype").and_then(Value::as_str) {
                 Some("compact_boundary") => self.boundary = Some(boundary(number, entry)),
@@ -233,6 +251,24 @@ impl Reader {
                 stated_limits(other, entry, out);
                 out.skip_line_type(number, other, &BOOKKEEPING)
             }
+        }
+    }
+
+    /// An attachment that is no prompt: before the first message, a kind
+    /// every request carries; after a compaction, what Claude Code
+    /// re-attached (the files read last, the plan, the task list), which
+    /// the next request holds and no message shows.
+    fn attachment(&mut self, entry: &Value, out: &mut Emitter) {
+        let Some(attachment) = entry.get("attachment") else {
+            return;
+        };
+        let kind = attachment.get("type").and_then(Value::as_str).unwrap_or("");
+        if !out.has_messages() {
+            self.prelude.insert(kind.to_string());
+        } else if !self.prelude.contains(kind) {
+            let mut text = String::new();
+            attachment_text(attachment, &mut text);
+            out.attached(text);
         }
     }
 
@@ -314,6 +350,7 @@ impl Reader {
             .and_then(|uuid| self.uuids.get(uuid))
             .cloned();
         self.response = None;
+        self.idle.compacted();
         out.compaction(ForeignCompaction {
             summary,
             first_kept,
@@ -345,6 +382,7 @@ impl Reader {
     fn clear(&mut self, number: usize, entry: &Value, out: &mut Emitter) {
         self.end_command(out);
         self.response = None;
+        self.idle.compacted();
         out.compaction(ForeignCompaction {
             summary: CLEARED.to_string(),
             first_kept: None,
@@ -393,6 +431,14 @@ impl Reader {
             }
             _ => (Vec::new(), Some(content_text(content))),
         };
+        if results.is_empty() {
+            // A request the person started (a prompt, a command): the
+            // first after a long absence clears old results.
+            let at = crate::transcript::time::timestamp_ms(entry);
+            if let Some(cleared) = self.idle.prompt(at) {
+                out.cleared(cleared);
+            }
+        }
         // One line may carry several results: only the first keeps the uuid.
         let mut preferred = uuid;
         for result in &results {
@@ -437,18 +483,26 @@ impl Reader {
             .and_then(Value::as_str)
             .unwrap_or("")
             .to_string();
+        let tool_name = self.tool_names.remove(&call_id);
+        let content = content_of(result.get("content"), Dialect::Anthropic);
+        let chars = content.as_str().chars().count() as u64;
+        let name = tool_name.clone();
         let message = Message {
             id: String::new(),
             body: MessageBody::Tool {
-                tool_name: self.tool_names.remove(&call_id),
+                tool_name,
                 tool_call_id: call_id,
-                content: content_of(result.get("content"), Dialect::Anthropic),
+                content,
                 is_error: result.get("is_error").and_then(Value::as_bool) == Some(true),
             },
             usage: None,
             extra: Default::default(),
         };
-        out.message(number, id, message, false)
+        let position = out.message(number, id, message, false);
+        if let Some(id) = out.first_id_from(position) {
+            self.idle.result(id, name.as_deref(), chars);
+        }
+        position
     }
 
     /// Prompts become user messages; a slash command that expands into a
@@ -559,6 +613,8 @@ impl Reader {
     /// One line of a response: a new assistant message, or more of the one
     /// being written (same `message.id`).
     fn assistant_line(&mut self, number: usize, entry: &Value, out: &mut Emitter) {
+        self.idle
+            .response(crate::transcript::time::timestamp_ms(entry));
         let message = entry.get("message").unwrap_or(&Value::Null);
         let api_id = message.get("id").and_then(Value::as_str);
         let model = message
@@ -618,6 +674,23 @@ fn queued_prompt(entry: &Value) -> Option<String> {
     (queued && prompt_mode && by_person && !meta)
         .then(|| typed_prompt(attachment.get("prompt")))
         .flatten()
+}
+
+/// The text an attachment puts before the model: its string values
+/// (a file's content, a plan, a task's subject), not its kind.
+fn attachment_text(value: &Value, text: &mut String) {
+    match value {
+        Value::String(s) => {
+            text.push_str(s);
+            text.push('\n');
+        }
+        Value::Array(items) => items.iter().for_each(|v| attachment_text(v, text)),
+        Value::Object(fields) => fields
+            .iter()
+            .filter(|(key, _)| key.as_str() != "type")
+            .for_each(|(_, v)| attachment_text(v, text)),
+        _ => {}
+    }
 }
 
 /// Queued text (a string or content blocks) as a prompt's text, the way
@@ -858,6 +931,100 @@ mod tests {
         assert_eq!(
             imported.skipped.reasons(),
             ["cost-state lines: 1 (first at line 8)"]
+        );
+    }
+
+    /// What Claude Code re-attaches after compacting (a file read last)
+    /// is in its next request but in no message: the compaction counts it
+    /// (`unseen_tokens`, in `tokens_after`). A kind of attachment written
+    /// before the first message (the model's name) is in every request,
+    /// which the calibrated overhead already holds; one after a message is
+    /// the provider's next usage's to count.
+    #[test]
+    fn what_claude_code_re_attaches_after_compacting_counts_with_the_compaction() {
+        let file = "fn parse(input: &str) -> Result<Ast, Error> { todo!() }\n".repeat(40);
+        let attached = |kind: &str, text: &str| {
+            serde_json::json!({"type": "attachment", "sessionId": "s", "attachment": {"type": kind, "filename": "/w/parser.rs", "content": {"type": "text", "file": {"filePath": "/w/parser.rs", "content": text}}}}).to_string()
+        };
+        let model = r#"{"type":"attachment","sessionId":"s","attachment":{"type":"model","text":"You are powered by the model named Opus. Its knowledge cutoff is June 2026."}}"#;
+        let head = [
+            model.to_string(),
+            r#"{"type":"user","uuid":"u1","sessionId":"s","message":{"role":"user","content":"go"}}"#.to_string(),
+            r#"{"type":"assistant","uuid":"a1","sessionId":"s","message":{"id":"msg_1","role":"assistant","model":"claude-x","content":[{"type":"text","text":"done"}]}}"#.to_string(),
+            r#"{"type":"system","subtype":"compact_boundary","uuid":"b","sessionId":"s","compactMetadata":{"trigger":"manual","preTokens":900}}"#.to_string(),
+            r#"{"type":"user","uuid":"c","sessionId":"s","isCompactSummary":true,"message":{"role":"user","content":"Summary: went."}}"#.to_string(),
+        ];
+        let import = |tail: &[String]| {
+            let all: Vec<&str> = head.iter().chain(tail).map(String::as_str).collect();
+            let imported = lines(&all);
+            first_compaction(&imported).clone()
+        };
+        let bare = import(&[]);
+        assert_eq!(bare.unseen_tokens, None);
+        let with_file = import(&[attached("file", &file), model.to_string()]);
+        let counted = crate::tokens::Encoding::O200k.count(&file);
+        let unseen = with_file.unseen_tokens.expect("the file is counted");
+        assert!(
+            unseen >= counted && unseen < counted + 20,
+            "{unseen} for a file of {counted} tokens, the model's note not counted again"
+        );
+        assert_eq!(with_file.tokens_after, bare.tokens_after + unseen);
+        // After the next message it is not the compaction's.
+        let later = import(&[
+            r#"{"type":"user","uuid":"u2","sessionId":"s","message":{"role":"user","content":"next"}}"#.to_string(),
+            attached("file", &file),
+        ]);
+        assert_eq!(later.unseen_tokens, None);
+    }
+
+    /// Back after 65 minutes away, Claude Code's next request no longer
+    /// holds the results of all but its 12 newest tool calls, and writes
+    /// nothing of it: the import records the trim as the agent's `prune`,
+    /// and the context it counts drops by about what those results held.
+    #[test]
+    fn a_trim_claude_code_made_without_a_trace_is_recorded_and_counted() {
+        let output = "line of a file read by the agent\n".repeat(200);
+        let at = |minute: u64| {
+            format!(
+                "2026-11-20T{:02}:{:02}:00.000Z",
+                8 + minute / 60,
+                minute % 60
+            )
+        };
+        let mut transcript = vec![
+            serde_json::json!({"type": "user", "uuid": "u0", "version": "2.1.330", "timestamp": at(0), "message": {"role": "user", "content": "read them all"}}).to_string(),
+        ];
+        for n in 0..30 {
+            transcript.push(serde_json::json!({"type": "assistant", "uuid": format!("a{n}"), "version": "2.1.330", "timestamp": at(1), "message": {"id": format!("msg_{n}"), "role": "assistant", "model": "claude-x", "content": [{"type": "tool_use", "id": format!("t{n}"), "name": "Read", "input": {"file_path": format!("/w/f{n}.rs")}}]}}).to_string());
+            transcript.push(serde_json::json!({"type": "user", "uuid": format!("r{n}"), "version": "2.1.330", "timestamp": at(1), "message": {"role": "user", "content": [{"type": "tool_result", "tool_use_id": format!("t{n}"), "content": output}]}}).to_string());
+        }
+        transcript.push(serde_json::json!({"type": "assistant", "uuid": "done", "version": "2.1.330", "timestamp": at(2), "message": {"id": "msg_done", "role": "assistant", "model": "claude-x", "content": [{"type": "text", "text": "Read all 30."}]}}).to_string());
+        let soon = serde_json::json!({"type": "user", "uuid": "u1", "version": "2.1.330", "timestamp": at(60), "message": {"role": "user", "content": "and now?"}}).to_string();
+        let later = serde_json::json!({"type": "user", "uuid": "u1", "version": "2.1.330", "timestamp": at(70), "message": {"role": "user", "content": "and now?"}}).to_string();
+        let import = |last: &str| {
+            let all: Vec<&str> = transcript
+                .iter()
+                .map(String::as_str)
+                .chain([last])
+                .collect();
+            lines(&all)
+        };
+        assert_eq!(
+            import(&soon).compaction_count(),
+            0,
+            "58 minutes away: nothing cleared"
+        );
+        let imported = import(&later);
+        assert_eq!(imported.compaction_count(), 1);
+        let record = first_compaction(&imported);
+        assert_eq!(record.strategy, crate::compaction::Strategy::Prune);
+        assert!(record.is_agents());
+        assert_eq!(record.pruned_message_ids.len(), 18, "all but the 12 newest");
+        let one = crate::tokens::Encoding::O200k.count(&output);
+        let saved = record.tokens_before - record.tokens_after;
+        assert!(
+            saved > 17 * one && saved < 18 * one,
+            "saved {saved}: 18 results of {one} tokens, each leaving a placeholder"
         );
     }
 

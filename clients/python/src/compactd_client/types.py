@@ -236,11 +236,14 @@ class _AppendResultRequired(TypedDict):
 
 
 class AppendResult(_AppendResultRequired, total=False):
-    #: Tool results that were logged but are not part of the model's
-    #: history: a result arriving after the conversation moved on (its call
-    #: already closed as interrupted), a second result for a call, or one
-    #: whose call never came. One line each, `messages[i]: why`; absent
-    #: when there are none.
+    #: What the append assumed or kept apart, one line each, `messages[i]:
+    #: why` (`messages[i].content[j]: why` for a part); absent when there
+    #: is nothing to say: an image counted on an assumption (its data has
+    #: no header compactd reads a size from, or the header claims a side
+    #: of 0 or over 8,000 px) and what it was counted as; a tool result logged
+    #: but not part of the model's history (arriving after the conversation
+    #: moved on, its call already closed as interrupted; a second result
+    #: for a call; one whose call never came).
     warnings: List[str]
 
 
@@ -367,6 +370,11 @@ class CompactResult(_CompactResultRequired, total=False):
     #: With `summarizer.recount`: why the provider was not asked, or could
     #: not answer.
     recountNote: Optional[str]
+    #: An agent's own compaction: what the agent re-attached right after
+    #: it (the files it read last, its plan, task list), which its next
+    #: requests hold and no message shows, in compactd's count; part of
+    #: `tokensAfter`.
+    unseenTokens: Optional[int]
     #: What the summarizer's provider reported for its calls.
     usage: Optional[Usage]
 
@@ -667,6 +675,11 @@ class DidCompactNotification(_DidCompactNotificationRequired, total=False):
     #: With `summarizer.recount`: why the provider was not asked, or could
     #: not answer.
     recountNote: Optional[str]
+    #: An agent's own compaction: what the agent re-attached right after
+    #: it (the files it read last, its plan, task list), which its next
+    #: requests hold and no message shows, in compactd's count; part of
+    #: `tokensAfter`.
+    unseenTokens: Optional[int]
     #: What the summarizer's provider reported for its calls.
     usage: Optional[Usage]
 

@@ -289,11 +289,14 @@ export interface AppendResult {
    */
   shouldCompact: boolean;
   /**
-   * Tool results that were logged but are not part of the model's
-   * history: a result arriving after the conversation moved on (its call
-   * already closed as interrupted), a second result for a call, or one
-   * whose call never came. One line each, `messages[i]: why`; absent
-   * when there are none.
+   * What the append assumed or kept apart, one line each, `messages[i]:
+   * why` (`messages[i].content[j]: why` for a part); absent when there
+   * is nothing to say: an image counted on an assumption (its data has
+   * no header compactd reads a size from, or the header claims a side
+   * of 0 or over 8,000 px) and what it was counted as; a tool result logged
+   * but not part of the model's history (arriving after the conversation
+   * moved on, its call already closed as interrupted; a second result
+   * for a call; one whose call never came).
    */
   warnings?: string[];
 }
@@ -510,6 +513,13 @@ export interface CompactResult {
   tokensAfter: number;
   tokensBefore: number;
   /**
+   * An agent's own compaction: what the agent re-attached right after
+   * it (the files it read last, its plan, task list), which its next
+   * requests hold and no message shows, in compactd's count; part of
+   * `tokensAfter`.
+   */
+  unseenTokens?: number | null;
+  /**
    * What the summarizer's provider reported for its calls.
    */
   usage?: Usage | null;
@@ -696,6 +706,13 @@ export interface DidCompactNotification {
   tokensAfter: number;
   tokensBefore: number;
   trigger: Trigger;
+  /**
+   * An agent's own compaction: what the agent re-attached right after
+   * it (the files it read last, its plan, task list), which its next
+   * requests hold and no message shows, in compactd's count; part of
+   * `tokensAfter`.
+   */
+  unseenTokens?: number | null;
   /**
    * What the summarizer's provider reported for its calls.
    */
