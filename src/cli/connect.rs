@@ -165,6 +165,13 @@ async fn forward_server(
                 Ok(value) => {
                     pending.received(&value);
                     stdout.send_json(value);
+                    if stdout.is_overflowed() {
+                        // Its client is not reading: forwarding more would
+                        // only grow the bridge (the outbox logged it).
+                        return Err(CliError::Failure(
+                            "the stdio client left too much output unread".into(),
+                        ));
+                    }
                 }
                 Err(e) => {
                     tracing::error!("the server sent a message that is not JSON ({e}); dropped")

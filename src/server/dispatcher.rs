@@ -57,6 +57,15 @@ where
             },
             Some(result) = job_results.recv() => server.finish_job(result),
         }
+        // Only handling something sends, so this is where an outbox
+        // overflows: stdio's client is the only one, and it does not read.
+        if writer.overflowed() {
+            tracing::error!(
+                "compactd stops: its only client, on stdio, left more than {} bytes of output unread; what it acknowledged is in the session logs",
+                transport::MAX_UNSENT_BYTES
+            );
+            break 1;
+        }
     };
     server.state.compactions.abort_all();
     drop(server);
@@ -115,7 +124,11 @@ impl Dispatcher {
                 self.clients.add(id, out);
             }
             ConnectionEvent::Received { id, incoming } => {
-                if self.clients.get(id).is_some() {
+                // A connection whose client stopped reading is being
+                // dropped: what it sent before its reader stopped is not
+                // worth handling.
+                let live = self.clients.get(id).is_some_and(|c| !c.out.is_overflowed());
+                if live {
                     self.handle_input(id, Ok(Some(incoming)));
                 }
             }

@@ -161,8 +161,7 @@ pub(crate) fn place(
 /// (`Event::Attached`), counted on it, in the session and in its entry.
 fn attach(session: &mut Session, text: &str, placed: Option<&mut LogEntry>) {
     session.attach_unseen(text);
-    if let (Some(LogEntry::Compaction(record)), Some(now)) =
-        (placed, session.compactions().last())
+    if let (Some(LogEntry::Compaction(record)), Some(now)) = (placed, session.compactions().last())
     {
         record.unseen_tokens = now.unseen_tokens;
         record.tokens_after = now.tokens_after;

@@ -10,20 +10,18 @@ pub mod discovery;
 pub mod framing;
 pub mod guard;
 pub mod leading_id;
+pub mod outbox;
 pub mod ws;
 pub mod ws_client;
 
 use std::io;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
-use std::time::Duration;
 
 use lsp_server::Message;
-use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWrite, AsyncWriteExt};
-use tokio::sync::mpsc;
+use tokio::io::{AsyncBufRead, AsyncBufReadExt};
 
 pub use decode::Incoming;
 pub use framing::{FrameDecoder, DEFAULT_MAX_FRAME_BYTES};
+pub use outbox::{spawn_writer, Outbox, Overflow, Writer, MAX_UNSENT_BYTES, STALLED_OUTPUT};
 
 /// Reads what the client sends, one classified message at a time.
 #[derive(Debug)]
@@ -83,23 +81,6 @@ pub fn encode_json(value: &serde_json::Value) -> Vec<u8> {
     format!("Content-Length: {}\r\n\r\n{body}", body.len()).into_bytes()
 }
 
-#[derive(Debug)]
-pub(crate) enum Outgoing {
-    Message(Message),
-    Json(serde_json::Value),
-}
-
-impl Outgoing {
-    /// The JSON text of the message, without a header (one WebSocket
-    /// message).
-    pub(crate) fn to_text(&self) -> String {
-        match self {
-            Outgoing::Message(message) => message_json(message).to_string(),
-            Outgoing::Json(value) => value.to_string(),
-        }
-    }
-}
-
 /// A message as JSON, with its `"jsonrpc": "2.0"` (which `lsp-server`
 /// adds only when it writes a frame).
 pub fn message_json(message: &Message) -> serde_json::Value {
@@ -149,133 +130,6 @@ pub fn classify_text(bytes: &[u8]) -> Incoming {
             too_deep: unread.too_deep,
         }),
     }
-}
-
-/// The one ordered sender: everything the server writes goes through it,
-/// so output leaves in the order it was sent.
-#[derive(Debug, Clone)]
-pub struct Outbox {
-    tx: mpsc::UnboundedSender<Outgoing>,
-}
-
-impl Outbox {
-    pub fn send(&self, message: impl Into<Message>) {
-        // The writer only stops when the output is gone; nothing to do then.
-        let _ = self.tx.send(Outgoing::Message(message.into()));
-    }
-
-    /// Sends a message built as JSON (see `encode_json`).
-    pub fn send_json(&self, value: serde_json::Value) {
-        let _ = self.tx.send(Outgoing::Json(value));
-    }
-
-    pub fn notify(&self, method: &str, params: impl serde::Serialize) {
-        self.send(lsp_server::Notification::new(method.to_string(), params));
-    }
-
-    /// An outbox and the receiving end a writer drains.
-    pub(crate) fn pair() -> (Outbox, mpsc::UnboundedReceiver<Outgoing>) {
-        let (tx, rx) = mpsc::unbounded_channel();
-        (Outbox { tx }, rx)
-    }
-
-    /// True once the writer is gone (the connection closed).
-    pub fn is_closed(&self) -> bool {
-        self.tx.is_closed()
-    }
-
-    /// An outbox whose output a test reads from the other half.
-    #[cfg(test)]
-    pub fn channel() -> (Outbox, Sent) {
-        let (tx, rx) = mpsc::unbounded_channel();
-        (Outbox { tx }, Sent(rx))
-    }
-}
-
-/// What an outbox made by `Outbox::channel` sent.
-#[cfg(test)]
-pub struct Sent(mpsc::UnboundedReceiver<Outgoing>);
-
-#[cfg(test)]
-impl Sent {
-    /// Everything sent since the last call, each message as JSON.
-    pub fn take(&mut self) -> Vec<serde_json::Value> {
-        let mut out = Vec::new();
-        while let Ok(outgoing) = self.0.try_recv() {
-            out.push(match outgoing {
-                Outgoing::Message(message) => {
-                    serde_json::to_value(message).expect("messages serialize")
-                }
-                Outgoing::Json(value) => value,
-            });
-        }
-        out
-    }
-}
-
-/// The writer task `spawn_writer` started.
-pub struct Writer {
-    task: tokio::task::JoinHandle<io::Result<()>>,
-    /// Bytes written so far: whether it is getting anywhere.
-    written: Arc<AtomicU64>,
-}
-
-/// How long the output may take no byte at all before a writer that is
-/// finishing gives up.
-pub const STALLED_OUTPUT: Duration = Duration::from_secs(10);
-
-impl Writer {
-    /// Waits for everything queued to be written, as long as the reader
-    /// takes some of it every `STALLED_OUTPUT`: a client that stopped
-    /// reading (its stdout still open) cannot keep the process alive.
-    pub async fn finish(mut self) -> io::Result<()> {
-        let mut seen = self.written.load(Ordering::Relaxed);
-        loop {
-            match tokio::time::timeout(STALLED_OUTPUT, &mut self.task).await {
-                Ok(Ok(result)) => return result,
-                Ok(Err(e)) => return Err(io::Error::other(e)),
-                Err(_) => {
-                    let now = self.written.load(Ordering::Relaxed);
-                    if now == seen {
-                        self.task.abort();
-                        return Err(io::Error::new(
-                            io::ErrorKind::TimedOut,
-                            format!(
-                                "the reader took nothing for {}s; the rest of the output was dropped",
-                                STALLED_OUTPUT.as_secs()
-                            ),
-                        ));
-                    }
-                    seen = now;
-                }
-            }
-        }
-    }
-}
-
-/// Starts the writer task; it ends when every `Outbox` is dropped.
-pub fn spawn_writer<W: AsyncWrite + Unpin + Send + 'static>(mut output: W) -> (Outbox, Writer) {
-    let (outbox, mut rx) = Outbox::pair();
-    let written = Arc::new(AtomicU64::new(0));
-    let counter = written.clone();
-    let task = tokio::spawn(async move {
-        while let Some(outgoing) = rx.recv().await {
-            let bytes = match &outgoing {
-                Outgoing::Message(message) => encode(message),
-                Outgoing::Json(value) => encode_json(value),
-            };
-            // Written in pieces, so a slow reader still shows progress.
-            for piece in bytes.chunks(64 << 10) {
-                output.write_all(piece).await?;
-                counter.fetch_add(piece.len() as u64, Ordering::Relaxed);
-            }
-            if rx.is_empty() {
-                output.flush().await?;
-            }
-        }
-        output.flush().await
-    });
-    (outbox, Writer { task, written })
 }
 
 #[cfg(test)]

@@ -18,7 +18,14 @@
 //!
 //! Before a connection reaches the dispatcher it passes [`super::guard`]:
 //! an allowed `Origin` (or none), the token (header, or the first message),
-//! a free connection slot.
+//! a free connection slot. Only an authenticated connection holds a slot:
+//! one that upgrades without the header waits for its first message in a
+//! pool of its own, at most `AUTHENTICATE_WITHIN`, so connections without
+//! the token cannot keep the real clients out.
+//!
+//! Its writer stops at its outbox's bound (`super::outbox`): a connection
+//! whose client leaves more than 64 MiB unread is dropped, and the others
+//! go on.
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -32,11 +39,12 @@ use jsonrpsee::server::{
     serve_with_graceful_shutdown, stop_channel, ws::is_upgrade_request, HttpBody, HttpResponse,
     ServerHandle, StopHandle,
 };
-use tokio::sync::{mpsc, Semaphore};
+use tokio::sync::{mpsc, OwnedSemaphorePermit, Semaphore};
 use tokio_util::compat::TokioAsyncReadCompatExt;
 
 use super::guard;
-use super::{classify_text, ConnectionEvent, ConnectionId, Incoming, Outbox, Outgoing};
+use super::outbox::Queued;
+use super::{classify_text, ConnectionEvent, ConnectionId, Incoming, Outbox};
 
 type Stream = BufReader<BufWriter<tokio_util::compat::Compat<TokioIo<hyper::upgrade::Upgraded>>>>;
 type Sender = soketto::Sender<Stream>;
@@ -85,8 +93,23 @@ struct Gate {
     options: WsOptions,
     events: mpsc::UnboundedSender<ConnectionEvent>,
     next_id: AtomicU64,
+    /// One per authenticated connection (`max_connections`).
     slots: Arc<Semaphore>,
+    /// One per connection upgraded without the header that has not
+    /// authenticated yet (as many as `slots`, apart from them): a client
+    /// without the token can fill only these, and only for
+    /// `AUTHENTICATE_WITHIN` at a time.
+    authenticating: Arc<Semaphore>,
     stop: StopHandle,
+}
+
+/// What a connection holds while it runs.
+enum Admission {
+    /// Authenticated by its header: a connection slot.
+    Slot(OwnedSemaphorePermit),
+    /// No header: a place among those authenticating, until it sends the
+    /// token (then it takes a slot) or its time is up.
+    Authenticating(OwnedSemaphorePermit),
 }
 
 /// Binds and starts accepting; connections report to `events`.
@@ -99,6 +122,7 @@ pub async fn listen(
     let (stop_handle, server_handle) = stop_channel();
     let gate = Arc::new(Gate {
         slots: Arc::new(Semaphore::new(options.max_connections)),
+        authenticating: Arc::new(Semaphore::new(options.max_connections)),
         options,
         events,
         next_id: AtomicU64::new(0),
@@ -172,15 +196,12 @@ impl Gate {
                 }
             },
         };
-        let Ok(slot) = self.slots.clone().try_acquire_owned() else {
-            tracing::warn!("refused a connection from {peer}: too many connections");
-            return refusal(
-                503,
-                format!(
-                    "too many connections (at most {})\n",
-                    self.options.max_connections
-                ),
-            );
+        let admission = match self.admit(authenticated) {
+            Ok(admission) => admission,
+            Err(why) => {
+                tracing::warn!("refused a connection from {peer}: {why}");
+                return refusal(503, format!("{why}\n"));
+            }
         };
         let mut handshake = soketto::handshake::http::Server::new();
         let response = match handshake.receive_request(&request) {
@@ -201,29 +222,56 @@ impl Gate {
             // check (the connection lives on), not refused by the codec.
             builder.set_max_frame_size(usize::MAX);
             let (sender, receiver) = builder.finish();
-            self.run(id, peer, sender, receiver, authenticated).await;
-            drop(slot);
+            self.run(id, peer, sender, receiver, admission).await;
         });
         response.map(|()| HttpBody::empty())
     }
 
-    /// One connection from authentication to close.
+    /// What an upgrade request may hold: a connection slot when its header
+    /// authenticated it, else a place among those authenticating (so a
+    /// client without the token never holds a slot); why not, when none
+    /// is free.
+    fn admit(&self, authenticated: bool) -> Result<Admission, String> {
+        let max = self.options.max_connections;
+        if authenticated {
+            let slot = self.slots.clone().try_acquire_owned();
+            return slot
+                .map(Admission::Slot)
+                .map_err(|_| format!("too many connections (at most {max})"));
+        }
+        // No slot to wait for after authenticating: say so before the
+        // upgrade, as to a client with the header.
+        if self.slots.available_permits() == 0 {
+            return Err(format!("too many connections (at most {max})"));
+        }
+        let place = self.authenticating.clone().try_acquire_owned();
+        place.map(Admission::Authenticating).map_err(|_| {
+            format!(
+                "too many connections without a token yet (at most {max} authenticating at once)"
+            )
+        })
+    }
+
+    /// One connection from authentication to close; it holds its slot
+    /// until then.
     async fn run(
         &self,
         id: ConnectionId,
         peer: SocketAddr,
         mut sender: Sender,
         mut receiver: Receiver,
-        authenticated: bool,
+        admission: Admission,
     ) {
-        if !authenticated {
-            if let Err(why) = self.authenticate(&mut sender, &mut receiver).await {
+        let _slot = match self.slot(admission, &mut sender, &mut receiver).await {
+            Ok(slot) => slot,
+            Err(why) => {
                 tracing::warn!("refused connection {id} from {peer}: {why}");
                 let _ = sender.close().await;
                 return;
             }
-        }
-        let (out, queued) = Outbox::pair();
+        };
+        let (out, queued) = Outbox::pair(format!("connection {id} from {peer}"));
+        let overflow = queued.overflow();
         let writer = tokio::spawn(write(sender, queued));
         let peer = peer.to_string();
         tracing::info!("connection {id} from {peer}");
@@ -235,6 +283,9 @@ impl Gate {
             let received = tokio::select! {
                 received = receiver.receive_data(&mut data) => received,
                 _ = &mut stopped => break,
+                // Its client stopped reading: what waits for it is dropped
+                // with the connection.
+                _ = overflow.wait() => break,
             };
             let incoming = match received {
                 Ok(_) => classify_text(&data),
@@ -249,11 +300,40 @@ impl Gate {
             };
             let _ = self.events.send(ConnectionEvent::Received { id, incoming });
         }
-        tracing::info!("connection {id} closed");
-        // The dispatcher drops the connection's outbox, which ends the
-        // writer after what was queued before.
         let _ = self.events.send(ConnectionEvent::Closed { id });
-        let _ = writer.await;
+        if overflow.happened() {
+            // Its writer is stuck on a client that does not read; the
+            // socket closes with the writer's half and this one.
+            writer.abort();
+            let _ = writer.await;
+            tracing::warn!("connection {id} dropped: its client left its output unread");
+        } else {
+            // The dispatcher drops the connection's outbox, which ends
+            // the writer after what was queued before.
+            let _ = writer.await;
+            tracing::info!("connection {id} closed");
+        }
+    }
+
+    /// The slot a connection runs in: the one its header got it, or, once
+    /// its first message authenticated it, a free one (its place among
+    /// those authenticating is given back either way); why not.
+    async fn slot(
+        &self,
+        admission: Admission,
+        sender: &mut Sender,
+        receiver: &mut Receiver,
+    ) -> Result<OwnedSemaphorePermit, String> {
+        let place = match admission {
+            Admission::Slot(slot) => return Ok(slot),
+            Admission::Authenticating(place) => place,
+        };
+        self.authenticate(sender, receiver).await?;
+        drop(place);
+        // The slots may have filled while it authenticated.
+        let max = self.options.max_connections;
+        let slot = self.slots.clone().try_acquire_owned();
+        slot.map_err(|_| format!("too many connections (at most {max})"))
     }
 
     /// The first message of a connection without the header must be
@@ -310,9 +390,9 @@ fn too_large(current: usize, maximum: usize) -> Incoming {
 
 /// Sends what the dispatcher queued, in order, flushing when the queue is
 /// empty; closes the WebSocket when the dispatcher lets the outbox go.
-async fn write(mut sender: Sender, mut queued: mpsc::UnboundedReceiver<Outgoing>) {
-    while let Some(outgoing) = queued.recv().await {
-        if sender.send_text_owned(outgoing.to_text()).await.is_err() {
+async fn write(mut sender: Sender, mut queued: Queued) {
+    while let Some(text) = queued.recv().await {
+        if sender.send_text_owned(text).await.is_err() {
             return;
         }
         if queued.is_empty() && sender.flush().await.is_err() {

@@ -34,6 +34,7 @@ mod schemas;
 mod secrets;
 mod setup;
 mod shared;
+mod slow_readers;
 mod statusline;
 mod store;
 mod summarizers;

@@ -414,7 +414,8 @@ impl Drop for Server {
     }
 }
 
-fn read_frame(reader: &mut impl BufRead) -> Option<Value> {
+/// One LSP frame's JSON body; `None` at the end of the output.
+pub fn read_frame(reader: &mut impl BufRead) -> Option<Value> {
     let mut length = None;
     loop {
         let mut line = String::new();
