@@ -71,19 +71,21 @@ impl Home {
 fn the_json_real_claude_code_sends_renders_its_own_figures() {
     let home = Home::new();
     let transcript = home.path().join("5217d838.jsonl");
-    std::fs::copy(
-        fixture("5217d838-5181-433d-a8b8-c96b9ad7bfb3.jsonl"),
-        &transcript,
-    )
-    .unwrap();
-    // After the tool turn: the last request's usage (5 + 200 + 14,450 +
-    // 12), the default model's window and compaction point, and the two
-    // files its Edit and Write changed (its Reads and Bash changed none).
+    // After the tool turn (the transcript as it was then, up to the turn's
+    // last response): the last request's usage (5 + 200 + 14,450 + 12),
+    // the default model's window and compaction point, and the two files
+    // its Edit and Write changed (its Reads and Bash changed none).
+    std::fs::write(&transcript, fixture_lines(37)).unwrap();
     let after_tools = captured("statusline-stdin-after-tools.json", &transcript).to_string();
     assert_eq!(
         home.render(&after_tools, &[], &[]),
         "⛁ 14.7k/1M 1% · auto-compact 977k · 2 files changed"
     );
+    std::fs::copy(
+        fixture("5217d838-5181-433d-a8b8-c96b9ad7bfb3.jsonl"),
+        &transcript,
+    )
+    .unwrap();
     // At startup and right after /compact Claude Code sends no usage
     // (null, then zeros), and the size it recorded after compacting
     // (3,061) leaves out its system prompt and tools: the line shows what
@@ -104,6 +106,49 @@ fn the_json_real_claude_code_sends_renders_its_own_figures() {
             "{name}"
         );
     }
+}
+
+/// The real session's first `n` lines.
+fn fixture_lines(n: usize) -> String {
+    let text =
+        std::fs::read_to_string(fixture("5217d838-5181-433d-a8b8-c96b9ad7bfb3.jsonl")).unwrap();
+    text.split_inclusive('\n').take(n).collect()
+}
+
+/// A tool result after the latest usage is in the next request and in no
+/// usage yet: the status line shows the follow meter, which counts it, as
+/// an editor following the session does, not Claude Code's last figure.
+#[test]
+fn the_status_line_and_a_follow_show_one_meter_when_results_follow_the_usage() {
+    let home = Home::new();
+    let transcript = home.path().join("t.jsonl");
+    // Up to the response that asked for `ls` (usage 14,515), then its
+    // result: a long listing.
+    let listing: String = (0..1500)
+        .map(|n| format!("src/module_{n}/file_{n}.rs\n"))
+        .collect();
+    let result = json!({"parentUuid": "1a07a91d-2f67-46bd-8c69-b2c9e5614666", "isSidechain": false,
+        "type": "user", "uuid": "d64a5c43-9803-4308-8be2-95fa6e584243", "sessionId": "5217d838-5181-433d-a8b8-c96b9ad7bfb3",
+        "message": {"role": "user", "content": [{"tool_use_id": "toolu_bash_ls", "type": "tool_result", "content": listing, "is_error": false}]}});
+    std::fs::write(&transcript, fixture_lines(33) + &result.to_string() + "\n").unwrap();
+    let mut json = captured("statusline-stdin-after-tools.json", &transcript);
+    json["context_window"]["current_usage"] = json!({"input_tokens": 5, "output_tokens": 50,
+        "cache_creation_input_tokens": 10, "cache_read_input_tokens": 14450});
+    let followed = follow_meter(&transcript);
+    assert!(
+        followed > 14_515 + 10_000,
+        "the listing is counted: {followed}"
+    );
+    let line = home.render(&json.to_string(), &[], &[]);
+    assert!(
+        line.starts_with(&format!("⛁ {}/1M", thousands(followed))),
+        "status line {line:?}, follow {followed}"
+    );
+    // The next response's usage covers it all: Claude Code's figure again.
+    std::fs::write(&transcript, fixture_lines(33)).unwrap();
+    assert!(home
+        .render(&json.to_string(), &[], &[])
+        .starts_with("⛁ 14.5k/1M"));
 }
 
 /// The meter `conversation/follow` of the transcript shows.
@@ -190,11 +235,8 @@ fn a_render_reads_only_what_the_transcript_gained_and_agrees_with_a_fresh_read()
 fn colours_follow_the_thresholds_and_no_color() {
     let home = Home::new();
     let transcript = home.path().join("t.jsonl");
-    std::fs::copy(
-        fixture("5217d838-5181-433d-a8b8-c96b9ad7bfb3.jsonl"),
-        &transcript,
-    )
-    .unwrap();
+    // Up to the response whose usage the JSON gives.
+    std::fs::write(&transcript, fixture_lines(37)).unwrap();
     let at = |tokens: u64| {
         let mut json = captured("statusline-stdin-after-tools.json", &transcript);
         json["context_window"]["context_window_size"] = json!(100_000);

@@ -4,8 +4,10 @@
 //! slash command whose fate shows in the next line), the figures the status
 //! line shows, and the tool calls waiting for their results. It holds no
 //! messages and counts no tokens: every figure is Claude Code's own, but
-//! for the one right after a compaction, which the engine works out
-//! (`after_compaction`).
+//! for the context when the transcript holds more than its latest usage
+//! counted (messages after it, or a compaction since), which the follow
+//! meter works out (`follow_meter`), so the status line and a follow of
+//! the session show one figure.
 
 use std::collections::BTreeSet;
 use std::io;
@@ -23,21 +25,21 @@ use crate::transcript::{Emitter, Event, Line, Reader};
 pub struct TranscriptStatus {
     pub tail: Tail,
     pub figures: Figures,
-    /// Right after the agent compacted (no usage since): the follow meter
-    /// of the transcript as it was at `offset`, worked out by the engine
-    /// (`engine::follow::transcript_meter`), which counts what the agent's
-    /// own figure leaves out.
+    /// When the latest usage does not cover the transcript (messages came
+    /// after it, or the agent compacted since): the follow meter of the
+    /// transcript as it was at `offset`, worked out by the engine
+    /// (`engine::follow::transcript_meter`), the one function every meter
+    /// of a followed session comes from.
     #[serde(default)]
-    pub after_compaction: Option<AfterCompaction>,
+    pub follow_meter: Option<FollowMeter>,
     reader: transcript::Reader,
     out: Emitter,
     calls: PendingCalls,
 }
 
-/// The follow meter right after a compaction, for the transcript up to
-/// `offset`.
+/// The follow meter for the transcript up to `offset`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub struct AfterCompaction {
+pub struct FollowMeter {
     pub offset: u64,
     pub context_tokens: u64,
 }
@@ -60,6 +62,10 @@ pub struct Figures {
     /// Files the transcript's successful tool calls modified, created or
     /// deleted.
     pub changed_files: BTreeSet<PathBuf>,
+    /// Messages came after the latest usage (tool results, a prompt): the
+    /// usage no longer counts all the next request holds.
+    #[serde(default)]
+    pub after_usage: bool,
 }
 
 impl TranscriptStatus {
@@ -67,19 +73,32 @@ impl TranscriptStatus {
         TranscriptStatus {
             tail: Tail::new(path),
             figures: Figures::default(),
-            after_compaction: None,
+            follow_meter: None,
             reader: transcript::Reader::default(),
             out: Emitter::new(transcript::FORMAT),
             calls: PendingCalls::default(),
         }
     }
 
-    /// Whether the meter right after a compaction is needed and not worked
-    /// out for the transcript as it is now.
-    pub fn needs_meter_after_compaction(&self) -> bool {
-        self.figures.usage_context.is_none()
-            && self.figures.compacted_to.is_some()
-            && self.after_compaction.map(|a| a.offset) != Some(self.tail.offset())
+    /// Whether the latest usage leaves out part of the transcript (messages
+    /// after it, a compaction since) and the follow meter is not worked out
+    /// for the transcript as it is now. Before any usage and any compaction
+    /// (a session's start) nothing is shown, as Claude Code shows nothing.
+    pub fn needs_follow_meter(&self) -> bool {
+        let figures = &self.figures;
+        let uncounted = match figures.usage_context {
+            Some(_) => figures.after_usage,
+            None => figures.compactions > 0,
+        };
+        uncounted && self.follow_meter.map(|m| m.offset) != Some(self.tail.offset())
+    }
+
+    /// The follow meter, when it is worked out for the transcript as it
+    /// is now.
+    pub fn current_follow_meter(&self) -> Option<u64> {
+        self.follow_meter
+            .filter(|m| m.offset == self.tail.offset())
+            .map(|m| m.context_tokens)
     }
 
     /// Reads what the transcript gained since the last update; one that
@@ -121,9 +140,13 @@ impl Figures {
         workspace: &Workspace,
     ) {
         match event {
-            Event::Message { message, .. } | Event::Amend(message) => {
+            Event::Message { message, .. } => {
+                // A new message after the usage (a later response brings
+                // its own, below).
+                self.after_usage = self.usage_context.is_some();
                 self.message(&message, calls, tools, workspace)
             }
+            Event::Amend(message) => self.message(&message, calls, tools, workspace),
             Event::Settings(settings) | Event::Facts(settings) => {
                 self.model = settings.model.or(self.model.take());
                 self.stated_window = settings.context_window.or(self.stated_window);
@@ -134,7 +157,7 @@ impl Figures {
                 self.compactions += 1;
             }
             Event::MaxOutputTokens(tokens) => self.max_output = Some(tokens),
-            // The follow meter counts it (`after_compaction`).
+            // The follow meter counts them (`follow_meter`).
             Event::Attached(_) | Event::Cleared(_) | Event::Restart => {}
         }
     }
@@ -149,6 +172,7 @@ impl Figures {
         if let (Role::Assistant, Some(usage)) = (message.role(), message.usage) {
             self.usage_context = Some(usage.context_tokens());
             self.compacted_to = None;
+            self.after_usage = false;
         }
         if let MessageBody::Assistant { model: Some(m), .. } = &message.body {
             self.model = Some(m.clone());

@@ -5,12 +5,15 @@
 //!
 //! `⛁ 90.4k/200k 45% · auto-compact 177k · 12 files changed`
 //!
-//! Every figure is Claude Code's own: the context is the last request's
-//! usage from the JSON (`context_window.current_usage`), else the latest
-//! usage its transcript records; right after it compacted (no usage
-//! since), the follow meter of the transcript, which adds to Claude Code's
-//! figure the system prompt and tools it leaves out, so the status line
-//! and an editor following the session show one number; the window is
+//! The context is the follow meter's figure, so the status line and an
+//! editor following the session show one number: the last request's usage
+//! from the JSON (`context_window.current_usage`), else the latest usage
+//! its transcript records, when that usage covers the whole transcript;
+//! when messages came after it (tool results, a prompt) or Claude Code
+//! compacted since (its own figure then leaves out its system prompt and
+//! tools), the follow meter of the transcript itself
+//! (`engine::follow::transcript_meter`), worked out once per transcript
+//! size, which reads the whole transcript; the window is
 //! `context_window_size`; the auto-compaction point is its rule (`point`);
 //! the files are those the transcript's successful tool calls changed.
 //! What was read of the transcript is cached per transcript under
@@ -26,7 +29,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::auto_compact::{point, DEFAULT_WINDOW};
-use super::status::{AfterCompaction, TranscriptStatus};
+use super::status::{FollowMeter, TranscriptStatus};
 use crate::agents::limits::Basis;
 use crate::agents::{Agent, Homes, StatusLineEnv};
 use crate::config::Config;
@@ -34,7 +37,7 @@ use crate::files::{disk, FileTools};
 use crate::tokens;
 
 /// The cache's layout; another one is read again from scratch.
-const CACHE_VERSION: u32 = 2;
+const CACHE_VERSION: u32 = 3;
 
 /// The line for the JSON Claude Code sent.
 pub(super) fn render(input: &str, env: &StatusLineEnv, agent: Agent) -> Result<String, String> {
@@ -106,20 +109,22 @@ fn transcript_status(
             status
                 .update(&tools, &disk::workspace(vec![workspace.to_path_buf()]))
                 .map_err(|e| format!("{}: {e}", transcript.display()))?;
-            if status.needs_meter_after_compaction() {
-                // Claude Code's own figure leaves out its system prompt and
-                // tools, which the follow meter's calibration learned.
-                status.after_compaction =
-                    match (env.follow_meter)(agent, config, transcript, workspace) {
-                        Ok(context_tokens) => Some(AfterCompaction {
-                            offset: status.tail.offset(),
-                            context_tokens,
-                        }),
-                        Err(e) => {
-                            eprintln!("compactd statusline: the meter after the compaction: {e}");
-                            None
-                        }
-                    };
+            if status.needs_follow_meter() {
+                // The latest usage leaves out what came after it (or Claude
+                // Code's own figure after compacting, its system prompt and
+                // tools): the follow meter counts it, so the status line and
+                // a follow of the session show one figure.
+                status.follow_meter = match (env.follow_meter)(agent, config, transcript, workspace)
+                {
+                    Ok(context_tokens) => Some(FollowMeter {
+                        offset: status.tail.offset(),
+                        context_tokens,
+                    }),
+                    Err(e) => {
+                        eprintln!("compactd statusline: the follow meter: {e}");
+                        None
+                    }
+                };
             }
             save(
                 &cache,
@@ -164,10 +169,10 @@ fn line(json: &Value, status: &TranscriptStatus, env: &StatusLineEnv) -> String 
         .filter_map(|k| u.get(*k).and_then(Value::as_u64))
         .sum::<u64>()
     });
-    let context = usage
-        .filter(|n| *n > 0)
+    let context = status
+        .current_follow_meter()
+        .or(usage.filter(|n| *n > 0))
         .or(figures.usage_context)
-        .or(status.after_compaction.map(|a| a.context_tokens))
         .or(figures.compacted_to);
     let model = json
         .pointer("/model/id")
