@@ -10,7 +10,10 @@ pub enum SummarizerProvider {
     #[default]
     Offline,
     /// The offline summarizer behind a pacing delay per chunk, for protocol
-    /// tests of progress and cancellation.
+    /// tests of progress and cancellation. Accepted, but left out of the
+    /// published schema (and so of the editors' settings): it is no choice
+    /// for a user.
+    #[schemars(skip)]
     Test,
     /// Any OpenAI-compatible `/chat/completions` endpoint (OpenAI,
     /// OpenRouter, vLLM, llama.cpp's server, Ollama, LM Studio).

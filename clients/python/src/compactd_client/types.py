@@ -43,7 +43,7 @@ Role = Literal["system", "user", "assistant", "tool"]
 #: How a compaction shrinks the history.
 Strategy = Literal["checkpoint", "incremental", "prune", "handoff"]
 
-SummarizerProvider = Literal["offline", "test", "openai", "anthropic"]
+SummarizerProvider = Literal["offline", "openai", "anthropic"]
 
 #: What a tool does to the file its arguments name.
 ToolOperation = Literal["read", "modify", "create", "delete", "patch", "command"]

@@ -161,7 +161,7 @@ export type FollowMode = 'auto' | 'off';
  * How a compaction shrinks the history.
  */
 export type Strategy1 = 'checkpoint' | 'incremental' | 'prune' | 'handoff';
-export type SummarizerProvider = 'offline' | 'test' | 'openai' | 'anthropic';
+export type SummarizerProvider = 'offline' | 'openai' | 'anthropic';
 
 export interface CompactdSchemas {
   AppendParams?: AppendParams;

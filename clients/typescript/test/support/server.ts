@@ -5,6 +5,7 @@ import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { CompactdClient, type SpawnOptions } from '../../src';
+import type { Config } from '../../src/generated/types';
 
 /** clients/typescript, from out/test/support. */
 export const PACKAGE_ROOT = resolve(__dirname, '../../..');
@@ -77,5 +78,12 @@ export function conversation(turns: number, toolChars = 1200): any[] {
   return messages;
 }
 
-/** The `test` summarizer paces each chunk, so a compaction runs long enough to cancel. */
-export const SLOW_SUMMARIZER = { keepRecentTokens: 400, summarizer: { provider: 'test' as const, delayMs: 30000 } };
+/**
+ * The `test` summarizer paces each chunk, so a compaction runs long enough to cancel.
+ * The server accepts it, but it is no user's choice, so the published `Config` type
+ * leaves it out.
+ */
+export const SLOW_SUMMARIZER = {
+  keepRecentTokens: 400,
+  summarizer: { provider: 'test', delayMs: 30000 },
+} as unknown as Config;
