@@ -9,7 +9,7 @@
 
 pub mod agents;
 pub mod cli;
-pub mod compaction;
+pub(crate) mod compaction;
 pub mod config;
 pub mod conversation;
 pub mod engine;
@@ -17,16 +17,16 @@ pub mod files;
 pub mod import;
 pub mod mcp;
 pub mod protocol;
-pub mod provider_error;
+pub(crate) mod provider_error;
 pub mod recall;
-pub mod redact;
-pub mod regular_file;
+pub(crate) mod redact;
+pub(crate) mod regular_file;
 pub mod server;
 pub mod session;
 pub mod store;
 pub mod summarize;
 pub mod tokens;
-pub mod transcript;
+pub(crate) mod transcript;
 pub mod transport;
 
 pub use server::{serve, ServeOptions};

@@ -2,13 +2,13 @@
 //! does (import, plan, summarize, conclude, apply): once at a cut, or in a
 //! chain of compactions as the transcript is walked under a small window.
 
-use compactd::compaction::{Strategy, Trigger};
 use compactd::config::Config;
 use compactd::conversation::Message;
 use compactd::engine::compaction::{self as engine_compaction, JobSummarizer, Outcome as Settled};
 use compactd::engine::{self, SessionEnv};
 use compactd::files::{disk, FileTools};
 use compactd::import::{self, Imported};
+use compactd::protocol::{Strategy, Trigger};
 use compactd::session::Session;
 use compactd::store::{self, LogEntry};
 

@@ -11,18 +11,18 @@
 //! `compactd setup` is asked to (`setup.rs`; a status line caches what it
 //! read in compactd's own data directory).
 
-pub mod claude_code;
-pub mod codex;
-pub mod discover;
+pub(crate) mod claude_code;
+pub(crate) mod codex;
+pub(crate) mod discover;
 #[cfg(test)]
 mod fake;
 mod folders;
-pub mod hook;
+pub(crate) mod hook;
 mod kind;
-pub mod limits;
-pub mod opencode;
-pub mod pi;
-pub mod setup;
+pub(crate) mod limits;
+pub(crate) mod opencode;
+pub(crate) mod pi;
+pub(crate) mod setup;
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};

@@ -5,19 +5,19 @@
 //! sections. Pure: no I/O, no clock; the engine calls a summarizer between
 //! planning and recording.
 
-pub mod chunk;
-pub mod file_sections;
-pub mod job;
+pub(crate) mod chunk;
+pub(crate) mod file_sections;
+pub(crate) mod job;
 
-pub mod plan;
-pub mod record;
-pub mod retention;
-pub mod summary;
-pub mod trigger;
+pub(crate) mod plan;
+pub(crate) mod record;
+pub(crate) mod retention;
+pub(crate) mod summary;
+pub(crate) mod trigger;
 
 pub use file_sections::{FileMarks, FileSections};
 pub use job::{CompactionJob, JobTarget, PlanOptions, PlannedJob};
-pub use record::{summary_message, CompactionRecord, ReplacedRange, Trigger};
+pub use record::{CompactionRecord, Trigger};
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};

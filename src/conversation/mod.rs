@@ -2,10 +2,10 @@
 //! log stores them. Pure data plus the rules that keep a history valid for a
 //! model (every tool result follows its call, no dangling calls).
 
-pub mod content;
-pub mod image;
-pub mod request;
-pub mod rules;
+pub(crate) mod content;
+pub(crate) mod image;
+pub(crate) mod request;
+pub(crate) mod rules;
 mod validate;
 
 pub use content::{Content, Part, PartKind, StoredData};

@@ -8,15 +8,15 @@
 //! speaks the protocol: results are core types the front ends turn into
 //! wire types.
 
-pub mod append;
-pub mod auto;
-pub mod blobs;
+pub(crate) mod append;
+pub(crate) mod auto;
+pub(crate) mod blobs;
 pub mod compaction;
 pub mod create;
-pub mod disk;
+pub(crate) mod disk;
 pub mod follow;
-pub mod meter;
-pub mod recap;
+pub(crate) mod meter;
+pub(crate) mod recap;
 
 use crate::config::Config;
 use crate::files::Workspace;

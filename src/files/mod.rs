@@ -5,9 +5,9 @@
 //! only filesystem watcher) are the I/O edges the server calls.
 
 pub mod disk;
-pub mod ledger;
-pub mod tools;
-pub mod watch;
+pub(crate) mod ledger;
+pub(crate) mod tools;
+pub(crate) mod watch;
 
 pub use ledger::{
     path_from_uri, FileEvent, FileLedger, FileOp, FileRecord, FileStatus, Origin, Position, Range,

@@ -106,10 +106,6 @@ impl FileWatcher {
         })
     }
 
-    pub fn is_polling(&self) -> bool {
-        self.polling
-    }
-
     pub fn is_watching(&self, dir: &Path) -> bool {
         self.watched.contains(dir)
     }

@@ -14,7 +14,7 @@ mod compactd_log;
 mod detect;
 mod file;
 mod formats;
-pub mod openai;
+pub(crate) mod openai;
 
 use std::path::Path;
 

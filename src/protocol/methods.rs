@@ -33,6 +33,7 @@ impl Kind {
     }
 
     /// The client may send it as a notification.
+    #[cfg(test)]
     pub fn is_notification(self) -> bool {
         matches!(self, Kind::Notification | Kind::RequestOrNotification)
     }
@@ -209,6 +210,7 @@ methods! {
 }
 
 /// The method called `name`.
+#[cfg(test)]
 pub fn find(name: &str) -> Option<&'static Method> {
     ALL.iter().find(|m| m.name == name)
 }

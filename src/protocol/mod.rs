@@ -16,14 +16,14 @@ pub use crate::import::Format;
 pub use crate::store::Durability;
 
 mod compaction;
-pub mod error_codes;
+pub(crate) mod error_codes;
 mod files;
 mod follow;
 mod import;
 mod lifecycle;
 mod lsp;
 mod meter;
-pub mod methods;
+pub(crate) mod methods;
 mod recall;
 mod schemas;
 mod session;

@@ -4,7 +4,7 @@
 //! with a warning, and keeps everything else. A process writes a log only
 //! while it holds the session's lock (`lock.rs`); others may read it.
 
-pub mod blobs;
+pub(crate) mod blobs;
 mod entry;
 mod error;
 mod ids;

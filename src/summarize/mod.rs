@@ -2,14 +2,14 @@
 //! one, and LLM providers over HTTP (`openai`, `anthropic`). Providers do
 //! I/O; they never touch the session.
 
-pub mod anthropic;
-pub mod driver;
-pub mod http;
-pub mod offline;
-pub mod openai;
-pub mod prompt;
-pub mod recount;
-pub mod sse;
+pub(crate) mod anthropic;
+pub(crate) mod driver;
+pub(crate) mod http;
+pub(crate) mod offline;
+pub(crate) mod openai;
+pub(crate) mod prompt;
+pub(crate) mod recount;
+pub(crate) mod sse;
 mod summarizer;
 
 pub use crate::compaction::summary::SummaryRequest;

@@ -8,20 +8,20 @@
 //! reads it through them.
 
 pub(crate) mod builder;
-pub mod emit;
+pub(crate) mod emit;
 mod format;
 mod imported;
 mod line;
-pub mod parts;
-pub mod tail;
-pub mod time;
+pub(crate) mod parts;
+pub(crate) mod tail;
+pub(crate) mod time;
 
 use serde_json::Value;
 
 pub(crate) use builder::{place, place_clearing};
 pub use emit::{Emitter, Event, ForeignCompaction, Reader};
 pub use format::Format;
-pub use imported::{Imported, SkipGroup, Skips};
+pub use imported::{Imported, Skips};
 pub use line::Line;
 pub(crate) use line::{parse_line, split_lines};
 

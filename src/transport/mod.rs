@@ -6,13 +6,13 @@
 
 pub mod body;
 pub mod decode;
-pub mod discovery;
+pub(crate) mod discovery;
 pub mod framing;
-pub mod guard;
+pub(crate) mod guard;
 pub mod leading_id;
-pub mod outbox;
-pub mod ws;
-pub mod ws_client;
+pub(crate) mod outbox;
+pub(crate) mod ws;
+pub(crate) mod ws_client;
 
 use std::io;
 

@@ -93,6 +93,7 @@ impl Summarizer for PacedSummarizer {
 
 /// Writes (or updates) the summary within `DEFAULT_BUDGET` tokens (and
 /// half of what it replaces).
+#[cfg(test)]
 pub fn summarize_offline(request: &SummaryRequest) -> String {
     summarize_offline_within(request, None)
 }
