@@ -2,9 +2,7 @@ use serde_json::{json, Value};
 
 use crate::support::Server;
 
-fn call(id: &str, name: &str, args: Value) -> Value {
-    json!({"id": id, "name": name, "arguments": args})
-}
+use crate::support::tool_call as call;
 
 /// A session with reads, edits, a failed edit and an interrupted call.
 fn turns(prefix: &str) -> Vec<Value> {

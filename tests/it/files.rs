@@ -71,9 +71,7 @@ fn compact(server: &mut Server, id: &str, tag: &str) -> Value {
     result
 }
 
-fn call(id: &str, name: &str, args: Value) -> Value {
-    json!({"id": id, "name": name, "arguments": args})
-}
+use crate::support::tool_call as call;
 
 fn result(call_id: &str, is_error: bool) -> Value {
     json!({"role": "tool", "toolCallId": call_id, "content": if is_error {"failed"} else {"ok"}, "isError": is_error})

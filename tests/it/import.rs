@@ -696,11 +696,7 @@ fn only_regular_files_under_the_cap_are_imported_while_other_sessions_keep_answe
     );
 }
 
-fn fixture(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures")
-        .join(name)
-}
+use crate::support::fixture;
 
 /// Imports a file over JSON-RPC: the import result, the view
 /// (`conversation/history`) and the compaction records.

@@ -12,9 +12,7 @@ use serde_json::{json, Value};
 use crate::fixture::{openai_stream, sse, End, Fixture, Piece, Reply, SUMMARY};
 use crate::support::{merge, read_pi_session, transcripts_dir, Server, MODEL_PATIENCE};
 
-fn call(id: &str, name: &str, args: Value) -> Value {
-    json!({"id": id, "name": name, "arguments": args})
-}
+use crate::support::tool_call as call;
 
 /// A short coding session: two requests, reads, an edit, a failing test.
 fn turns() -> Vec<Value> {

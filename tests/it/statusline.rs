@@ -9,16 +9,13 @@ use std::process::{Command, Stdio};
 
 use serde_json::{json, Value};
 
-fn fixture(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures/claude-code")
-        .join(name)
-}
-
 /// A captured JSON with its transcript moved to `transcript`.
 fn captured(name: &str, transcript: &Path) -> Value {
-    let mut json: Value =
-        serde_json::from_str(&std::fs::read_to_string(fixture(name)).unwrap()).unwrap();
+    let mut json: Value = serde_json::from_str(
+        &std::fs::read_to_string(crate::support::fixture(&format!("claude-code/{}", name)))
+            .unwrap(),
+    )
+    .unwrap();
     json["transcript_path"] = json!(transcript);
     json
 }
@@ -82,7 +79,7 @@ fn the_json_real_claude_code_sends_renders_its_own_figures() {
         "⛁ 14.7k/1M 1% · auto-compact 977k · 2 files changed"
     );
     std::fs::copy(
-        fixture("5217d838-5181-433d-a8b8-c96b9ad7bfb3.jsonl"),
+        crate::support::fixture("claude-code/5217d838-5181-433d-a8b8-c96b9ad7bfb3.jsonl"),
         &transcript,
     )
     .unwrap();
@@ -110,8 +107,10 @@ fn the_json_real_claude_code_sends_renders_its_own_figures() {
 
 /// The real session's first `n` lines.
 fn fixture_lines(n: usize) -> String {
-    let text =
-        std::fs::read_to_string(fixture("5217d838-5181-433d-a8b8-c96b9ad7bfb3.jsonl")).unwrap();
+    let text = std::fs::read_to_string(crate::support::fixture(
+        "claude-code/5217d838-5181-433d-a8b8-c96b9ad7bfb3.jsonl",
+    ))
+    .unwrap();
     text.split_inclusive('\n').take(n).collect()
 }
 
@@ -170,8 +169,10 @@ fn thousands(n: u64) -> String {
 fn a_render_reads_only_what_the_transcript_gained_and_agrees_with_a_fresh_read() {
     let home = Home::new();
     let transcript = home.path().join("t.jsonl");
-    let text =
-        std::fs::read_to_string(fixture("5217d838-5181-433d-a8b8-c96b9ad7bfb3.jsonl")).unwrap();
+    let text = std::fs::read_to_string(crate::support::fixture(
+        "claude-code/5217d838-5181-433d-a8b8-c96b9ad7bfb3.jsonl",
+    ))
+    .unwrap();
     let lines: Vec<&str> = text.split_inclusive('\n').collect();
     let mut json = captured("statusline-stdin-start.json", &transcript);
     json["context_window"]["context_window_size"] = json!(200_000);

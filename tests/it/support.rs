@@ -874,3 +874,15 @@ impl Drop for ScriptedModel {
         let _ = self.child.wait();
     }
 }
+
+/// A tool call as an assistant message's `toolCalls` entry.
+pub fn tool_call(id: &str, name: &str, args: Value) -> Value {
+    serde_json::json!({"id": id, "name": name, "arguments": args})
+}
+
+/// A file under `tests/fixtures`.
+pub fn fixture(relative: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(relative)
+}

@@ -23,12 +23,6 @@ fn compactd(home: &Path) -> Command {
     command
 }
 
-fn fixture(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures/claude-code")
-        .join(name)
-}
-
 const FIXTURE: &str = "5217d838-5181-433d-a8b8-c96b9ad7bfb3.jsonl";
 
 // ---------------------------------------------------------------------
@@ -336,7 +330,7 @@ fn setup_names_compactd_from_path_so_a_moved_binary_still_runs() {
 
     // Moved: the hook as Claude Code runs it (a shell, the user's PATH).
     std::fs::rename(first.join("compactd"), second.join("compactd")).unwrap();
-    let input = json!({"session_id": "s", "transcript_path": fixture(FIXTURE), "cwd": temp.path(),
+    let input = json!({"session_id": "s", "transcript_path": crate::support::fixture(&format!("claude-code/{}", FIXTURE)), "cwd": temp.path(),
         "hook_event_name": "SessionStart", "source": "compact"});
     let mut shell = Command::new("sh");
     shell
@@ -409,7 +403,7 @@ fn hook(home: &Path, input: &str) -> (bool, String) {
 #[test]
 fn hooks_answer_from_the_transcript_and_never_fail_the_agent() {
     let home = tempfile::tempdir().unwrap();
-    let transcript = fixture(FIXTURE);
+    let transcript = crate::support::fixture(&format!("claude-code/{}", FIXTURE));
     let input = |event: &str| {
         json!({"session_id": "s", "transcript_path": transcript, "cwd": home.path(),
             "hook_event_name": event, "source": "compact", "trigger": "manual",
@@ -461,7 +455,11 @@ fn hooks_answer_from_the_transcript_and_never_fail_the_agent() {
 fn the_hooks_after_a_compaction_answer_from_what_the_hook_before_it_read() {
     let home = tempfile::tempdir().unwrap();
     let transcript = home.path().join("session.jsonl");
-    std::fs::copy(fixture(FIXTURE), &transcript).unwrap();
+    std::fs::copy(
+        crate::support::fixture(&format!("claude-code/{}", FIXTURE)),
+        &transcript,
+    )
+    .unwrap();
     let input = |event: &str| {
         json!({"session_id": "s", "transcript_path": transcript, "cwd": home.path(),
             "hook_event_name": event, "source": "compact", "trigger": "manual"})
@@ -536,7 +534,11 @@ fn sessions_lists_the_workspaces_agent_sessions() {
     assert!(
         String::from_utf8_lossy(&out.stdout).starts_with("no Claude Code, Codex, pi session of")
     );
-    std::fs::copy(fixture(FIXTURE), dir.join(FIXTURE)).unwrap();
+    std::fs::copy(
+        crate::support::fixture(&format!("claude-code/{}", FIXTURE)),
+        dir.join(FIXTURE),
+    )
+    .unwrap();
     let out = compactd(home.path())
         .arg("sessions")
         .current_dir(&ws)
@@ -560,11 +562,12 @@ fn sessions_lists_the_workspaces_agent_sessions() {
 fn follow_prints_the_meter_as_the_agent_writes_and_its_compactions() {
     let home = tempfile::tempdir().unwrap();
     let (ws, dir) = claude_workspace(home.path());
-    let lines: Vec<String> = std::fs::read_to_string(fixture(FIXTURE))
-        .unwrap()
-        .lines()
-        .map(|l| format!("{l}\n"))
-        .collect();
+    let lines: Vec<String> =
+        std::fs::read_to_string(crate::support::fixture(&format!("claude-code/{}", FIXTURE)))
+            .unwrap()
+            .lines()
+            .map(|l| format!("{l}\n"))
+            .collect();
     // The session up to just before Claude Code's compaction boundary.
     let boundary = lines
         .iter()
@@ -627,7 +630,7 @@ fn follow_marks_an_estimated_point_and_honours_the_override() {
     let home = tempfile::tempdir().unwrap();
     let out = compactd(home.path())
         .args(["follow", "--once"])
-        .arg(fixture(FIXTURE))
+        .arg(crate::support::fixture(&format!("claude-code/{}", FIXTURE)))
         .env("CLAUDE_AUTOCOMPACT_PCT_OVERRIDE", "5")
         .output()
         .unwrap();
@@ -636,7 +639,7 @@ fn follow_marks_an_estimated_point_and_honours_the_override() {
     assert!(stdout.contains("Claude Code compacts at ~49k"), "{stdout}");
     let plain = compactd(home.path())
         .args(["follow", "--once"])
-        .arg(fixture(FIXTURE))
+        .arg(crate::support::fixture(&format!("claude-code/{}", FIXTURE)))
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&plain.stdout);
