@@ -75,7 +75,7 @@ const REQUESTS: &[(&str, RequestRoute)] = &[
         later(s, id, p, report_error::start)
     }),
     (methods::IMPORT, |s, id, p| later(s, id, p, import::start)),
-    (methods::RECAP, |s, _, p| now(s, p, recap::handle)),
+    (methods::RECAP, |s, id, p| later(s, id, p, recap::start)),
     (methods::SEARCH, |s, id, p| later(s, id, p, search::start)),
     (methods::MESSAGES, |s, _, p| now(s, p, messages::handle)),
     (methods::FOLLOW, |s, _, p| now(s, p, follow::handle)),

@@ -550,3 +550,40 @@ fn a_request_id_reused_in_flight_is_refused_and_the_first_still_answered() {
     let again = server.next_where(|m| m["id"] == "dup");
     assert!(again.get("result").is_some(), "{again}");
 }
+
+/// A recap reads every message of its session: of one with an 8 MB
+/// message it takes long enough that, on the state owner, every other
+/// session waited for it. It runs off the owner: a request sent after it
+/// to another session is answered first, and the recap still answers.
+#[test]
+fn a_recap_of_a_huge_message_does_not_hold_up_other_sessions() {
+    let data = tempfile::tempdir().unwrap();
+    let mut server = Server::start(data.path(), json!({}));
+    let big = server.open(json!({}));
+    let line =
+        "The migration must keep every row of the ledger intact and never drop the audit column. "
+            .repeat(100_000);
+    assert!(line.len() > 8_000_000);
+    server
+        .request(
+            "conversation/append",
+            json!({"sessionId": big, "messages": [{"role": "user", "content": line}]}),
+        )
+        .unwrap();
+    let other = server.open(json!({}));
+    let recap = server.send_request("conversation/recap", json!({"sessionId": big}));
+    let append = server.send_request(
+        "conversation/append",
+        json!({"sessionId": other, "messages": [{"role": "user", "content": "still here"}]}),
+    );
+    assert_eq!(server.response(append).unwrap()["ids"], json!(["m1"]));
+    assert!(
+        !server.received.iter().any(|m| m["id"] == json!(recap)),
+        "the recap answered before the append sent after it"
+    );
+    let answered = server.response(recap).unwrap();
+    assert!(
+        answered["context"].as_str().is_some_and(|c| !c.is_empty()),
+        "{answered}"
+    );
+}
