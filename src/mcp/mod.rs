@@ -23,8 +23,8 @@ use rmcp::model::{Implementation, ServerCapabilities, ServerConfig};
 use rmcp::{schemars, tool, tool_handler, tool_router, ServerHandler};
 use serde::Deserialize;
 
-use crate::conversation::{Message, MessageBody};
-use crate::recall::{self, LiveIndex, Query};
+use crate::conversation::{Message, MessageBody, Role};
+use crate::recall::{self, Query, Selection, SessionIndex};
 use crate::session::Session;
 pub use source::{Source, SourceError};
 pub use stdio::{serve, serve_stdio};
@@ -52,16 +52,16 @@ pub struct SearchArgs {
     /// The most hits (default 10, at most 50).
     #[serde(default)]
     pub limit: Option<usize>,
-    /// Only messages a compaction summarized away.
+    /// Only messages a compaction summarized away (default false).
     #[serde(default)]
-    pub compacted_only: bool,
+    pub compacted_only: Option<bool>,
 }
 
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
 pub struct ReadArgs {
     /// Message ids (from search_history).
     #[serde(default)]
-    pub ids: Vec<String>,
+    pub ids: Option<Vec<String>>,
     /// Or a range: the first message id …
     #[serde(default)]
     pub from: Option<String>,
@@ -78,7 +78,7 @@ pub struct ReadArgs {
 #[derive(Clone)]
 pub struct History {
     source: Arc<Mutex<Source>>,
-    index: Arc<Mutex<LiveIndex>>,
+    index: Arc<Mutex<SessionIndex>>,
     tool_router: ToolRouter<History>,
 }
 
@@ -86,13 +86,13 @@ impl History {
     pub fn new(source: Source) -> History {
         History {
             source: Arc::new(Mutex::new(source)),
-            index: Arc::new(Mutex::new(LiveIndex::default())),
+            index: Arc::new(Mutex::new(SessionIndex::default())),
             tool_router: Self::tool_router(),
         }
     }
 
     /// `f` on the session brought up to date; an error as the tool's text.
-    fn with_session(&self, f: impl FnOnce(&Session, &mut LiveIndex) -> String) -> String {
+    fn with_session(&self, f: impl FnOnce(&Session, &mut SessionIndex) -> String) -> String {
         let mut source = match self.source.lock() {
             Ok(source) => source,
             Err(_) => {
@@ -158,32 +158,33 @@ impl History {
             Err(e) => return format!("compactd: query: {e}"),
         };
         let limit = args.limit.unwrap_or(DEFAULT_HITS).clamp(1, MAX_HITS);
-        self.with_session(|session, live| {
-            let messages: Vec<_> = session.shared_messages().cloned().collect();
-            let index = live.catch_up(&messages);
-            let ids: Vec<&str> = messages.iter().map(|m| m.id.as_str()).collect();
-            let summarized = recall::summarized_by(session.compactions(), &ids);
+        self.with_session(|session, indexed| {
+            let index = indexed.catch_up(session);
+            let count = session.message_count();
+            let compacted_only = args.compacted_only == Some(true);
             let found = index.search(
                 &query,
-                |doc| {
-                    (!args.compacted_only || summarized[doc].is_some())
-                        && !only_through_recall(&messages[doc], &query)
+                count,
+                |candidate| {
+                    // Only a tool result or an assistant message can be
+                    // about recall: the others' bodies are not read.
+                    let about_recall = matches!(candidate.role, Role::Tool | Role::Assistant)
+                        && only_through_recall(candidate.message, &query);
+                    (!compacted_only || candidate.summarized.is_some()) && !about_recall
                 },
                 limit,
+                SNIPPET,
             );
             let hits: Vec<render::Hit> = found
-                .iter()
-                .map(|f| {
-                    let message = &messages[f.doc];
-                    render::Hit {
-                        id: &message.id,
-                        role: message.role().as_str(),
-                        compacted: summarized[f.doc].is_some(),
-                        snippet: recall::snippet(&recall::searchable_text(message), f.at, SNIPPET),
-                    }
+                .into_iter()
+                .map(|hit| render::Hit {
+                    id: &hit.message.id,
+                    role: hit.message.role().as_str(),
+                    compacted: hit.summarized.is_some(),
+                    snippet: hit.snippet,
                 })
                 .collect();
-            render::hits(&args.query, &hits, messages.len())
+            render::hits(&args.query, &hits, count)
         })
     }
 
@@ -192,19 +193,16 @@ impl History {
     )]
     fn read_messages(&self, Parameters(args): Parameters<ReadArgs>) -> String {
         self.with_session(|session, _| {
-            let positions = match render::positions(
-                session,
-                &args.ids,
-                args.from.as_deref(),
-                args.to.as_deref(),
-            ) {
-                Ok(positions) => positions,
-                Err(e) => return format!("compactd: {e}"),
+            let ids = args.ids.as_deref().unwrap_or_default();
+            let selection = match (ids.is_empty(), args.from.as_deref(), args.to.as_deref()) {
+                (false, None, None) => Selection::Ids(ids),
+                (true, Some(first), Some(last)) => Selection::Range { first, last },
+                _ => return "compactd: give `ids`, or `from` and `to`".into(),
             };
-            let messages: Vec<_> = session.all_messages().collect();
-            let ids: Vec<&str> = messages.iter().map(|m| m.id.as_str()).collect();
-            let summarized = recall::summarized_by(session.compactions(), &ids);
-            render::messages(&positions, &messages, &summarized, args.offset.unwrap_or(0))
+            match recall::select(session, selection) {
+                Ok(selected) => render::messages(&selected, args.offset.unwrap_or(0)),
+                Err(e) => format!("compactd: {}", render::refused(&e)),
+            }
         })
     }
 

@@ -4,6 +4,7 @@
 
 use crate::conversation::{Message, MessageBody, PartKind};
 use crate::files::disk;
+use crate::recall::{Selected, Unselectable};
 use crate::session::Session;
 
 /// The most characters `read_messages` returns, all told; past it, where
@@ -40,61 +41,31 @@ pub fn hits(query: &str, hits: &[Hit], searched: usize) -> String {
     out
 }
 
-/// Positions of the messages asked for, in session order.
-pub fn positions(
-    session: &Session,
-    ids: &[String],
-    from: Option<&str>,
-    to: Option<&str>,
-) -> Result<Vec<usize>, String> {
-    let position = |id: &str| {
-        session
-            .find(id)
-            .ok_or_else(|| format!("no message `{id}` in this session"))
-    };
-    match (ids.is_empty(), from, to) {
-        (false, None, None) => {
-            let mut at = ids
-                .iter()
-                .map(|id| position(id))
-                .collect::<Result<Vec<_>, _>>()?;
-            at.sort_unstable();
-            at.dedup();
-            Ok(at)
-        }
-        (true, Some(from), Some(to)) => {
-            let (from, to) = (position(from)?, position(to)?);
-            match from <= to {
-                true => Ok((from..=to).collect()),
-                false => Err("`from` comes after `to`".into()),
-            }
-        }
-        _ => Err("give `ids`, or `from` and `to`".into()),
+/// A selection refused, in the tools' terms.
+pub fn refused(e: &Unselectable) -> String {
+    match e {
+        Unselectable::Missing { id, .. } => format!("no message `{id}` in this session"),
+        Unselectable::Reversed { .. } => "`from` comes after `to`".into(),
     }
 }
 
-/// The messages at `positions`, word for word, the first from its
+/// The messages selected, word for word, the first from its
 /// `offset`-th character: at most [`MAX_CHARS`] characters in all. Past
 /// them the answer stops, inside a message if need be, and ends saying
 /// where: the `offset` that reads the cut message on, and the messages not
 /// shown.
-pub fn messages(
-    positions: &[usize],
-    messages: &[&Message],
-    summarized: &[Option<usize>],
-    offset: usize,
-) -> String {
+pub fn messages(selected: &[Selected], offset: usize) -> String {
     let budget = MAX_CHARS - NOTE_MAX;
     let mut out = String::new();
     let mut used = 0;
-    for (n, &i) in positions.iter().enumerate() {
-        let message = messages[i];
+    for (n, picked) in selected.iter().enumerate() {
+        let message = picked.message;
         let text = body(message);
         let total = text.chars().count();
         let from = if n == 0 { offset.min(total) } else { 0 };
         let rest = after_chars(&text, from);
         let mut head = format!("--- [{}] {}", message.id, heading(message));
-        if summarized[i].is_some() {
+        if picked.summarized.is_some() {
             head.push_str(" · compacted");
         }
         if from > 0 {
@@ -115,15 +86,13 @@ pub fn messages(
             out.push_str(before_chars(rest, room));
             out.push('\n');
             let next = from + room.min(total - from);
-            (
-                Some((message.id.as_str(), next, total)),
-                &positions[n + 1..],
-            )
+            (Some((message.id.as_str(), next, total)), &selected[n + 1..])
         } else {
-            (None, &positions[n..])
+            (None, &selected[n..])
         };
-        let contiguous = left.len() > 1 && left.windows(2).all(|w| w[1] == w[0] + 1);
-        let left: Vec<&str> = left.iter().map(|&j| messages[j].id.as_str()).collect();
+        let contiguous =
+            left.len() > 1 && left.windows(2).all(|w| w[1].position == w[0].position + 1);
+        let left: Vec<&str> = left.iter().map(|s| s.message.id.as_str()).collect();
         out.push_str(&stop_note(cut, &left, contiguous));
         return before_chars(&out, MAX_CHARS).to_string();
     }
@@ -285,7 +254,15 @@ mod tests {
     use super::*;
 
     fn read(all: &[&Message], positions: &[usize], offset: usize) -> String {
-        messages(positions, all, &vec![None; all.len()], offset)
+        let selected: Vec<Selected> = positions
+            .iter()
+            .map(|&position| Selected {
+                position,
+                message: all[position],
+                summarized: None,
+            })
+            .collect();
+        messages(&selected, offset)
     }
 
     /// The `offset` an answer says reads on.

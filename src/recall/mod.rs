@@ -5,28 +5,38 @@
 //!
 //! The index is the messages' searchable text (content, thinking, tool
 //! names and arguments, tool output), ASCII-lowercased, in one buffer with
-//! each message's start; a query's terms are found with `memchr::memmem`
-//! over the whole buffer, so any substring is found exactly — a file name,
+//! each message's start; a query's first term is found with
+//! `memchr::memmem` over the whole buffer, the others in the messages that
+//! hold the ones before, so any substring is found exactly — a file name,
 //! an identifier, an error code, punctuation and all — with no tokenizer to
 //! miss it. Every term must occur; messages rank by BM25 over the terms'
 //! occurrences. Adding a message costs its own text; the index is rebuilt
 //! from the session (the log stays the truth) and never written anywhere.
+//! `live` keeps an index in step with a session at the cost of what
+//! changed; `select` picks the messages a caller reads back.
 //! Why not an inverted index (tantivy, SQLite FTS5): README "Why not".
 
+mod live;
 mod query;
+mod select;
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use memchr::memmem;
 
 use crate::compaction::record::CompactionRecord;
 use crate::conversation::{Message, MessageBody};
+pub use live::{Candidate, Delta, Feed, Hit, LiveIndex, SessionIndex};
 pub use query::{Query, QueryError};
+pub use select::{select, Asked, Selected, Selection, Unselectable};
 
 /// Text between two messages in the buffer: no query matches across it
 /// (a query holds no NUL).
 const SEPARATOR: u8 = 0;
+/// Below this much text an index is built by one thread.
+const PARALLEL_BYTES: usize = 8 << 20;
+/// The most threads that build one.
+const MAX_THREADS: usize = 8;
 /// BM25's usual constants.
 const K1: f64 = 1.2;
 const B: f64 = 0.75;
@@ -48,6 +58,37 @@ pub struct Found {
     pub at: usize,
 }
 
+/// The messages holding every term so far, in order: each one's position
+/// and where the first term first occurs in it, and its count of each term
+/// (`counts`, `width` a message).
+struct Candidates {
+    width: usize,
+    docs: Vec<(usize, usize)>,
+    counts: Vec<f64>,
+}
+
+impl Candidates {
+    fn counts_of(&mut self, i: usize) -> &mut [f64] {
+        &mut self.counts[i * self.width..(i + 1) * self.width]
+    }
+
+    /// Keeps the messages that hold term `t`.
+    fn keep_holding(&mut self, t: usize) {
+        let width = self.width;
+        let mut kept = 0;
+        for i in 0..self.docs.len() {
+            if self.counts[i * width + t] > 0.0 {
+                self.docs[kept] = self.docs[i];
+                self.counts
+                    .copy_within(i * width..(i + 1) * width, kept * width);
+                kept += 1;
+            }
+        }
+        self.docs.truncate(kept);
+        self.counts.truncate(kept * width);
+    }
+}
+
 impl Index {
     /// Messages indexed.
     pub fn len(&self) -> usize {
@@ -63,15 +104,84 @@ impl Index {
         self.text.len() + self.starts.len() * std::mem::size_of::<usize>()
     }
 
-    /// Adds the next message.
+    /// Adds the next message: its searchable text written straight into
+    /// the buffer, lowercased in place (no copy of it made first).
     pub fn push(&mut self, message: &Message) {
         self.starts.push(self.text.len());
-        let text = searchable_text(message);
-        self.text.extend(text.bytes().map(|b| match b {
-            SEPARATOR => b' ',
-            b => b.to_ascii_lowercase(),
-        }));
+        let text = &mut self.text;
+        write_searchable(message, |piece| {
+            let from = text.len();
+            text.extend_from_slice(piece.as_bytes());
+            lower(&mut text[from..]);
+        });
         self.text.push(SEPARATOR);
+    }
+
+    /// The index of `messages`, built at once: each message's length
+    /// first, then the text written into one buffer of that size by a
+    /// thread per core, each its run of messages. Building a large
+    /// session's index is most of its first search, and it is bound less
+    /// by the copy than by the page faults of ~100 MB never touched before,
+    /// which the threads take in parallel.
+    pub fn build(messages: &[Arc<Message>]) -> Index {
+        let mut starts = Vec::with_capacity(messages.len());
+        let mut total = 0;
+        for message in messages {
+            starts.push(total);
+            let mut length = 0;
+            write_searchable(message, |piece| length += piece.len());
+            total += length + 1;
+        }
+        let threads = match total < PARALLEL_BYTES {
+            true => 1,
+            false => std::thread::available_parallelism().map_or(1, |n| n.get().min(MAX_THREADS)),
+        };
+        Self::build_in(messages, starts, total, threads)
+    }
+
+    /// `build`'s second half: the text of `messages`, which begins at
+    /// `starts` and takes `total` bytes, written by `threads` threads.
+    fn build_in(
+        messages: &[Arc<Message>],
+        starts: Vec<usize>,
+        total: usize,
+        threads: usize,
+    ) -> Index {
+        // Zeroed by the allocator (fresh pages are zero): nothing written
+        // yet, the separators already in place.
+        let mut text = vec![SEPARATOR; total];
+        std::thread::scope(|scope| {
+            let mut rest: &mut [u8] = &mut text;
+            let mut first = 0;
+            for part in 1..=threads {
+                let end = match part == threads {
+                    true => messages.len(),
+                    false => starts.partition_point(|&s| s < total / threads * part),
+                };
+                let to = starts.get(end).copied().unwrap_or(total);
+                let (mine, after) = std::mem::take(&mut rest)
+                    .split_at_mut(to - starts.get(first).copied().unwrap_or(total));
+                rest = after;
+                let run = &messages[first..end];
+                match part == threads {
+                    true => fill(mine, run),
+                    false => {
+                        scope.spawn(move || fill(mine, run));
+                    }
+                }
+                first = end;
+            }
+        });
+        Index { text, starts }
+    }
+
+    /// Keeps the first `len` messages (the later ones changed: they are
+    /// pushed again).
+    pub fn truncate(&mut self, len: usize) {
+        if let Some(&end) = self.starts.get(len) {
+            self.text.truncate(end);
+            self.starts.truncate(len);
+        }
     }
 
     /// Whether the `len` bytes at `at` are not part of a longer word
@@ -86,12 +196,57 @@ impl Index {
         !joined_before && !joined_after
     }
 
+    /// An occurrence's weight: a whole-word one counts half again (`parse`
+    /// ranks `parse` above `parse_args`).
+    fn weight(&self, at: usize, len: usize) -> f64 {
+        match self.whole_word(at, len) {
+            true => 1.5,
+            false => 1.0,
+        }
+    }
+
+    /// Where a message's text starts and ends (before its separator).
     fn span(&self, doc: usize) -> (usize, usize) {
-        let end = self
-            .starts
-            .get(doc + 1)
-            .map_or(self.text.len(), |next| next - 1);
-        (self.starts[doc], end)
+        let next = self.starts.get(doc + 1).copied();
+        (self.starts[doc], next.unwrap_or(self.text.len()) - 1)
+    }
+
+    /// The messages holding the first term, found over the whole buffer.
+    /// Occurrences come in order, so the message of each is the one before
+    /// unless it lies past that one's end (then looked up from there on).
+    fn first_term(&self, term: &str, width: usize) -> Candidates {
+        let mut found = Candidates {
+            width,
+            docs: Vec::new(),
+            counts: Vec::new(),
+        };
+        let (mut doc, mut end) = (0, 0);
+        for at in memmem::find_iter(&self.text, term.as_bytes()) {
+            if found.docs.is_empty() || at >= end {
+                doc += self.starts[doc..].partition_point(|&s| s <= at) - 1;
+                end = self.span(doc).1;
+                found.docs.push((doc, at - self.starts[doc]));
+                found.counts.resize(found.counts.len() + width, 0.0);
+            }
+            let last = found.docs.len() - 1;
+            found.counts_of(last)[0] += self.weight(at, term.len());
+        }
+        found
+    }
+
+    /// Term `t` counted in the messages that hold the terms before it:
+    /// found in their text alone, not the whole buffer.
+    fn next_term(&self, found: &mut Candidates, t: usize, term: &str) {
+        let finder = memmem::Finder::new(term.as_bytes());
+        for i in 0..found.docs.len() {
+            let (start, end) = self.span(found.docs[i].0);
+            let mut count = 0.0;
+            for at in finder.find_iter(&self.text[start..end]) {
+                count += self.weight(start + at, term.len());
+            }
+            found.counts_of(i)[t] = count;
+        }
+        found.keep_holding(t);
     }
 
     /// The messages holding every term of `query` that `accept` takes,
@@ -103,108 +258,111 @@ impl Index {
         limit: usize,
     ) -> Vec<Found> {
         let terms = query.terms();
-        // Per message: each term's count (a whole-word occurrence counts
-        // half again: `parse` ranks `parse` above `parse_args`), and where
-        // the first one begins.
-        let mut counts: HashMap<usize, (Vec<f64>, usize)> = HashMap::new();
-        for (t, term) in terms.iter().enumerate() {
-            let mut seen_in = 0usize;
-            for at in memmem::find_iter(&self.text, term.as_bytes()) {
-                let doc = self.starts.partition_point(|&s| s <= at) - 1;
-                if t > 0 && !counts.contains_key(&doc) {
-                    continue;
-                }
-                let entry = counts
-                    .entry(doc)
-                    .or_insert_with(|| (vec![0.0; terms.len()], at - self.starts[doc]));
-                if entry.0[t] == 0.0 {
-                    seen_in += 1;
-                }
-                entry.0[t] += match self.whole_word(at, term.len()) {
-                    true => 1.5,
-                    false => 1.0,
-                };
+        let mut found = self.first_term(&terms[0], terms.len());
+        for (t, term) in terms.iter().enumerate().skip(1) {
+            if found.docs.is_empty() {
+                break;
             }
-            if seen_in == 0 {
-                return Vec::new();
-            }
-            counts.retain(|_, (c, _)| c[t] > 0.0);
+            self.next_term(&mut found, t, term);
         }
         let total = self.len().max(1) as f64;
         let average = (self.text.len() as f64 / total).max(1.0);
-        let frequency: Vec<f64> = (0..terms.len())
-            .map(|t| counts.values().filter(|(c, _)| c[t] > 0.0).count() as f64)
-            .collect();
-        let mut found: Vec<Found> = counts
-            .into_iter()
-            .filter(|(doc, _)| accept(*doc))
-            .map(|(doc, (tf, at))| {
+        // Every message left holds every term: each term's document
+        // frequency is their number.
+        let frequency = found.docs.len() as f64;
+        let idf = ((total - frequency + 0.5) / (frequency + 0.5) + 1.0).ln();
+        let mut ranked: Vec<Found> = found
+            .docs
+            .iter()
+            .zip(found.counts.chunks_exact(terms.len()))
+            .filter(|((doc, _), _)| accept(*doc))
+            .map(|(&(doc, at), tf)| {
                 let (start, end) = self.span(doc);
                 let length = (end - start) as f64;
                 let score = tf
                     .iter()
-                    .zip(&frequency)
-                    .map(|(&tf, &df)| {
-                        let idf = ((total - df + 0.5) / (df + 0.5) + 1.0).ln();
-                        idf * tf * (K1 + 1.0) / (tf + K1 * (1.0 - B + B * length / average))
-                    })
+                    .map(|&tf| idf * tf * (K1 + 1.0) / (tf + K1 * (1.0 - B + B * length / average)))
                     .sum();
                 Found { doc, score, at }
             })
             .collect();
         // Best first; equal scores newest first (the later message is the
-        // likelier one to matter now).
-        found.sort_by(|a, b| b.score.total_cmp(&a.score).then(b.doc.cmp(&a.doc)));
-        found.truncate(limit);
-        found
+        // likelier one to matter now). Only the best `limit` are sorted: a
+        // common word matches most of a session.
+        let order = |a: &Found, b: &Found| b.score.total_cmp(&a.score).then(b.doc.cmp(&a.doc));
+        if limit == 0 {
+            return Vec::new();
+        }
+        if ranked.len() > limit {
+            ranked.select_nth_unstable_by(limit - 1, order);
+            ranked.truncate(limit);
+        }
+        ranked.sort_by(order);
+        ranked
     }
 }
 
-/// An index kept up to date with a session that only grows: each
-/// `catch_up` adds the messages since the last one (O(new)), and starts
-/// over when the session is no longer the one it indexed (the id at its
-/// last position changed: a followed transcript was read again).
-#[derive(Debug, Default)]
-pub struct LiveIndex {
-    index: Index,
-    last_id: Option<String>,
+/// `messages`' searchable text into `out`, which holds exactly it and
+/// their separators.
+fn fill(out: &mut [u8], messages: &[Arc<Message>]) {
+    let mut rest = out;
+    for message in messages {
+        write_searchable(message, |piece| {
+            let (to, after) = std::mem::take(&mut rest).split_at_mut(piece.len());
+            to.copy_from_slice(piece.as_bytes());
+            lower(to);
+            rest = after;
+        });
+        // Past the separator, there already.
+        rest = &mut std::mem::take(&mut rest)[1..];
+    }
 }
 
-impl LiveIndex {
-    pub fn catch_up(&mut self, messages: &[Arc<Message>]) -> &Index {
-        let held = self.index.len();
-        let same = held == 0
-            || (held <= messages.len()
-                && self.last_id.as_deref() == Some(messages[held - 1].id.as_str()));
-        if !same {
-            *self = LiveIndex::default();
-        }
-        for message in &messages[self.index.len()..] {
-            self.index.push(message);
-        }
-        self.last_id = messages.last().map(|m| m.id.clone());
-        &self.index
+/// Text as the index holds it: ASCII-lowercased, a NUL (the separator) as
+/// a space.
+fn lower(text: &mut [u8]) {
+    for b in text {
+        *b = match *b {
+            SEPARATOR => b' ',
+            b => b.to_ascii_lowercase(),
+        };
     }
 }
 
 /// What of a message is searched: its text, thinking, each tool call's
 /// name and arguments, a tool result's tool name and output.
 pub fn searchable_text(message: &Message) -> String {
+    let mut out = String::new();
+    write_searchable(message, |piece| out.push_str(piece));
+    out
+}
+
+/// `searchable_text` piece by piece, to `write`.
+fn write_searchable(message: &Message, mut write: impl FnMut(&str)) {
     // A tool's output follows its tool's name, as a reader expects it
     // ("Bash: …"), so a snippet never ends in the name.
-    let mut out = match &message.body {
+    let mut empty = match &message.body {
         MessageBody::Tool {
             tool_name: Some(name),
             ..
-        } if !name.is_empty() => format!("{name}: {}", message.text()),
-        _ => String::from(message.text()),
+        } if !name.is_empty() => {
+            write(name);
+            write(": ");
+            write(message.text());
+            false
+        }
+        _ => {
+            write(message.text());
+            message.text().is_empty()
+        }
     };
     let mut add = |s: &str| {
         if !s.is_empty() {
-            if !out.is_empty() {
-                out.push('\n');
+            if !empty {
+                write("\n");
             }
-            out.push_str(s);
+            write(s);
+            empty = false;
         }
     };
     if let MessageBody::Assistant {
@@ -218,7 +376,6 @@ pub fn searchable_text(message: &Message) -> String {
             add(&format!("{} {}", call.name, call.arguments));
         }
     }
-    out
 }
 
 /// About `width` characters of `text` around byte `at`, on character
@@ -251,50 +408,67 @@ fn floor_boundary(text: &str, mut at: usize) -> usize {
     at
 }
 
-/// For each message (by index, ids in session order), the compaction that
-/// first summarized or pruned it, by index into `records`: a checkpoint
-/// covers every message up to its last summarized one not covered before;
-/// an incremental summary its run; a prune its results.
-pub fn summarized_by(records: &[CompactionRecord], ids: &[&str]) -> Vec<Option<usize>> {
-    let position: HashMap<&str, usize> = ids.iter().enumerate().map(|(i, id)| (*id, i)).collect();
-    let mut by = vec![None; ids.len()];
-    let mut mark = |range: std::ops::RangeInclusive<usize>, record: usize| {
-        for slot in &mut by[range] {
+/// For each of the first `count` messages, the compaction that first
+/// summarized or pruned it, by index into `records`: a checkpoint covers
+/// every message up to its last summarized one not covered before; an
+/// incremental summary its run; a prune its results. `position` finds a
+/// message by id. Also whether a record names a message `position` does not
+/// find (one that may come later, and change the answer then).
+pub fn summarized_by(
+    records: &[CompactionRecord],
+    count: usize,
+    position: impl Fn(&str) -> Option<usize>,
+) -> (Vec<Option<usize>>, bool) {
+    let mut unresolved = false;
+    let mut find = |id: &str| {
+        let found = position(id).filter(|&at| at < count);
+        unresolved |= found.is_none();
+        found
+    };
+    let mut by = vec![None; count];
+    // Every message before `painted` is marked: checkpoints cover the
+    // session from its start, each further than the last, and painting
+    // each from the start again would cost the session per record.
+    let mut painted = 0;
+    let mut mark = |from: usize, to: usize, record: usize| {
+        let start = if from <= painted { painted } else { from };
+        for slot in by.iter_mut().take(to + 1).skip(start) {
             slot.get_or_insert(record);
+        }
+        if from <= painted {
+            painted = painted.max(to + 1);
         }
     };
     for (r, record) in records.iter().enumerate() {
         if let Some(last) = record
             .last_summarized_message_id
             .as_deref()
-            .and_then(|id| position.get(id))
+            .and_then(&mut find)
         {
-            mark(0..=*last, r);
-        } else if let Some(kept) = record
-            .first_kept_message_id
-            .as_deref()
-            .and_then(|id| position.get(id))
-            .filter(|_| record.replaces.is_none() && record.pruned_message_ids.is_empty())
-        {
-            if *kept > 0 {
-                mark(0..=kept - 1, r);
+            mark(0, last, r);
+        } else if record.replaces.is_none() && record.pruned_message_ids.is_empty() {
+            if let Some(kept) = record.first_kept_message_id.as_deref().and_then(&mut find) {
+                if kept > 0 {
+                    mark(0, kept - 1, r);
+                }
             }
         }
         if let Some(range) = &record.replaces {
-            if let (Some(from), Some(to)) = (
-                position.get(range.from_message_id.as_str()),
-                position.get(range.to_message_id.as_str()),
-            ) {
-                mark(*from..=*to, r);
+            if let (Some(from), Some(to)) =
+                (find(&range.from_message_id), find(&range.to_message_id))
+            {
+                if from <= to {
+                    mark(from, to, r);
+                }
             }
         }
         for id in &record.pruned_message_ids {
-            if let Some(i) = position.get(id.as_str()) {
-                mark(*i..=*i, r);
+            if let Some(i) = find(id) {
+                mark(i, i, r);
             }
         }
     }
-    by
+    (by, unresolved)
 }
 
 #[cfg(test)]

@@ -1,12 +1,15 @@
-//! `conversation/search` off the state owner. Each session's recall index
-//! is built the first time it is searched and brought up to date by each
-//! search (the messages appended since, O(new)); appends never touch it.
-//! The state owner only takes a snapshot (the shared messages and the
-//! compaction records); indexing and searching run on a blocking thread,
-//! which answers the request itself. An index goes when its session is no
-//! longer open (closed, unfollowed, evicted; looked at by each search), and
-//! is rebuilt when the session it describes changed under it (a followed
-//! transcript read again from its start).
+//! `conversation/search` off the state owner. Each session searched has a
+//! `Feed`, held here on the state owner, and a `LiveIndex` shared with the
+//! blocking threads that search. A search asks the feed what the session
+//! gained since the last one (O(new): the new messages shared, not the
+//! session copied), queues that delta and starts a blocking thread, which
+//! applies every delta queued, in order, and searches; appends never touch
+//! the index. The index is built by the first search of a session. The
+//! state owner only ever waits for the queue, never for a search: a
+//! search holds the index, not the queue. An index goes when its session
+//! is no longer open (closed, unfollowed, evicted; looked at by each
+//! search), and starts over when the session it describes was replaced by
+//! another conversation (the feed tells).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -16,10 +19,8 @@ use lsp_server::RequestId;
 use super::jobs::{JobResult, JobSender};
 use super::rpc::{Reply, RpcError, RpcResult};
 use super::sessions::Sessions;
-use crate::compaction::record::CompactionRecord;
-use crate::conversation::Message;
 use crate::protocol::{SearchHit, SearchParams, SearchResult};
-use crate::recall::{self, LiveIndex, Query};
+use crate::recall::{Candidate, Delta, Feed, LiveIndex, Query};
 
 /// Hits given when the request names no limit, and the most given.
 const DEFAULT_LIMIT: usize = 20;
@@ -29,20 +30,35 @@ const SNIPPET: usize = 240;
 
 #[derive(Default)]
 pub(crate) struct Recall {
-    indexes: HashMap<String, Arc<Mutex<LiveIndex>>>,
+    indexes: HashMap<String, Indexed>,
+}
+
+/// One session's index: the feed on the state owner, the rest shared.
+#[derive(Default)]
+struct Indexed {
+    feed: Feed,
+    shared: Arc<Shared>,
+}
+
+#[derive(Default)]
+struct Shared {
+    /// Deltas not applied yet, oldest first.
+    queued: Mutex<Vec<Delta>>,
+    index: Mutex<LiveIndex>,
 }
 
 /// What the blocking thread needs of one session.
 struct Snapshot {
     session_id: String,
-    indexed: Arc<Mutex<LiveIndex>>,
-    messages: Vec<Arc<Message>>,
-    records: Vec<CompactionRecord>,
+    shared: Arc<Shared>,
+    /// The session's messages when the search was asked for: later ones
+    /// are not searched.
+    count: usize,
 }
 
 impl Recall {
-    /// Checks the request, snapshots the sessions and starts the search;
-    /// the blocking thread answers.
+    /// Checks the request, hands the sessions' news to their indexes and
+    /// starts the search; the blocking thread answers.
     pub fn start(
         &mut self,
         sessions: &Sessions,
@@ -65,12 +81,17 @@ impl Recall {
                 Ok(open) => open,
                 Err(e) => return Reply::Now(Err(e)),
             };
-            let indexed = self.indexes.entry(session_id.clone()).or_default().clone();
+            let indexed = self.indexes.entry(session_id.clone()).or_default();
+            if let Some(delta) = indexed.feed.delta(&open.session) {
+                match indexed.shared.queued.lock() {
+                    Ok(mut queued) => queued.push(delta),
+                    Err(e) => return Reply::Now(Err(poisoned(e))),
+                }
+            }
             snapshots.push(Snapshot {
                 session_id,
-                indexed,
-                messages: open.session.shared_messages().cloned().collect(),
-                records: open.session.compactions().to_vec(),
+                shared: indexed.shared.clone(),
+                count: open.session.message_count(),
             });
         }
         let results = results.clone();
@@ -84,37 +105,36 @@ impl Recall {
     }
 }
 
+fn poisoned<T>(_: T) -> RpcError {
+    RpcError::internal("a search index was poisoned")
+}
+
 fn search(snapshots: &[Snapshot], query: &Query, params: &SearchParams) -> RpcResult<SearchResult> {
     let limit = params.limit.unwrap_or(DEFAULT_LIMIT).clamp(1, MAX_LIMIT);
     let mut hits = Vec::new();
     let mut searched = 0;
     for snapshot in snapshots {
-        let mut indexed = snapshot
-            .indexed
-            .lock()
-            .map_err(|_| RpcError::internal("a search index was poisoned"))?;
-        let index = indexed.catch_up(&snapshot.messages);
-        let ids: Vec<&str> = snapshot.messages.iter().map(|m| m.id.as_str()).collect();
-        let summarized = recall::summarized_by(&snapshot.records, &ids);
-        let accept = |doc: usize| {
-            let message = &snapshot.messages[doc];
-            (params.compacted_only != Some(true) || summarized[doc].is_some())
+        let mut index = snapshot.shared.index.lock().map_err(poisoned)?;
+        let queued = std::mem::take(&mut *snapshot.shared.queued.lock().map_err(poisoned)?);
+        for delta in queued {
+            index.apply(delta);
+        }
+        let accept = |candidate: Candidate| {
+            (params.compacted_only != Some(true) || candidate.summarized.is_some())
                 && params
                     .roles
                     .as_ref()
-                    .is_none_or(|roles| roles.contains(&message.role()))
+                    .is_none_or(|roles| roles.contains(&candidate.role))
         };
-        searched += index.len();
-        for found in index.search(query, accept, limit) {
-            let message = &snapshot.messages[found.doc];
-            let text = recall::searchable_text(message);
+        searched += index.len().min(snapshot.count);
+        for hit in index.search(query, snapshot.count, accept, limit, SNIPPET) {
             hits.push(SearchHit {
                 session_id: snapshot.session_id.clone(),
-                message_id: message.id.clone(),
-                role: message.role(),
-                snippet: recall::snippet(&text, found.at, SNIPPET),
-                score: (found.score * 1000.0).round() / 1000.0,
-                compaction_id: summarized[found.doc].map(|r| snapshot.records[r].id.clone()),
+                message_id: hit.message.id.clone(),
+                role: hit.message.role(),
+                snippet: hit.snippet,
+                score: (hit.score * 1000.0).round() / 1000.0,
+                compaction_id: hit.summarized.map(|(_, id)| id.to_string()),
             });
         }
     }

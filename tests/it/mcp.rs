@@ -224,6 +224,53 @@ async fn it_serves_the_session_of_the_agent_that_launched_it() {
     assert!(stderr.contains("missing.jsonl: No such file"), "{stderr}");
 }
 
+/// Every optional argument of the tools takes `null` as "not given", as
+/// `conversation/search` and `conversation/messages` do: a model often
+/// writes out the arguments it leaves unset.
+#[tokio::test(flavor = "multi_thread")]
+async fn null_arguments_are_taken_as_not_given() {
+    let home = tempfile::tempdir().unwrap();
+    let mut server = Server::start(&home.path().join("data/compactd/sessions"), json!({}));
+    let id = planted_session(&mut server);
+    let client = start(home.path(), home.path(), &["--session", &id]).await;
+    let found = call(
+        &client,
+        "search_history",
+        json!({"query": "zqx-marker-7741", "limit": null, "compacted_only": null}),
+    )
+    .await;
+    assert!(found.contains("[m3] tool · compacted"), "{found}");
+    let read = call(
+        &client,
+        "read_messages",
+        json!({"ids": ["m3"], "from": null, "to": null, "offset": null}),
+    )
+    .await;
+    assert!(read.contains("ZQX-MARKER-7741"), "{read}");
+    let range = call(
+        &client,
+        "read_messages",
+        json!({"ids": null, "from": "m3", "to": "m4"}),
+    )
+    .await;
+    assert!(
+        range.contains("--- [m3]") && range.contains("--- [m4]"),
+        "{range}"
+    );
+    // Still refused: a required argument as null, and nothing to read.
+    let params = CallToolRequestParams::new("search_history")
+        .with_arguments(json!({"query": null}).as_object().unwrap().clone());
+    let refused = client.call_tool(params).await.unwrap();
+    assert_eq!(refused.is_error, Some(true), "{refused:?}");
+    let nothing = call(&client, "read_messages", json!({"ids": null})).await;
+    assert!(
+        nothing.contains("give `ids`, or `from` and `to`"),
+        "{nothing}"
+    );
+    client.cancel().await.unwrap();
+    server.shutdown_and_exit();
+}
+
 /// `compactd mcp` only reads: a data directory it cannot use (here a file
 /// stands where the folder should be) leaves it serving the transcript.
 #[tokio::test(flavor = "multi_thread")]

@@ -4,7 +4,7 @@
 
 use crate::engine;
 use crate::protocol::{MessagesParams, MessagesResult, RecalledMessage};
-use crate::recall;
+use crate::recall::{self, Asked, Selection, Unselectable};
 use crate::server::context::Context;
 use crate::server::rpc::{RpcError, RpcResult};
 
@@ -15,52 +15,24 @@ const MAX_BYTES: usize = 8 << 20;
 pub fn handle(context: &mut Context, params: MessagesParams) -> RpcResult<MessagesResult> {
     let open = context.state.sessions.get(&params.session_id)?;
     let session = &open.session;
-    let position = |id: &str, field: &str| {
-        session.find(id).ok_or_else(|| {
-            RpcError::invalid_params(format!(
-                "{field}: no message `{id}` in session `{}`",
-                params.session_id
-            ))
-        })
-    };
-    let wanted: Vec<usize> = match (&params.ids, &params.range) {
-        (Some(ids), None) => {
-            let mut at = ids
-                .iter()
-                .enumerate()
-                .map(|(i, id)| position(id, &format!("ids[{i}]")))
-                .collect::<RpcResult<Vec<usize>>>()?;
-            at.sort_unstable();
-            at.dedup();
-            at
-        }
-        (None, Some(range)) => {
-            let (from, to) = (
-                position(&range.first, "range.first")?,
-                position(&range.last, "range.last")?,
-            );
-            if from > to {
-                return Err(RpcError::invalid_params(format!(
-                    "range: `{}` comes after `{}`",
-                    range.first, range.last
-                )));
-            }
-            (from..=to).collect()
-        }
+    let selection = match (&params.ids, &params.range) {
+        (Some(ids), None) => Selection::Ids(ids),
+        (None, Some(range)) => Selection::Range {
+            first: &range.first,
+            last: &range.last,
+        },
         _ => {
             return Err(RpcError::invalid_params(
                 "give either `ids` or `range` (exactly one)",
             ))
         }
     };
-    let messages: Vec<_> = session.shared_messages().collect();
-    let ids: Vec<&str> = messages.iter().map(|m| m.id.as_str()).collect();
-    let summarized = recall::summarized_by(session.compactions(), &ids);
+    let selected = recall::select(session, selection).map_err(|e| refused(e, &params))?;
     let mut out = Vec::new();
     let mut bytes = 0;
     let blobs = open.log.blobs();
-    for &i in &wanted {
-        let mut message = [messages[i].as_ref().clone()];
+    for picked in &selected {
+        let mut message = [picked.message.clone()];
         for warning in engine::blobs::restore_data(&blobs, &mut message) {
             tracing::warn!("session {}: {warning}", session.id);
         }
@@ -71,12 +43,34 @@ pub fn handle(context: &mut Context, params: MessagesParams) -> RpcResult<Messag
         }
         out.push(RecalledMessage {
             message,
-            compaction_id: summarized[i].map(|r| session.compactions()[r].id.clone()),
+            compaction_id: picked
+                .summarized
+                .map(|r| session.compactions()[r].id.clone()),
         });
     }
     Ok(MessagesResult {
-        truncated: out.len() < wanted.len(),
+        truncated: out.len() < selected.len(),
         messages: out,
+    })
+}
+
+/// A selection refused, in the request's terms.
+fn refused(e: Unselectable, params: &MessagesParams) -> RpcError {
+    RpcError::invalid_params(match e {
+        Unselectable::Missing { asked, id } => {
+            let field = match asked {
+                Asked::Id(i) => format!("ids[{i}]"),
+                Asked::First => "range.first".into(),
+                Asked::Last => "range.last".into(),
+            };
+            format!(
+                "{field}: no message `{id}` in session `{}`",
+                params.session_id
+            )
+        }
+        Unselectable::Reversed { first, last } => {
+            format!("range: `{first}` comes after `{last}`")
+        }
     })
 }
 
