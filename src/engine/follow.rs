@@ -26,7 +26,7 @@ use crate::store::{self, FollowedTranscript, LogEntry, SessionHeader, SessionSet
 use crate::store::{SessionLock, SessionLog, SessionStore, StoreError, LOG_VERSION};
 use crate::tokens::{self, Meter};
 use crate::transcript::tail::{Step, Tail};
-use crate::transcript::{self, Emitter, Event, Line, Reader};
+use crate::transcript::{self, Emitter, Event, Format, Reader, Skips};
 
 /// What following needs from where it runs.
 pub struct FollowEnv<'a> {
@@ -132,6 +132,13 @@ pub struct Mirror {
 struct Reading {
     reader: Box<dyn Reader + Send>,
     out: Emitter,
+    /// What the reader's events did so far, apart from the reader, so
+    /// that a step can feed it on one thread and apply on another.
+    state: Applying,
+}
+
+struct Applying {
+    format: Format,
     /// Compactions of the agent placed so far.
     placed: usize,
     /// The latest compaction was placed: what the agent attached right
@@ -149,32 +156,43 @@ impl Reading {
         Ok(Reading {
             reader,
             out: Emitter::new(format),
-            placed: 0,
-            attaching: false,
-            stated_window: None,
-            max_output: None,
-            restart: false,
+            state: Applying {
+                format,
+                placed: 0,
+                attaching: false,
+                stated_window: None,
+                max_output: None,
+                restart: false,
+            },
         })
     }
 
-    /// One line: through the reader, its events applied to the session.
-    fn line(&mut self, line: Line, session: &mut Session, env: &FollowEnv, live: bool) -> Polled {
+    /// The lines `tail` has not read yet: through the reader, their events
+    /// applied to the session.
+    fn step(
+        &mut self,
+        tail: &mut Tail,
+        session: &mut Session,
+        env: &FollowEnv,
+        live: bool,
+    ) -> std::io::Result<(Step, Polled)> {
         let mut polled = Polled::default();
-        if self.restart {
-            return polled; // the rest is read again anyway
+        let Reading { reader, out, state } = self;
+        if state.restart {
+            return Ok((Step::Read, polled)); // the rest is read again anyway
         }
-        if let Some(value) = self.out.readable(&line) {
-            self.reader.line(line.number, value, &mut self.out);
-        }
-        for event in self.out.drain() {
-            self.apply(event, session, env, live, &mut polled);
-        }
-        polled
+        let step = tail.feed(reader.as_mut(), out, |event, skipped| {
+            state.apply(event, skipped, session, env, live, &mut polled)
+        })?;
+        Ok((step, polled))
     }
+}
 
+impl Applying {
     fn apply(
         &mut self,
         event: Event,
+        skipped: &mut Skips,
         session: &mut Session,
         env: &FollowEnv,
         live: bool,
@@ -214,7 +232,7 @@ impl Reading {
                 polled.changed = true;
             }
             Event::Compaction(foreign) => {
-                let format = self.out.format;
+                let format = self.format;
                 match transcript::place(session, &foreign, format, self.placed + 1) {
                     Ok(record) => {
                         self.placed += 1;
@@ -226,7 +244,7 @@ impl Reading {
                     }
                     Err((kind, why)) => {
                         self.attaching = false;
-                        self.out.skipped.add(foreign.line, kind, why)
+                        skipped.add(foreign.line, kind, why)
                     }
                 }
             }
@@ -236,7 +254,7 @@ impl Reading {
             }
             Event::Attached(_) => {}
             Event::Cleared(ids) => {
-                let format = self.out.format;
+                let format = self.format;
                 let record = transcript::place_clearing(session, ids, format, self.placed + 1);
                 self.placed += 1;
                 self.attaching = false;
@@ -468,11 +486,9 @@ impl Mirror {
         self.tail = Tail::new(&self.path);
         self.reading = Reading::new(self.agent, &self.path)?;
         self.limits_from = None;
-        let (tail, reading) = (&mut self.tail, &mut self.reading);
-        tail.step(|line| {
-            reading.line(line, session, env, false);
-        })
-        .map_err(|e| read_error(&self.path, e))?;
+        self.reading
+            .step(&mut self.tail, session, env, false)
+            .map_err(|e| read_error(&self.path, e))?;
         self.reading.reader.caught_up();
         self.refresh_limits(session, env);
         Ok(())
@@ -482,18 +498,13 @@ impl Mirror {
     /// changed underneath (truncated, replaced, rewritten, or moved to
     /// another branch) is read again from the start into a fresh session.
     pub fn poll(&mut self, open: &mut OpenSession, env: &FollowEnv) -> EngineResult<Polled> {
-        let mut polled = Polled::default();
-        let (tail, reading, session) = (&mut self.tail, &mut self.reading, &mut open.session);
-        let step = tail
-            .step(|line| {
-                let one = reading.line(line, session, env, true);
-                polled.changed |= one.changed;
-                polled.compactions.extend(one.compactions);
-            })
+        let (step, polled) = self
+            .reading
+            .step(&mut self.tail, &mut open.session, env, true)
             .map_err(|e| read_error(&self.path, e))?;
         let reread = match step {
             Step::Changed(why) => Some(why.to_string()),
-            Step::Read if self.reading.restart => Some("moved to another branch".to_string()),
+            Step::Read if self.reading.state.restart => Some("moved to another branch".to_string()),
             Step::Read => None,
         };
         if let Some(why) = reread {
@@ -519,8 +530,8 @@ impl Mirror {
     fn refresh_limits(&mut self, session: &mut Session, env: &FollowEnv) {
         let from = (
             session.model.clone(),
-            self.reading.stated_window,
-            self.reading.max_output,
+            self.reading.state.stated_window,
+            self.reading.state.max_output,
         );
         if self.limits_from.as_ref() == Some(&from) {
             return;

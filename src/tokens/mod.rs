@@ -3,6 +3,7 @@
 
 mod calibration;
 mod images;
+mod pieces;
 mod windows;
 
 pub use calibration::{model_key, Calibration, Correction};
@@ -89,7 +90,11 @@ impl Encoding {
         if text.is_empty() {
             return 0;
         }
-        self.tokenizer().count(text) as u64
+        match self {
+            // The same count, piece by piece (`pieces`).
+            Encoding::O200k | Encoding::O200kOpenAi => pieces::count(self.tokenizer(), text),
+            Encoding::Cl100k => self.tokenizer().count(text) as u64,
+        }
     }
 }
 

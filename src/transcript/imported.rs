@@ -38,6 +38,17 @@ impl Skips {
         }
     }
 
+    /// Adds the skips `later` counted after these, as if each had been
+    /// added here in turn.
+    pub fn merge(&mut self, later: Skips) {
+        for group in later.groups {
+            match self.groups.iter_mut().find(|g| g.kind == group.kind) {
+                Some(mine) => mine.count += group.count,
+                None => self.groups.push(group),
+            }
+        }
+    }
+
     pub fn total(&self) -> usize {
         self.groups.iter().map(|g| g.count).sum()
     }

@@ -1030,6 +1030,65 @@ fn workspace_and_agent_settings_that_are_fifos_or_devices_are_not_read() {
     }
 }
 
+/// A transcript line too long to be anyone's message (over 64 MiB) is
+/// passed over, never held, and so is a last line still being written:
+/// the hook answers from the rest, under a 384 MiB address-space cap
+/// (the 100 MB line made it abort there, needing 400 MB; a 300 MB line
+/// aborted it under 3 GiB).
+#[cfg(unix)]
+#[test]
+fn the_hook_reads_past_a_line_too_long_and_a_last_line_still_being_written() {
+    use std::io::Write;
+    const CAP: u64 = 384 << 20;
+    let work = tempfile::tempdir().unwrap();
+    let w = work.path().join("repo");
+    std::fs::create_dir_all(&w).unwrap();
+    let transcript = w.join("t.jsonl");
+    let fixture = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/claude-code/5217d838-5181-433d-a8b8-c96b9ad7bfb3.jsonl"),
+    )
+    .unwrap();
+    let last: Value = serde_json::from_str(fixture.lines().last().unwrap()).unwrap();
+    let mut file = std::io::BufWriter::new(std::fs::File::create(&transcript).unwrap());
+    file.write_all(fixture.as_bytes()).unwrap();
+    let filler = vec![b'x'; 1 << 20];
+    file.write_all(b"{\"type\":\"progress\",\"data\":\"")
+        .unwrap();
+    for _ in 0..100 {
+        file.write_all(&filler).unwrap();
+    }
+    file.write_all(b"\"}\n").unwrap();
+    let request = serde_json::json!({"parentUuid": last["uuid"], "isSidechain": false,
+        "type": "user", "uuid": "after-the-long-line", "sessionId": last["sessionId"],
+        "cwd": last["cwd"], "timestamp": "2026-11-22T20:10:00.000Z",
+        "message": {"role": "user", "content": "Rename the flag to --frobnicate-widgets everywhere."}});
+    writeln!(file, "{request}").unwrap();
+    file.write_all(b"{\"type\":\"assistant\",\"message\":{\"content\":\"")
+        .unwrap();
+    for _ in 0..80 {
+        file.write_all(&filler).unwrap();
+    }
+    file.flush().unwrap();
+    drop(file);
+    let input = serde_json::json!({"session_id": last["sessionId"], "transcript_path": transcript,
+        "cwd": w, "hook_event_name": "PreCompact", "trigger": "auto"})
+    .to_string();
+    let mut command = compactd();
+    command
+        .args(["hook", "claude-code"])
+        .current_dir(&w)
+        .env("HOME", work.path().join("home"))
+        .env("XDG_DATA_HOME", work.path().join("data"))
+        .env_remove("CLAUDE_CONFIG_DIR")
+        .stderr(std::process::Stdio::piped());
+    crate::support::cap_memory(&mut command, CAP);
+    let hook = crate::support::output_with_stdin(&mut command, &input);
+    let stdout = String::from_utf8_lossy(&hook.stdout);
+    assert!(hook.status.success(), "{hook:?}");
+    assert!(stdout.contains("--frobnicate-widgets"), "{stdout}");
+}
+
 /// A hosted provider without a key is refused before any request: no
 /// retries, no waiting, the offline summary at once, and it says why.
 #[test]
