@@ -10,6 +10,10 @@
 //! - `compactd hook claude-code` on the same 20 MB transcript, for each
 //!   event it answers (PreCompact, SessionStart after a compaction,
 //!   PostCompact), as whole-process runs (median of 5);
+//! - a hook's fixed cost: `compactd hook claude-code` (PreCompact) on a
+//!   transcript of one turn against the floor of starting the process
+//!   (`compactd --version`), medians of 30 runs alternating, and the ratio
+//!   (#36: ~52 ms before, the vocabulary's load; the goal ≤ 10 ms);
 //! - `compactd hook codex` (SessionStart after a compaction) on Codex
 //!   rollouts of about 20 MB holding 20 and 200 compactions (each keeping
 //!   the user's messages, as Codex does), and the ratio of the two: the
@@ -136,6 +140,22 @@ fn hook(bin: &Path, home: &Path, transcript: &Path, event: &str) -> (Duration, S
     )
 }
 
+/// A hook on a transcript of one turn and a process that only starts
+/// (`--version`), medians of `runs` alternating.
+fn fixed_cost(dir: &Path, runs: usize) -> (Duration, Duration) {
+    let bin = PathBuf::from(env!("CARGO_BIN_EXE_compactd"));
+    let path = dir.join("one-turn.jsonl");
+    std::fs::write(&path, turn(0)).unwrap();
+    let (mut hooks, mut starts) = (Vec::new(), Vec::new());
+    for _ in 0..runs {
+        let (took, printed) = hook(&bin, dir, &path, "PreCompact");
+        assert!(!printed.is_empty(), "the hook answered");
+        hooks.push(took);
+        starts.push(run(&bin, &["--version"], dir, "").0);
+    }
+    (median(hooks), median(starts))
+}
+
 /// A Codex rollout with `compactions` compactions, each keeping the
 /// user's messages (`pad` bytes of them, as Codex keeps up to 20,000
 /// tokens), built from the real 0.169 rollout in tests/fixtures.
@@ -173,8 +193,16 @@ fn codex_hook_at(dir: &Path, compactions: usize, pad: usize, runs: usize) -> (Du
     let input = json!({"session_id": "s", "transcript_path": path, "cwd": dir,
         "hook_event_name": "SessionStart", "source": "compact"})
     .to_string();
+    // Each run as the first after a compaction: what an earlier run
+    // handed over would make the next one answer nothing.
+    let handed = dir.join("data/compactd/sessions/handed");
     let times = (0..runs)
-        .map(|_| run(&bin, &["--no-user-config", "hook", "codex"], dir, &input).0)
+        .map(|_| {
+            let _ = std::fs::remove_dir_all(&handed);
+            let (took, printed) = run(&bin, &["--no-user-config", "hook", "codex"], dir, &input);
+            assert!(!printed.is_empty(), "the hook answered");
+            took
+        })
         .collect();
     (median(times), std::fs::metadata(&path).unwrap().len())
 }
@@ -259,6 +287,8 @@ fn main() {
         for (event, took, printed) in hooks_at(dir.path(), 1, 1) {
             println!("hook {event} (1 MB): {}, {printed} characters", ms(took));
         }
+        let (hook, start) = fixed_cost(dir.path(), 3);
+        println!("hook fixed cost: {}, process start {}", ms(hook), ms(start));
         let (few, _) = codex_hook_at(dir.path(), 2, 4_000, 1);
         let (many, _) = codex_hook_at(dir.path(), 20, 400, 1);
         println!(
@@ -291,6 +321,13 @@ fn main() {
     for (event, took, printed) in hooks_at(dir.path(), 20, 5) {
         println!("  {event:<19} {} ({printed} characters printed)", ms(took));
     }
+    let (hook, start) = fixed_cost(dir.path(), 30);
+    println!(
+        "a hook's fixed cost (PreCompact on one turn, median of 30): {}; process start (--version): {}; {:.2}x",
+        ms(hook),
+        ms(start),
+        hook.as_secs_f64() / start.as_secs_f64()
+    );
     println!(
         "compactd hook codex, SessionStart after a compaction (whole process, median of 5 runs):"
     );

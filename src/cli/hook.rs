@@ -33,6 +33,9 @@ const CACHE_AGE: Duration = Duration::from_secs(10 * 60);
 const CACHE_VERSION: u32 = 1;
 
 pub fn run(args: &HookArgs, no_user_config: bool) -> std::process::ExitCode {
+    // What a hook hands over is bounded in characters and shows no count:
+    // the vocabulary's load would be most of its cost.
+    crate::tokens::estimate_only();
     match answer(args, no_user_config) {
         Ok(Some(text)) => {
             let _ = super::out::line(text);

@@ -23,8 +23,12 @@ use crate::summarize::SummaryRequest;
 pub const HOOK_LIMIT: usize = 10_000;
 
 /// The digest's budgets tried, largest first, until the context fits
-/// (10,000 characters hold about 2,500 tokens).
-const DIGEST_TOKENS: [u64; 5] = [2_400, 1_500, 1_000, 600, 300];
+/// (10,000 characters hold about 2,500 tokens), counted as characters/4
+/// (`digest_within`): close steps, so the record fills what the hook may
+/// print.
+const DIGEST_TOKENS: [u64; 10] = [
+    2_400, 2_200, 2_000, 1_800, 1_600, 1_400, 1_200, 1_000, 600, 300,
+];
 /// Files listed per section, tried largest first.
 const LISTED: [usize; 4] = [50, 20, 10, 5];
 

@@ -81,7 +81,7 @@ fn compact_reports_bad_files_in_one_line() {
 
 use std::path::{Path, PathBuf};
 
-use serde_json::Value;
+use serde_json::{json, Value};
 
 use crate::support::transcripts_dir;
 
@@ -847,7 +847,6 @@ fn stats_knows_every_line_type_of_claude_code_2_1_330() {
 /// keeps, and summarizes none of it).
 #[test]
 fn compact_does_not_call_open_what_the_kept_messages_settled() {
-    use serde_json::json;
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("session.jsonl");
     // A Claude Code transcript: failed results carry `is_error`.
@@ -1087,6 +1086,63 @@ fn the_hook_reads_past_a_line_too_long_and_a_last_line_still_being_written() {
     let stdout = String::from_utf8_lossy(&hook.stdout);
     assert!(hook.status.success(), "{hook:?}");
     assert!(stdout.contains("--frobnicate-widgets"), "{stdout}");
+}
+
+/// A hook counts without the vocabulary (its answer is bounded in
+/// characters and shows no count; loading o200k was most of its cost), and
+/// still hands over the record the server's `conversation/recap` gives for
+/// the same transcript: before the compaction, and after it when no hook
+/// before it kept anything.
+#[test]
+fn a_hook_hands_over_the_record_the_server_recaps() {
+    let work = tempfile::tempdir().unwrap();
+    let w = work.path().join("repo");
+    std::fs::create_dir_all(&w).unwrap();
+    let transcript = w.join("t.jsonl");
+    std::fs::copy(
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/claude-code/5217d838-5181-433d-a8b8-c96b9ad7bfb3.jsonl"),
+        &transcript,
+    )
+    .unwrap();
+    let hook = |event: &str, data: &str| {
+        let input = serde_json::json!({"session_id": "s", "transcript_path": transcript,
+            "cwd": w, "hook_event_name": event, "trigger": "auto", "source": "compact"})
+        .to_string();
+        let mut command = compactd();
+        command
+            .args(["hook", "claude-code"])
+            .current_dir(&w)
+            .env("HOME", work.path().join("home"))
+            .env("XDG_DATA_HOME", work.path().join(data));
+        let out = crate::support::output_with_stdin(&mut command, &input);
+        assert!(out.status.success(), "{out:?}");
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let instructions = hook("PreCompact", "data-before");
+    let after: Value = serde_json::from_str(&hook("SessionStart", "data-after")).unwrap();
+    let context = after["hookSpecificOutput"]["additionalContext"]
+        .as_str()
+        .unwrap();
+    let mut server = crate::support::Server::start(&work.path().join("server"), json!({}));
+    let id = server
+        .request("conversation/follow", json!({"path": transcript}))
+        .unwrap()["sessionId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let recap = server
+        .request(
+            "conversation/recap",
+            json!({"sessionId": id, "recallTools": true}),
+        )
+        .unwrap();
+    assert!(context.contains("edit a.txt and write c.md"), "{context}");
+    assert_eq!(
+        instructions.trim_end(),
+        recap["instructions"].as_str().unwrap()
+    );
+    assert_eq!(context, recap["context"].as_str().unwrap());
 }
 
 /// A hosted provider without a key is refused before any request: no

@@ -993,10 +993,15 @@ impl Digest {
     /// important entries go first (see `SHRINK`); the task, the rules, the
     /// files, the open errors and the next step always stay.
     pub fn render(&self, budget: u64) -> String {
+        self.render_by(budget, |text| Encoding::O200k.count(text))
+    }
+
+    /// `render`, the budget counted by `count`.
+    pub fn render_by(&self, budget: u64, count: impl Fn(&str) -> u64) -> String {
         let mut digest = self.clone();
         let mut text = digest.render_all();
         for step in SHRINK {
-            if Encoding::O200k.count(&text) <= budget {
+            if count(&text) <= budget {
                 break;
             }
             step(&mut digest);

@@ -108,9 +108,11 @@ pub fn summarize_offline_within(request: &SummaryRequest, max_tokens: Option<u64
 /// The digest of a whole session within `tokens` (at most
 /// `DEFAULT_BUDGET`), however short the session: what an agent's hook
 /// hands over is bounded by the hook's output, not by what it replaces, so
-/// a short session keeps every request and rule it has.
+/// a short session keeps every request and rule it has. That bound is in
+/// characters, so the tokens are estimated from them (`tokens::estimate`):
+/// the same record in a hook, which loads no vocabulary, and in the server.
 pub fn digest_within(request: &SummaryRequest, tokens: u64) -> String {
-    digest_of_request(request).render(tokens.min(DEFAULT_BUDGET))
+    digest_of_request(request).render_by(tokens.min(DEFAULT_BUDGET), crate::tokens::estimate)
 }
 
 /// The previous summary and the partial ones read back, the messages
