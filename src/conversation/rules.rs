@@ -164,6 +164,11 @@ const OBLIGATIONS: [&str; 5] = [
 /// `typed` (the person wrote it rather than pasted it), also any sentence
 /// with "must" or "should never/always". Questions never are.
 pub fn states_rule(sentence: &str, typed: bool) -> bool {
+    // Over 402 bytes lowercased is no rule (below); lowercasing shrinks
+    // a text at most threefold (’ to '), so a longer one is not copied.
+    if sentence.trim().len() > 3 * 402 {
+        return false;
+    }
     let lower = format!(
         " {} ",
         sentence.to_lowercase().replace(['’', '‘'], "'").trim()
@@ -324,16 +329,16 @@ pub fn rules_in(content: &str) -> Vec<String> {
             let detail = asked
                 .as_deref()
                 .is_some_and(|q| details_the_request(q, &sentence));
-            asked = Some(sentence.clone());
-            if detail {
-                continue;
-            }
-            if sentence.split_whitespace().count() >= 2 && states_rule(&sentence, i < typed) {
+            if !detail
+                && sentence.split_whitespace().count() >= 2
+                && states_rule(&sentence, i < typed)
+            {
                 let rule = without_lead_in(&sentence, i < typed).to_string();
                 if !rules.contains(&rule) {
                     rules.push(rule);
                 }
             }
+            asked = Some(sentence);
         }
     }
     rules

@@ -35,7 +35,7 @@ pub fn request_line(request: &str) -> String {
 pub fn clip_ends(text: &str, chars: usize) -> String {
     let text = collapse(text);
     if text.chars().count() <= chars {
-        return clip(&text, chars);
+        return clip_collapsed(text, chars);
     }
     // The ending in two fifths of the budget, the beginning in the rest:
     // within `chars` in all, so clipping the result again changes nothing.
@@ -52,15 +52,23 @@ pub fn clip_ends(text: &str, chars: usize) -> String {
         tail = longer;
     }
     if tail.is_empty() {
-        // One long last sentence: its last words.
-        let words: Vec<&str> = text.split_whitespace().collect();
-        let mut start = words.len();
-        while start > 1 && words[start - 1..].join(" ").chars().count() <= tail_budget {
-            start -= 1;
+        // One long last sentence: its last words (all but the first word
+        // of the text), read from the end.
+        let mut words = text.split(' ');
+        words.next();
+        let mut kept = 0;
+        let mut start = text.len();
+        for word in words.rev() {
+            let longer = kept + usize::from(kept > 0) + word.chars().count();
+            if longer > tail_budget {
+                break;
+            }
+            kept = longer;
+            start -= word.len() + usize::from(start < text.len());
         }
-        tail = words[start..].join(" ");
+        tail = text[start..].to_string();
     }
-    let head = clip(&text, chars.saturating_sub(tail.chars().count() + 2));
+    let head = clip_collapsed(text, chars.saturating_sub(tail.chars().count() + 2));
     format!("{head} {tail}")
 }
 
@@ -75,7 +83,11 @@ pub fn typed_part(request: &str) -> String {
 /// characters (with "…"), never inside a code span (a span the text
 /// itself leaves open is cut off too).
 pub fn clip(text: &str, chars: usize) -> String {
-    let text = collapse(text);
+    clip_collapsed(collapse(text), chars)
+}
+
+/// `clip` of a text already collapsed.
+fn clip_collapsed(text: String, chars: usize) -> String {
     if text.chars().count() <= chars {
         if text.matches('`').count() % 2 == 1 {
             let open = text.rfind('`').unwrap_or(0);
