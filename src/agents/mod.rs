@@ -1,4 +1,4 @@
-//! The coding agents people already run (Claude Code, Codex, pi), one
+//! The coding agents people already run (Claude Code, Codex, pi, Gemini CLI), one
 //! module each, holding everything compactd knows about that agent: the
 //! folders it keeps its files in and the environment variables that move
 //! them, how its sessions for a workspace are found, its transcript format
@@ -17,6 +17,7 @@ pub(crate) mod discover;
 #[cfg(test)]
 mod fake;
 mod folders;
+pub(crate) mod gemini;
 pub(crate) mod hook;
 mod kind;
 pub(crate) mod limits;
@@ -42,6 +43,7 @@ static ALL: &[Agent] = &[
     Agent(&claude_code::ClaudeCode),
     Agent(&codex::Codex),
     Agent(&pi::Pi),
+    Agent(&gemini::Gemini),
     #[cfg(test)]
     Agent(&fake::Fake),
 ];

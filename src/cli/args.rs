@@ -138,7 +138,7 @@ pub struct McpArgs {
 /// `compactd sessions`.
 #[derive(Args, Debug, Clone)]
 pub struct SessionsArgs {
-    /// Only this agent's sessions (`claude-code`, `codex`, `pi`).
+    /// Only this agent's sessions (`claude-code`, `codex`, `pi`, `gemini`).
     #[arg(value_name = "AGENT")]
     pub agent: Option<String>,
 }
@@ -165,7 +165,7 @@ pub struct HookArgs {
 /// `compactd setup`.
 #[derive(Args, Debug, Clone)]
 pub struct SetupArgs {
-    /// The agent to set up: `claude-code`, `codex`, `pi` or `opencode`.
+    /// The agent to set up: `claude-code`, `codex`, `pi`, `gemini` or `opencode`.
     #[arg(value_name = "AGENT")]
     pub agent: String,
     /// Write the project's settings (in the current directory) instead of

@@ -100,7 +100,7 @@ pub struct Config {
     /// `cargo bench --bench append` on a 2-core VM). Session headers and
     /// compactions are always synced.
     pub durability: crate::store::Durability,
-    /// `auto`: follow the newest Claude Code, Codex or pi session of the
+    /// `auto`: follow the newest Claude Code, Codex, pi or Gemini CLI session of the
     /// workspace, and each one that starts later (`conversation/didFollow`).
     /// `off`: follow only what `conversation/follow` asks for.
     pub follow: FollowMode,

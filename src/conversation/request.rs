@@ -60,14 +60,16 @@ pub const HARNESS_BLOCKS: [&str; 2] = ["system-reminder", "user-prompt-submit-ho
 pub const COMMAND_EXPANSION: &str = "command-expansion";
 
 /// Blocks clients add around what the person typed: the file open or the
-/// selection in the editor, a command's expansion, and the harness's
-/// blocks.
-const WRAPPERS: [&str; 5] = [
+/// selection in the editor, a command's expansion, the harness's blocks,
+/// and hook output an agent puts into the prompt (Gemini CLI's
+/// `<hook_context>`).
+const WRAPPERS: [&str; 6] = [
     "ide_opened_file",
     "ide_selection",
     COMMAND_EXPANSION,
     HARNESS_BLOCKS[0],
     HARNESS_BLOCKS[1],
+    "hook_context",
 ];
 
 /// How Claude Code's caveat before local commands opens (before 2.x
@@ -78,10 +80,12 @@ pub const CAVEAT_TEXT: &str =
 /// Messages on the user side that the client wrote, not the person: slash
 /// command markup and output, shell escapes, the caveat before them, the
 /// marker of an interrupted turn, and the environment and instructions an
-/// agent sends as user messages (Codex's `<environment_context>`).
-const NOT_REQUESTS: [&str; 8] = [
+/// agent sends as user messages (Codex's `<environment_context>`, Gemini
+/// CLI's `<session_context>`).
+const NOT_REQUESTS: [&str; 9] = [
     "<command-",
     "<environment_context>",
+    "<session_context>",
     "<user_instructions>",
     "<local-command-",
     "<bash-input>",

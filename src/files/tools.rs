@@ -109,9 +109,10 @@ pub struct FileTools {
 }
 
 /// The shell tools of the common agents (Codex's `exec_command`, `shell`,
-/// `local_shell`; Claude Code's `Bash`; pi's and opencode's `bash`). A
-/// configured entry of the same name replaces or removes the reading.
-const SHELL_TOOLS: [&str; 7] = [
+/// `local_shell`; Claude Code's `Bash`; pi's and opencode's `bash`; Gemini
+/// CLI's `run_shell_command`). A configured entry of the same name replaces
+/// or removes the reading.
+const SHELL_TOOLS: [&str; 8] = [
     "exec_command",
     "shell",
     "shell_command",
@@ -119,6 +120,7 @@ const SHELL_TOOLS: [&str; 7] = [
     "container.exec",
     "Bash",
     "bash",
+    "run_shell_command",
 ];
 
 impl Default for FileTools {
@@ -168,7 +170,7 @@ fn default_rules() -> HashMap<String, FileToolRule> {
         (&["Edit", "MultiEdit", "Write"], Modify, &["file_path"]),
         (&["NotebookEdit"], Modify, &["notebook_path"]),
         (&["read_file", "view_file"], Read, ANY_PATH),
-        (&["write_file", "edit_file"], Modify, ANY_PATH),
+        (&["write_file", "edit_file", "replace"], Modify, ANY_PATH),
         (&["create_file"], Create, ANY_PATH),
         (&["delete_file"], Delete, ANY_PATH),
         // Codex's (`input`, `patch`) and opencode's (`patchText`).
@@ -236,7 +238,7 @@ pub fn patch_ops(patch: &str) -> Vec<(FileOp, String)> {
 /// here. Relative paths are joined to the `workdir` argument when there
 /// is one (else the workspace resolves them).
 pub fn shell_ops(arguments: &serde_json::Value) -> Vec<(FileOp, String)> {
-    let workdir = ["workdir", "working_directory"]
+    let workdir = ["workdir", "working_directory", "dir_path"]
         .iter()
         .find_map(|f| arguments.get(*f).and_then(|v| v.as_str()));
     let Some(command) = shell_command(arguments) else {

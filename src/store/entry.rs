@@ -89,7 +89,7 @@ pub struct SessionHeader {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct FollowedTranscript {
-    /// `claude-code`, `codex` or `pi`.
+    /// `claude-code`, `codex`, `pi` or `gemini`.
     pub agent: String,
     pub path: PathBuf,
 }

@@ -25,6 +25,8 @@ BIN = HERE / "node_modules" / ".bin"
 CLAUDE = BIN / "claude"
 PI = BIN / "pi"
 PI_MODEL = "scripted-model"
+GEMINI = BIN / "gemini"
+GEMINI_MODEL = "gemini-2.5-pro"
 
 
 class ScriptedModel:
@@ -63,8 +65,8 @@ class ScriptedModel:
 
 
 def agents_installed():
-    """None when both agents are installed, else the reason a test should skip."""
-    missing = [p.name for p in (CLAUDE, PI) if not p.exists()]
+    """None when the agents smoke.py drives are installed, else the reason a test should skip."""
+    missing = [p.name for p in (CLAUDE, PI, GEMINI) if not p.exists()]
     return f"missing {', '.join(missing)}: run `npm ci` in {HERE}" if missing else None
 
 
@@ -161,6 +163,40 @@ def pi_session_dir(home, cwd):
     return Path(home) / ".pi" / "agent" / "sessions" / ("--" + re.sub(r"[/\\:]", "-", re.sub(r"^[/\\]", "", real)) + "--")
 
 
+# ---------------------------------------------------------------- Gemini CLI
+
+
+def gemini_home(home, settings=None):
+    """A HOME whose ~/.gemini/settings.json picks the API-key auth (with
+    GOOGLE_GEMINI_BASE_URL alone, Gemini CLI 0.61 picks a "gateway" auth that
+    -p refuses), plus `settings` (e.g. {"model": {"compressionThreshold": 0.0002}})."""
+    gemini = Path(home) / ".gemini"
+    gemini.mkdir(parents=True, exist_ok=True)
+    base = {"security": {"auth": {"selectedType": "gemini-api-key"}}}
+    (gemini / "settings.json").write_text(json.dumps({**base, **(settings or {})}, indent=2))
+    return Path(home)
+
+
+def gemini_env(home, url):
+    env = dict(os.environ, HOME=str(home), GOOGLE_GEMINI_BASE_URL=url, GEMINI_API_KEY="scripted-key")
+    env.pop("GEMINI_CLI_HOME", None)
+    return env
+
+
+def run_gemini(args, cwd, home, url, timeout=120):
+    """gemini -m GEMINI_MODEL (a fixed model: "auto" would ask a router model first) --skip-trust --yolo ARGS."""
+    command = [str(GEMINI), "-m", GEMINI_MODEL, "--skip-trust", "--yolo", *args]
+    # stdin closed: with -p it reads a stdin that is not a terminal into the prompt.
+    return subprocess.run(command, cwd=cwd, env=gemini_env(home, url), stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=timeout)
+
+
+def gemini_chats_dir(home, cwd):
+    """Where Gemini CLI keeps cwd's sessions: ~/.gemini/tmp/<the project's short id in ~/.gemini/projects.json>/chats."""
+    gemini = Path(home) / ".gemini"
+    projects = json.loads((gemini / "projects.json").read_text())["projects"]
+    return gemini / "tmp" / projects[os.path.abspath(cwd)] / "chats"
+
+
 # ---------------------------------------------------------------- requests
 
 
@@ -180,6 +216,13 @@ def orphaned_tool_results(request):
             calls.update(c["id"] for c in m.get("tool_calls") or [])
             if m.get("role") == "tool" and m.get("tool_call_id") not in calls:
                 orphans.append(m.get("tool_call_id"))
+    elif api == "gemini":
+        for content in body.get("contents") or []:
+            for part in content.get("parts") or []:
+                if "functionCall" in part:
+                    calls.add(part["functionCall"].get("id"))
+                elif "functionResponse" in part and part["functionResponse"].get("id") not in calls:
+                    orphans.append(part["functionResponse"].get("id"))
     elif api == "responses":
         for item in body.get("input") or []:
             if item.get("type") == "function_call":

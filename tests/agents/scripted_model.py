@@ -1,15 +1,15 @@
 #!/usr/bin/env python3
 """A scripted LLM server for driving real coding agents offline.
 
-Speaks the Anthropic Messages API, OpenAI Chat Completions and the OpenAI
-Responses API (streaming and not), answering each request with the next
+Speaks the Anthropic Messages API, OpenAI Chat Completions, the OpenAI
+Responses API and Gemini's generateContent (streaming and not), answering each request with the next
 matching turn of a JSON scenario, and logs every request body it receives to a
 JSONL file so a test can assert what the agent sent. Python 3 stdlib only.
 
     scripted_model.py --scenario FILE [--port 0] [--log FILE] [--var NAME=VALUE]
 
 The first line on stdout is the base URL (http://127.0.0.1:PORT); Anthropic
-clients use it as is, OpenAI clients append /v1. See README.md for the
+and Gemini clients use it as is, OpenAI clients append /v1. See README.md for the
 scenario format.
 """
 
@@ -32,6 +32,7 @@ COMPACTION_MARKERS = [
     "You are a context summarization assistant",  # pi compaction and branch summaries
     "CONTEXT CHECKPOINT COMPACTION",  # Codex
     "You are a context summarization agent",  # opencode
+    "distilling chat history into a structured XML <state_snapshot>",  # Gemini CLI (its summary and its check of it)
 ]
 
 VAR_PATTERN = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
@@ -102,6 +103,9 @@ class Request:
         self.body = body
         self.model = body.get("model", "scripted")
         self.stream = bool(body.get("stream"))
+        if api == "gemini":
+            self.model = body.get("$model", "scripted")
+            self.stream = bool(body.get("$stream"))
         self.system = self._system()
         self.messages = body.get("messages") or []
         self.last_user_text = self._last_user_text()
@@ -112,10 +116,15 @@ class Request:
             return text_of(self.body.get("system"))
         if self.api == "responses":
             return text_of(self.body.get("instructions"))
+        if self.api == "gemini":
+            system = self.body.get("systemInstruction") or {}
+            return text_of(system.get("parts") if isinstance(system, dict) and "parts" in system else system)
         msgs = self.body.get("messages") or []
         return "\n".join(text_of(m.get("content")) for m in msgs if m.get("role") in ("system", "developer"))
 
     def _items(self):
+        if self.api == "gemini":
+            return [{"role": c.get("role"), "content": c.get("parts") or []} for c in self.body.get("contents") or []]
         if self.api == "responses":
             inp = self.body.get("input")
             return [{"role": "user", "content": inp}] if isinstance(inp, str) else (inp or [])
@@ -145,6 +154,10 @@ class Request:
             last = items[-1]
             if last.get("role") == "user" and isinstance(last.get("content"), list):
                 ids = [b.get("tool_use_id") for b in last["content"] if isinstance(b, dict) and b.get("type") == "tool_result"]
+        elif self.api == "gemini":
+            last = items[-1]
+            if last.get("role") == "user":
+                ids = [(p.get("functionResponse") or {}).get("id") for p in last["content"] if isinstance(p, dict) and "functionResponse" in p]
         elif self.api == "chat":
             for m in reversed(items):
                 if m.get("role") != "tool":
@@ -228,7 +241,7 @@ def new_id(prefix):
 def tool_call_id(call, api, index):
     if "id" in call:
         return call["id"]
-    return {"anthropic": "toolu_", "chat": "call_", "responses": "call_"}[api] + f"scripted{index:02d}"
+    return {"anthropic": "toolu_", "chat": "call_", "responses": "call_", "gemini": "call_"}[api] + f"scripted{index:02d}"
 
 
 class Anthropic:
@@ -402,6 +415,66 @@ class Responses:
         return "".join(out)
 
 
+class Gemini:
+    """Gemini's generateContent: `candidates[0].content.parts` (text, thought
+    text, `functionCall`), `finishReason`, `usageMetadata`; streamed
+    (`streamGenerateContent?alt=sse`) as `data:` chunks of the same shape,
+    the usage and the finish reason on the last."""
+
+    STOP = {"end_turn": "STOP", "tool_use": "STOP", "stop": "STOP", "max_tokens": "MAX_TOKENS", "length": "MAX_TOKENS"}
+
+    @staticmethod
+    def usage(u):
+        prompt = u["input"] + u["cache_read"] + u["cache_write"]
+        usage = {"promptTokenCount": prompt, "candidatesTokenCount": u["output"], "totalTokenCount": prompt + u["output"]}
+        if u["cache_read"]:
+            usage["cachedContentTokenCount"] = u["cache_read"]
+        return usage
+
+    @classmethod
+    def parts(cls, reply):
+        parts = []
+        if reply.get("thinking"):
+            parts.append({"text": reply["thinking"], "thought": True})
+        if reply.get("text"):
+            parts.append({"text": reply["text"]})
+        for i, call in enumerate(reply.get("tool_calls", [])):
+            parts.append({"functionCall": {"id": tool_call_id(call, "gemini", i), "name": call["name"], "args": call.get("arguments", {})}})
+        return parts
+
+    @classmethod
+    def chunk(cls, request, parts, finish=None, usage=None, response_id=None):
+        candidate = {"content": {"role": "model", "parts": parts}, "index": 0}
+        if finish:
+            candidate["finishReason"] = finish
+        body = {"candidates": [candidate], "modelVersion": request.model, "responseId": response_id or new_id("")}
+        if usage is not None:
+            body["usageMetadata"] = usage
+        return body
+
+    @classmethod
+    def response(cls, request, reply, usage):
+        finish = cls.STOP.get(stop_reason(reply), "STOP")
+        return cls.chunk(request, cls.parts(reply), finish, cls.usage(usage))
+
+    @classmethod
+    def stream(cls, request, reply, usage):
+        response_id = new_id("")
+        pieces = []
+        if reply.get("thinking"):
+            pieces += [[{"text": p, "thought": True}] for p in chunks(reply["thinking"])]
+        if reply.get("text"):
+            pieces += [[{"text": p}] for p in chunks(reply["text"])]
+        calls = [p for p in cls.parts(reply) if "functionCall" in p]
+        if calls:
+            pieces.append(calls)
+        pieces = pieces or [[{"text": ""}]]
+        out = [cls.chunk(request, p, response_id=response_id) for p in pieces[:-1]]
+        finish = cls.STOP.get(stop_reason(reply), "STOP")
+        out.append(cls.chunk(request, pieces[-1], finish, cls.usage(usage), response_id))
+        return "".join(f"data: {json.dumps(c)}\r\n\r\n" for c in out)
+
+
 # ---------------------------------------------------------------- validation
 #
 # Every request is checked the way the real providers check it, and refused
@@ -453,6 +526,30 @@ def tool_sequence_error(api, body):
     if api == "responses":
         inp = body.get("input")
         return _responses_sequence_error(inp if isinstance(inp, list) else [])
+    if api == "gemini":
+        return _gemini_sequence_error(body.get("contents") or [])
+    return None
+
+
+def _gemini_sequence_error(contents):
+    """Gemini's rule: a turn of function responses comes right after the
+    turn of function calls, answering each of them."""
+    calls = None
+    for c in contents:
+        parts = [p for p in c.get("parts") or [] if isinstance(p, dict)]
+        responses = [p["functionResponse"] for p in parts if "functionResponse" in p]
+        if responses:
+            answered = [r.get("id") or r.get("name") for r in responses]
+            if calls is None or sorted(answered) != sorted(calls):
+                return "Please ensure that function response turn comes immediately after a function call turn. And the number of function response parts should be equal to number of function call parts of the function call turn."
+            calls = None
+            continue
+        if calls:
+            break
+        made = [p["functionCall"] for p in parts if "functionCall" in p]
+        calls = [f.get("id") or f.get("name") for f in made] if c.get("role") == "model" and made else None
+    if calls:
+        return "Please ensure that function call turn comes immediately after a user turn or after a function response turn."
     return None
 
 
@@ -550,12 +647,16 @@ def overflow_error(api, tokens, window):
     """(status, body) of each API's context-overflow answer."""
     if api == "anthropic":
         return 400, {"type": "error", "error": {"type": "invalid_request_error", "message": f"prompt is too long: {tokens} tokens > {window} maximum"}}
+    if api == "gemini":
+        return 400, {"error": {"code": 400, "message": f"The input token count ({tokens}) exceeds the maximum number of tokens allowed ({window}).", "status": "INVALID_ARGUMENT"}}
     if api == "responses":
         return 400, {"error": {"message": "Your input exceeds the context window of this model. Please adjust your input and try again.", "type": "invalid_request_error", "param": "input", "code": "context_length_exceeded"}}
     return 400, {"error": {"message": f"This model's maximum context length is {window} tokens. However, your messages resulted in {tokens} tokens. Please reduce the length of the messages.", "type": "invalid_request_error", "param": "messages", "code": "context_length_exceeded"}}
 
 
 def sequence_error_body(api, message):
+    if api == "gemini":
+        return {"error": {"code": 400, "message": message, "status": "INVALID_ARGUMENT"}}
     if api == "anthropic":
         return {"type": "error", "error": {"type": "invalid_request_error", "message": message}}
     return {"error": {"message": message, "type": "invalid_request_error", "param": "messages" if api == "chat" else "input", "code": None}}
@@ -577,13 +678,24 @@ def rejection(api, body, raw, scenario):
     return None
 
 
-APIS = {"anthropic": Anthropic, "chat": Chat, "responses": Responses}
+APIS = {"anthropic": Anthropic, "chat": Chat, "responses": Responses, "gemini": Gemini}
 ROUTES = {
     "/messages": "anthropic",
     "/messages/count_tokens": "count_tokens",
     "/chat/completions": "chat",
     "/responses": "responses",
 }
+# Gemini's routes name the model and the method: /v1beta/models/{model}:{method}.
+GEMINI_ROUTE = re.compile(r"^/(?:v1beta|v1alpha|v1)/models/([^/:]+):(generateContent|streamGenerateContent|countTokens)$")
+
+
+def gemini_route(path):
+    """(api, model, stream) of a Gemini route, or None."""
+    m = GEMINI_ROUTE.match(path.split("?", 1)[0].rstrip("/"))
+    if not m:
+        return None
+    model, method = m.groups()
+    return ("gemini_count_tokens" if method == "countTokens" else "gemini"), model, method == "streamGenerateContent"
 
 # ---------------------------------------------------------------- server
 
@@ -670,6 +782,9 @@ class Handler(BaseHTTPRequestHandler):
         raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
         route = self._route()
         api = ROUTES.get(route)
+        gemini = gemini_route(self.path)
+        if gemini:
+            api = gemini[0]
         try:
             body = json.loads(raw or b"{}")
         except ValueError:
@@ -683,12 +798,15 @@ class Handler(BaseHTTPRequestHandler):
             if api == "count_tokens":
                 self.script.record(dict(base, status=200))
                 return self._send(200, {"input_tokens": prompt_estimate(raw)})
+            if api == "gemini_count_tokens":
+                self.script.record(dict(base, status=200))
+                return self._send(200, {"totalTokens": prompt_estimate(raw)})
             refused = rejection(api, body, raw, self.script.scenario)
             if refused:
                 reason, status, error = refused
                 self.script.record(dict(base, turn=None, rejected=reason, status=status, error=text_of(error.get("error", {}).get("message"))))
                 return self._send(status, error)
-            request = Request(api, body)
+            request = Request(api, dict(body, **{"$model": gemini[1], "$stream": gemini[2]}) if gemini else body)
             index, is_compaction = self.script.pick(request)
             turn = self.script.turns[index] if index is not None else {"reply": self.script.scenario.get("fallback", {"text": "(scripted server: no turn left)"})}
             status = turn["error"].get("status", 400) if "error" in turn else 200
@@ -704,7 +822,7 @@ class Handler(BaseHTTPRequestHandler):
         if request.stream:
             self._send(200, api_impl.stream(request, reply, usage), "text/event-stream", headers)
         else:
-            full = {"anthropic": Anthropic.message, "chat": Chat.completion, "responses": Responses.response}[api]
+            full = {"anthropic": Anthropic.message, "chat": Chat.completion, "responses": Responses.response, "gemini": Gemini.response}[api]
             self._send(200, full(request, reply, usage), headers=headers)
 
 

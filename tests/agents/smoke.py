@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Smoke test: the scripted server speaks each API, and drives the real Claude Code and pi.
+"""Smoke test: the scripted server speaks each API, and drives the real Claude Code, pi and Gemini CLI.
 
     python3 tests/agents/smoke.py            # after `npm ci` in tests/agents
 
@@ -169,6 +169,75 @@ def check_thinking_rule(tmp):
     assert [r.get("rejected") for r in log] == ["thinking", "thinking", None, None, None], log
 
 
+def check_server_gemini(tmp):
+    """Gemini's generateContent and streamGenerateContent?alt=sse: parts with functionCall, usageMetadata, its validation and overflow words."""
+    scenario = Path(tmp) / "s.json"
+    scenario.write_text(json.dumps({
+        "context_window": 2000,
+        "turns": [
+            {"reply": {"text": "reading", "tool_calls": [{"id": "g1", "name": "read_file", "arguments": {"file_path": "a"}}], "usage": {"input": 7, "output": 3, "cache_read": 5}}},
+            {"match": {"tool_result_for": "g1", "model": "gemini-2.5"}, "reply": {"text": "after tool"}},
+            {"match": {"compaction": True}, "reply": {"text": "<state_snapshot>S</state_snapshot>"}},
+        ],
+    }))
+    base = "/v1beta/models/gemini-2.5-pro"
+    with harness.ScriptedModel(scenario, Path(tmp) / "log.jsonl") as m:
+        status, text = post(m.url + base + ":streamGenerateContent?alt=sse", {"contents": [{"role": "user", "parts": [{"text": "go"}]}]})
+        chunks = [json.loads(line[6:]) for line in text.splitlines() if line.startswith("data: ")]
+        assert status == 200 and len(chunks) > 1, text
+        parts = [p for c in chunks for p in c["candidates"][0]["content"]["parts"]]
+        assert "".join(p.get("text", "") for p in parts) == "reading", parts
+        assert [p["functionCall"] for p in parts if "functionCall" in p] == [{"id": "g1", "name": "read_file", "args": {"file_path": "a"}}], parts
+        assert "usageMetadata" not in chunks[0] and chunks[-1]["candidates"][0]["finishReason"] == "STOP", chunks
+        assert chunks[-1]["usageMetadata"] == {"promptTokenCount": 12, "candidatesTokenCount": 3, "totalTokenCount": 15, "cachedContentTokenCount": 5}, chunks[-1]
+
+        call = {"role": "model", "parts": [{"functionCall": {"id": "g1", "name": "read_file", "args": {}}}]}
+        answer = {"role": "user", "parts": [{"functionResponse": {"id": "g1", "name": "read_file", "response": {"output": "x"}}}]}
+        status, text = post(m.url + base + ":generateContent", {"contents": [{"role": "user", "parts": [{"text": "go"}]}, call, answer]})
+        assert status == 200 and json.loads(text)["candidates"][0]["content"]["parts"] == [{"text": "after tool"}], text
+
+        status, text = post(m.url + base + ":generateContent", {"contents": [{"role": "user", "parts": [{"text": "go"}]}, call]})
+        assert status == 400 and json.loads(text)["error"]["status"] == "INVALID_ARGUMENT", text
+        status, text = post(m.url + base + ":generateContent", {"contents": [{"role": "user", "parts": [{"text": "x" * 9000}]}]})
+        assert status == 400 and "exceeds the maximum number of tokens allowed (2000)" in json.loads(text)["error"]["message"], text
+
+        system = {"parts": [{"text": "You are a specialized system component responsible for distilling chat history into a structured XML <state_snapshot>."}]}
+        status, text = post(m.url + base + ":generateContent", {"systemInstruction": system, "contents": [{"role": "user", "parts": [{"text": "Generate a new <state_snapshot>"}]}]})
+        assert status == 200 and "<state_snapshot>S" in text, text
+        status, text = post(m.url + base + ":countTokens", {"contents": [{"role": "user", "parts": [{"text": "go"}]}]})
+        assert status == 200 and json.loads(text)["totalTokens"] > 0, text
+        log = m.requests()
+    assert [(r["api"], r.get("turn"), r.get("rejected")) for r in log] == [
+        ("gemini", 0, None), ("gemini", 1, None), ("gemini", None, "tool_sequence"), ("gemini", None, "context_window"), ("gemini", 2, None), ("gemini_count_tokens", None, None),
+    ], log
+    assert log[0]["stream"] and not log[1]["stream"] and log[4]["compaction"]
+
+
+def check_gemini(tmp):
+    """gemini -p runs read_file, replace, write_file, run_shell_command; a resumed run under a tiny
+    compressionThreshold compresses first; the session file holds it all."""
+    ws, home = make_workspace(tmp), Path(tmp) / "home"
+    harness.gemini_home(home)
+    with harness.ScriptedModel(SCENARIOS / "gemini-tools.json", Path(tmp) / "requests.jsonl", {"WORKSPACE": str(ws)}) as m:
+        run = harness.run_gemini(["-p", "Fix the test. Rule: never touch b.py"], ws, home, m.url)
+        assert run.returncode == 0, run.stderr[-2000:]
+        harness.gemini_home(home, {"model": {"compressionThreshold": 0.0002}})
+        resumed = harness.run_gemini(["--resume", "latest", "-p", "Carry on"], ws, home, m.url)
+        requests = m.requests()
+    assert resumed.returncode == 0 and resumed.stdout.strip() == "Carrying on.", resumed.stderr[-2000:]
+    assert (ws / "a.txt").read_text() == "ALPHA\nbeta\n" and (ws / "c.md").exists()
+    sessions = list(harness.gemini_chats_dir(home, ws).glob("session-*.jsonl"))
+    assert len(sessions) == 1, sessions
+    records = harness.read_jsonl(sessions[0])
+    assert records[0]["kind"] == "main" and "projectHash" in records[0], records[0]
+    calls = [c["name"] for r in records if r.get("type") == "gemini" for c in r.get("toolCalls") or []]
+    assert sorted(set(calls)) == ["read_file", "replace", "run_shell_command", "write_file"], calls
+    rewritten = [r["$set"]["messages"] for r in records if "messages" in r.get("$set", {})]
+    assert any("<state_snapshot>some edits" in json.dumps(ms[1]) for ms in rewritten if len(ms) > 1), rewritten
+    assert [r["compaction"] for r in requests] == [False] * 5 + [True, True, False], [r["compaction"] for r in requests]
+    assert all(r["api"] == "gemini" and r["turn"] is not None for r in requests), requests
+
+
 def check_claude_code(tmp):
     """claude -p runs Read, Read, Edit, Write, Bash against the script and writes the transcript where we expect."""
     ws, home = make_workspace(tmp), Path(tmp) / "home"
@@ -217,7 +286,7 @@ def check_pi(tmp):
     assert all(r["stream"] and r["body"]["stream_options"]["include_usage"] and not harness.orphaned_tool_results(r) for r in requests)
 
 
-CHECKS = [(check_server_apis, False), (check_server_validation, False), (check_claude_code, True), (check_pi, True)]
+CHECKS = [(check_server_apis, False), (check_server_validation, False), (check_server_gemini, False), (check_claude_code, True), (check_pi, True), (check_gemini, True)]
 
 
 def main():

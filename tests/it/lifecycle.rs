@@ -34,6 +34,7 @@ fn initialize_advertises_compactd_capabilities() {
             {"name": "claude-code", "displayName": "Claude Code"},
             {"name": "codex", "displayName": "Codex"},
             {"name": "pi", "displayName": "pi"},
+            {"name": "gemini", "displayName": "Gemini CLI"},
         ])
     );
     let unique: std::collections::HashSet<_> = notifications.iter().collect();

@@ -16,6 +16,7 @@ mod engine;
 mod files;
 mod follow;
 mod front_ends;
+mod gemini;
 mod import;
 mod lifecycle;
 mod llm;

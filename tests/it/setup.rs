@@ -19,7 +19,8 @@ fn compactd(home: &Path) -> Command {
         .env("XDG_DATA_HOME", home.join("data"))
         .env("XDG_CONFIG_HOME", home.join("config"))
         .env_remove("CLAUDE_CONFIG_DIR")
-        .env_remove("CODEX_HOME");
+        .env_remove("CODEX_HOME")
+        .env_remove("GEMINI_CLI_HOME");
     command
 }
 
@@ -357,4 +358,98 @@ fn setup_codex_uninstall_gives_back_config_toml_byte_for_byte() {
             None => assert!(!config.exists(), "no file before, none after"),
         }
     }
+}
+
+/// Gemini CLI's settings as a person keeps them: their own BeforeAgent
+/// hook, another MCP server, their own spacing and key order.
+const GEMINI_SETTINGS: &str = r#"{
+    "model": {"compressionThreshold": 0.3},
+    "hooks": {
+        "BeforeAgent": [{"hooks": [{"type": "command", "command": "./mine.sh"}]}]
+    },
+    "mcpServers": {"other": {"command": "other-server"}},
+    "zeta": [1,2,  3]
+}
+"#;
+
+/// `compactd setup gemini`: `--dry-run` writes nothing; the hook goes
+/// after theirs and the server beside theirs, in `~/.gemini/settings.json`;
+/// a second run changes nothing; `--uninstall` gives the file back byte
+/// for byte and leaves nothing of compactd's beside it.
+#[test]
+fn setup_gemini_merges_is_idempotent_and_uninstalls_byte_for_byte() {
+    let home = tempfile::tempdir().unwrap();
+    let dir = home.path().join(".gemini");
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("settings.json");
+    std::fs::write(&file, GEMINI_SETTINGS).unwrap();
+    let (ok, printed) = setup(home.path(), "gemini", &["--dry-run"]);
+    assert!(ok && printed.contains("add hooks.BeforeAgent"), "{printed}");
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), GEMINI_SETTINGS);
+
+    let (ok, printed) = setup(home.path(), "gemini", &[]);
+    assert!(ok, "{printed}");
+    let installed = std::fs::read_to_string(&file).unwrap();
+    let value: serde_json::Value = serde_json::from_str(&installed).unwrap();
+    let groups = value["hooks"]["BeforeAgent"].as_array().unwrap();
+    assert_eq!(groups.len(), 2, "{installed}");
+    assert_eq!(groups[0]["hooks"][0]["command"], "./mine.sh");
+    let ours = &groups[1]["hooks"][0];
+    assert!(
+        ours["command"].as_str().unwrap().ends_with(" hook gemini"),
+        "{installed}"
+    );
+    assert_eq!(
+        ours["timeout"], 30_000,
+        "milliseconds, as Gemini CLI reads it"
+    );
+    assert_eq!(value["mcpServers"]["other"]["command"], "other-server");
+    assert_eq!(value["mcpServers"]["compactd"]["args"][0], "mcp");
+    assert_eq!(value["model"]["compressionThreshold"], 0.3);
+    assert!(
+        installed.contains("\"zeta\": [1,2,  3]"),
+        "untouched values as written: {installed}"
+    );
+
+    let (ok, printed) = setup(home.path(), "gemini", &[]);
+    assert!(ok && !printed.contains("add "), "{printed}");
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), installed);
+
+    let (ok, printed) = setup(home.path(), "gemini", &["--uninstall"]);
+    assert!(ok, "{printed}");
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), GEMINI_SETTINGS);
+    assert_eq!(names(&dir), ["settings.json"]);
+}
+
+/// No settings before: the file is created, and `--uninstall` takes it
+/// away again. `--project` writes the workspace's `.gemini/settings.json`
+/// with `compactd` (never this machine's path) and says Gemini CLI reads
+/// it only in a trusted folder.
+#[test]
+fn setup_gemini_creates_and_removes_its_file_and_sets_up_a_project() {
+    let home = tempfile::tempdir().unwrap();
+    let file = home.path().join(".gemini/settings.json");
+    let (ok, printed) = setup(home.path(), "gemini", &[]);
+    assert!(ok, "{printed}");
+    let value: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    assert_eq!(value["mcpServers"]["compactd"]["args"][0], "mcp");
+    let (ok, printed) = setup(home.path(), "gemini", &["--uninstall"]);
+    assert!(ok, "{printed}");
+    assert!(!file.exists(), "no file before, none after");
+
+    let project = home.path().join("project");
+    std::fs::create_dir_all(&project).unwrap();
+    let out = compactd(home.path())
+        .args(["setup", "gemini", "--project"])
+        .current_dir(&project)
+        .output()
+        .unwrap();
+    let printed = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(out.status.success(), "{out:?}");
+    assert!(printed.contains("trust"), "{printed}");
+    let shared = std::fs::read_to_string(project.join(".gemini/settings.json")).unwrap();
+    assert!(shared.contains("\"compactd hook gemini\""), "{shared}");
+    assert!(!shared.contains(env!("CARGO_BIN_EXE_compactd")), "{shared}");
+    assert!(!file.exists(), "the user's settings untouched");
 }

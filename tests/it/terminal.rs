@@ -531,9 +531,8 @@ fn sessions_lists_the_workspaces_agent_sessions() {
         .output()
         .unwrap();
     assert!(out.status.success());
-    assert!(
-        String::from_utf8_lossy(&out.stdout).starts_with("no Claude Code, Codex, pi session of")
-    );
+    assert!(String::from_utf8_lossy(&out.stdout)
+        .starts_with("no Claude Code, Codex, pi, Gemini CLI session of"));
     std::fs::copy(
         crate::support::fixture(&format!("claude-code/{}", FIXTURE)),
         dir.join(FIXTURE),

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Literal, Optional, TypedDict, Union
 
-#: A coding agent whose transcripts compactd follows: `claude-code`: Claude Code; `codex`: Codex; `pi`: pi.
-Agent = Literal["claude-code", "codex", "pi"]
+#: A coding agent whose transcripts compactd follows: `claude-code`: Claude Code; `codex`: Codex; `pi`: pi; `gemini`: Gemini CLI.
+Agent = Literal["claude-code", "codex", "pi", "gemini"]
 
 #: How far an agent's auto-compaction point can be trusted.
 Basis = Literal["exact", "estimate", "off"]
@@ -30,8 +30,8 @@ FileStatus = Literal["modified", "read", "created", "deleted"]
 #: Whether the server follows the workspace's agent sessions by itself.
 FollowMode = Literal["auto", "off"]
 
-#: A conversation format compactd reads: `compactd`: compactd session JSONL; `claude-code`: Claude Code JSONL; `codex`: Codex rollout JSONL; `pi`: pi session JSONL; `openai`: OpenAI chat message array (incl. SWE-agent .traj).
-Format = Literal["compactd", "claude-code", "codex", "pi", "openai"]
+#: A conversation format compactd reads: `compactd`: compactd session JSONL; `claude-code`: Claude Code JSONL; `codex`: Codex rollout JSONL; `pi`: pi session JSONL; `gemini`: Gemini CLI session JSONL; `openai`: OpenAI chat message array (incl. SWE-agent .traj).
+Format = Literal["compactd", "claude-code", "codex", "pi", "gemini", "openai"]
 
 MeterSource = Literal["usage", "estimate"]
 
@@ -512,7 +512,7 @@ class Config(TypedDict, total=False):
     fileTools: Dict[str, Optional[FileToolRule]]
     #: How files in the ledger are watched for changes by others.
     fileWatcher: WatchMode
-    #: `auto`: follow the newest Claude Code, Codex or pi session of the
+    #: `auto`: follow the newest Claude Code, Codex, pi or Gemini CLI session of the
     #: workspace, and each one that starts later (`conversation/didFollow`).
     #: `off`: follow only what `conversation/follow` asks for.
     follow: FollowMode

@@ -63,9 +63,9 @@ export type Strategy = 'checkpoint' | 'incremental' | 'prune' | 'handoff';
  */
 export type ProgressToken = number | string;
 /**
- * A coding agent whose transcripts compactd follows: `claude-code`: Claude Code; `codex`: Codex; `pi`: pi.
+ * A coding agent whose transcripts compactd follows: `claude-code`: Claude Code; `codex`: Codex; `pi`: pi; `gemini`: Gemini CLI.
  */
-export type Agent = 'claude-code' | 'codex' | 'pi';
+export type Agent = 'claude-code' | 'codex' | 'pi' | 'gemini';
 /**
  * Why a compaction ran.
  */
@@ -87,9 +87,9 @@ export type Origin = 'lsp' | 'tool' | 'explicit' | 'disk';
  */
 export type FileStatus = 'modified' | 'read' | 'created' | 'deleted';
 /**
- * A conversation format compactd reads: `compactd`: compactd session JSONL; `claude-code`: Claude Code JSONL; `codex`: Codex rollout JSONL; `pi`: pi session JSONL; `openai`: OpenAI chat message array (incl. SWE-agent .traj).
+ * A conversation format compactd reads: `compactd`: compactd session JSONL; `claude-code`: Claude Code JSONL; `codex`: Codex rollout JSONL; `pi`: pi session JSONL; `gemini`: Gemini CLI session JSONL; `openai`: OpenAI chat message array (incl. SWE-agent .traj).
  */
-export type Format = 'compactd' | 'claude-code' | 'codex' | 'pi' | 'openai';
+export type Format = 'compactd' | 'claude-code' | 'codex' | 'pi' | 'gemini' | 'openai';
 /**
  * One message of a conversation. Fields not listed here are kept and
  * given back as they came.
@@ -152,7 +152,7 @@ export type ToolOperation = ('read' | 'modify' | 'create' | 'delete') | 'patch' 
  */
 export type WatchMode = 'auto' | 'poll' | 'off';
 /**
- * `auto`: follow the newest Claude Code, Codex or pi session of the
+ * `auto`: follow the newest Claude Code, Codex, pi or Gemini CLI session of the
  * workspace, and each one that starts later (`conversation/didFollow`).
  * `off`: follow only what `conversation/follow` asks for.
  */

@@ -46,8 +46,9 @@ M.defaults = {
   -- up already or was declined for good.
   offer_setup = true,
   -- compactd's `follow` setting, with the editors' default (the server's is
-  -- `off`): `auto` follows the workspace's newest Claude Code, Codex or pi
-  -- session and each one that starts later; `off` only :CompactFollow.
+  -- `off`): `auto` follows the workspace's newest Claude Code, Codex, pi or
+  -- Gemini CLI session and each one that starts later; `off` only
+  -- :CompactFollow.
   follow = 'auto',
 }
 
