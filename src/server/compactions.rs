@@ -11,53 +11,53 @@ use std::collections::HashMap;
 use lsp_server::{ErrorCode, RequestId};
 
 use super::effects::Effects;
-use super::jobs::{CompactionDone, JobProgress, JobResult, JobSender};
+use super::jobs::{CompactionDone, JobProgress, JobResult, JobSender, Pending};
 use super::rpc::RpcError;
-use super::sessions::Sessions;
 use crate::compaction::trigger::{AttemptVerdict, TriggerKind};
 use crate::compaction::PlannedJob;
 use crate::config::Config;
 use crate::engine;
 use crate::engine::compaction::{JobSummarizer, NotPlanned};
+use crate::engine::OpenSession;
 use crate::protocol::{
     methods, AutoCompactStoppedNotification, CompactResult, ProgressToken, ReportErrorResult,
     Strategy, Trigger,
 };
 use crate::summarize::Progress;
 
-/// Who waits for a job's answer, and in what shape.
+/// Who waits for a job's answer, and in what shape (its method's result).
 #[derive(Debug, Clone)]
 pub(crate) enum Waiter {
-    Compact(RequestId),
-    ReportError { id: RequestId, kind: String },
+    Compact(Pending<methods::Compact>),
+    ReportError {
+        pending: Pending<methods::ReportError>,
+        kind: String,
+    },
 }
 
 impl Waiter {
     pub fn id(&self) -> &RequestId {
         match self {
-            Waiter::Compact(id) | Waiter::ReportError { id, .. } => id,
+            Waiter::Compact(pending) => pending.id(),
+            Waiter::ReportError { pending, .. } => pending.id(),
         }
     }
 
     /// The answer in this waiter's shape.
-    fn answer(&self, result: Result<CompactResult, RpcError>, effects: &mut Effects) {
-        let value = match self {
-            Waiter::Compact(_) => result.map(|r| to_value(&r)),
-            Waiter::ReportError { kind, .. } => result.map(|r| {
-                to_value(&ReportErrorResult {
+    fn answer(self, result: Result<CompactResult, RpcError>, effects: &mut Effects) {
+        match self {
+            Waiter::Compact(pending) => pending.respond(effects, result),
+            Waiter::ReportError { pending, kind } => {
+                let result = result.map(|r| ReportErrorResult {
                     overflow: true,
-                    kind: kind.clone(),
+                    kind,
                     retry: r.compacted,
                     compaction: Some(r),
-                })
-            }),
-        };
-        effects.respond(self.id().clone(), value);
+                });
+                pending.respond(effects, result);
+            }
+        }
     }
-}
-
-fn to_value(value: &impl serde::Serialize) -> serde_json::Value {
-    serde_json::to_value(value).expect("results serialize")
 }
 
 /// A running compaction.
@@ -137,30 +137,27 @@ impl Compactions {
         })
     }
 
-    /// Starts (or joins) a compaction of `session_id`. Answers the waiter
-    /// right away when there is nothing to do.
+    /// Starts (or joins) a compaction of the session the caller found.
+    /// Answers the waiter right away when there is nothing to do.
     pub fn start(
         &mut self,
-        sessions: &mut Sessions,
+        open: &mut OpenSession,
         config: &Config,
-        session_id: &str,
         request: CompactionRequest,
         new_token: &mut dyn FnMut() -> Option<ProgressToken>,
         effects: &mut Effects,
     ) {
+        let session_id = &*open.session.id.clone();
         if let Some(job) = self.running.get_mut(session_id) {
             job.waiters.extend(request.waiter);
             return;
         }
-        let open = match sessions.compactable(session_id) {
-            Ok(open) => open,
-            Err(error) => {
-                if let Some(waiter) = request.waiter {
-                    effects.respond(waiter.id().clone(), Err(error));
-                }
-                return;
+        if let Err(error) = open.check_compactable() {
+            if let Some(waiter) = request.waiter {
+                effects.respond(waiter.id().clone(), Err(error.into()));
             }
-        };
+            return;
+        }
         let config = &*config.with_kept_messages(request.keep_recent_messages);
         let planned = engine::compaction::plan(
             config,
@@ -176,7 +173,7 @@ impl Compactions {
                 tokens_before,
             }) => {
                 if request.auto {
-                    note_auto_outcome(sessions, config, session_id, Err(reason.clone()), effects);
+                    note_auto_outcome(open, config, Err(reason.clone()), effects);
                 }
                 if let Some(waiter) = request.waiter {
                     let result =
@@ -311,19 +308,16 @@ impl Compactions {
         Some(running)
     }
 
-    /// Starts an automatic compaction when the engine decides one is due.
-    /// Returns the triggers that fired.
+    /// Starts an automatic compaction of the session the caller found
+    /// when the engine decides one is due. Returns the triggers that fired.
     pub fn maybe_auto_compact(
         &mut self,
-        sessions: &mut Sessions,
+        open: &mut OpenSession,
         config: &Config,
-        session_id: &str,
         new_token: &mut dyn FnMut() -> Option<ProgressToken>,
         effects: &mut Effects,
     ) -> Vec<TriggerKind> {
-        let Some(open) = sessions.find(session_id) else {
-            return Vec::new();
-        };
+        let session_id = &open.session.id;
         let compacting = self.is_running(session_id);
         let decision = engine::auto::decide(config, &open.session, open.access(), compacting);
         let Some(start_now) = decision.start else {
@@ -345,7 +339,7 @@ impl Compactions {
             waiter: None,
             auto: true,
         };
-        self.start(sessions, config, session_id, request, new_token, effects);
+        self.start(open, config, request, new_token, effects);
         decision.fired
     }
 }
@@ -367,7 +361,7 @@ impl RunningJob {
 
     /// Answers everyone waiting on the job.
     pub fn answer(self, result: &Result<CompactResult, RpcError>, effects: &mut Effects) {
-        for waiter in &self.waiters {
+        for waiter in self.waiters {
             waiter.answer(result.clone(), effects);
         }
     }
@@ -381,15 +375,12 @@ pub(crate) fn cancelled() -> RpcError {
 /// Feeds an automatic compaction's outcome to the session's breaker, and
 /// tells the client when the breaker stops auto-compaction.
 pub(crate) fn note_auto_outcome(
-    sessions: &mut Sessions,
+    open: &mut OpenSession,
     config: &Config,
-    session_id: &str,
     outcome: Result<(u64, u64), String>,
     effects: &mut Effects,
 ) {
-    let Some(open) = sessions.find_mut(session_id) else {
-        return;
-    };
+    let session_id = &*open.session.id.clone();
     match engine::auto::record_outcome(config, &mut open.session, outcome) {
         AttemptVerdict::Helped => {}
         AttemptVerdict::Failed { reason } => {
@@ -397,9 +388,8 @@ pub(crate) fn note_auto_outcome(
         }
         AttemptVerdict::Stop { reason } => {
             tracing::warn!("session {session_id}: {reason}");
-            effects.notify(
+            effects.notify::<methods::AutoCompactStopped>(
                 session_id,
-                methods::AUTO_COMPACT_STOPPED,
                 AutoCompactStoppedNotification {
                     session_id: session_id.to_string(),
                     reason,

@@ -23,7 +23,8 @@ use super::options::ServeOptions;
 use super::routes;
 use super::rpc::{Reply, RpcError, RpcResult};
 use super::state::State;
-use crate::protocol::{methods, ProgressToken};
+use crate::protocol::methods::{self, Method};
+use crate::protocol::ProgressToken;
 use crate::tokens;
 use crate::transport::{self, ConnectionEvent, ConnectionId, Incoming, STDIO};
 
@@ -184,7 +185,7 @@ impl Dispatcher {
                 None
             }
             Message::Notification(mut notification) => {
-                if notification.method == methods::EXIT {
+                if notification.method == methods::Exit::NAME {
                     let code = if self.phase(conn) == Phase::ShuttingDown {
                         0
                     } else {
@@ -199,10 +200,10 @@ impl Dispatcher {
                     );
                     return None;
                 }
-                if notification.method == methods::CANCEL_REQUEST {
+                if notification.method == methods::CancelRequest::NAME {
                     self.cancel_for(conn, &mut notification.params);
                 }
-                if notification.method == methods::WORK_DONE_PROGRESS_CANCEL {
+                if notification.method == methods::WorkDoneProgressCancel::NAME {
                     self.cancel_progress_for(conn, &mut notification.params);
                 }
                 let named = self
@@ -264,14 +265,16 @@ impl Dispatcher {
         };
         self.accept_token(conn, &mut request.params);
         let refused = match self.phase(conn) {
-            Phase::Uninitialized if request.method != methods::INITIALIZE => Some(RpcError::new(
-                ErrorCode::ServerNotInitialized,
-                "server not initialized: send `initialize` first",
-            )),
+            Phase::Uninitialized if request.method != methods::Initialize::NAME => {
+                Some(RpcError::new(
+                    ErrorCode::ServerNotInitialized,
+                    "server not initialized: send `initialize` first",
+                ))
+            }
             // Configuration, watcher and data dir stay as the first
             // `initialize` set them; on the shared sidecar each connection
             // initializes once.
-            Phase::Running if request.method == methods::INITIALIZE => {
+            Phase::Running if request.method == methods::Initialize::NAME => {
                 Some(self.already_initialized())
             }
             Phase::ShuttingDown => Some(RpcError::new(
@@ -404,7 +407,7 @@ impl Dispatcher {
             JobResult::Progress(progress) => self.state.compactions.report(progress, &mut effects),
             JobResult::Import(done) => {
                 // The importer subscribes to the session it imported.
-                self.clients.current = self.clients.connection_of(&done.request);
+                self.clients.current = self.clients.connection_of(done.request.id());
                 importer::finish(&mut self.state, *done, &mut effects);
             }
             JobResult::FilesChanged(changes) => self.state.files_changed(changes, &mut effects),

@@ -9,7 +9,8 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::rpc::RpcResult;
-use crate::protocol::{methods, MeterInfo, ProgressToken, TokensNotification};
+use crate::protocol::methods::{self, ServerNotification};
+use crate::protocol::{MeterInfo, ProgressToken, TokensNotification};
 
 /// One thing to send, or a subscription to change.
 #[derive(Debug)]
@@ -43,10 +44,16 @@ pub(crate) enum Effect {
 pub(crate) struct Effects(Vec<Effect>);
 
 impl Effects {
-    pub fn notify(&mut self, session_id: &str, method: &'static str, params: impl Serialize) {
+    /// A notification `M` about a session, with `M`'s params (their type
+    /// from the method table).
+    pub fn notify<M: ServerNotification<Params: Serialize>>(
+        &mut self,
+        session_id: &str,
+        params: M::Params,
+    ) {
         self.0.push(Effect::Notify {
             session_id: session_id.to_string(),
-            method,
+            method: M::NAME,
             params: to_value(params),
         });
     }
@@ -57,12 +64,13 @@ impl Effects {
             session_id: session_id.to_string(),
             meter,
         };
-        self.notify(session_id, methods::TOKENS, params);
+        self.notify::<methods::Tokens>(session_id, params);
     }
 
-    pub fn broadcast(&mut self, method: &'static str, params: impl Serialize) {
+    /// A notification `M` to every connection.
+    pub fn broadcast<M: ServerNotification<Params: Serialize>>(&mut self, params: M::Params) {
         self.0.push(Effect::Broadcast {
-            method,
+            method: M::NAME,
             params: to_value(params),
         });
     }
@@ -74,6 +82,8 @@ impl Effects {
         });
     }
 
+    /// An answer: an error to any request, a result only through the
+    /// request's `jobs::Pending` (typed by its method).
     pub fn respond(&mut self, id: RequestId, result: RpcResult<Value>) {
         self.0.push(Effect::Respond { id, result });
     }

@@ -201,9 +201,8 @@ impl FileTracking {
             DiskChange::Changed(path) | DiskChange::Removed(path) => (path, None),
             DiskChange::Rescan => return,
         };
-        effects.notify(
+        effects.notify::<methods::FilesDidChange>(
             id,
-            methods::FILES_DID_CHANGE,
             FileDidChangeNotification {
                 session_id: id.to_string(),
                 path: path.display().to_string(),

@@ -20,7 +20,7 @@ use crate::compaction::CompactionRecord;
 use crate::config::Config;
 use crate::engine::compaction::{Settled, Written};
 use crate::engine::follow::{self, FollowEnv, Mirror, Polled};
-use crate::engine::{self, SessionEnv};
+use crate::engine::{self, OpenSession, SessionEnv};
 use crate::files::watch::DiskChange;
 use crate::files::FileTools;
 use crate::protocol::{
@@ -28,6 +28,7 @@ use crate::protocol::{
     FollowMode, FollowResult, ListAgentSessionsResult, MeterInfo,
 };
 use crate::session::Session;
+use crate::store::SessionStore;
 
 /// How often followed transcripts are looked at without a watcher report.
 const POLL_INTERVAL: Duration = Duration::from_secs(1);
@@ -228,10 +229,12 @@ impl Following {
     /// Readies a followed session for a client's compaction: its own log
     /// is taken (its lock) when another process held it, since the
     /// compaction is recorded there. Other sessions need nothing.
-    pub fn ready_to_compact(&mut self, sessions: &mut Sessions, id: &str) -> RpcResult<()> {
-        let (Some(followed), Some((store, open))) =
-            (self.mirrors.get_mut(id), sessions.with_store(id))
-        else {
+    pub fn ready_to_compact(
+        &mut self,
+        store: &SessionStore,
+        open: &mut OpenSession,
+    ) -> RpcResult<()> {
+        let Some(followed) = self.mirrors.get_mut(&open.session.id) else {
             return Ok(());
         };
         Ok(follow::take_log(store, open, &mut followed.mirror)?)
@@ -267,29 +270,23 @@ impl Following {
 
     /// Settles a finished compaction of a session: into the session and
     /// its log, or for a followed session into compactd's own log of it
-    /// (the mirror stays the agent's).
+    /// (the mirror stays the agent's), then also why that changed nothing
+    /// the agent sees (`None`: not followed).
     pub fn settle(
         &mut self,
         sessions: &mut Sessions,
         id: &str,
         written: Written,
-    ) -> RpcResult<Settled> {
+    ) -> RpcResult<(Settled, Option<String>)> {
         let open = sessions.find_mut(id).ok_or_else(|| no_session(id))?;
-        let settled = match self.mirrors.get_mut(id) {
+        Ok(match self.mirrors.get_mut(id) {
             Some(followed) => {
                 let mut own = follow::OwnLog::new(open, &mut followed.mirror);
-                engine::compaction::settle(written, &mut own)?
+                let settled = engine::compaction::settle(written, &mut own)?;
+                (settled, Some(follow::recorded_reason(&followed.mirror)))
             }
-            None => engine::compaction::settle(written, open)?,
-        };
-        Ok(settled)
-    }
-
-    /// Why a compaction of a followed session changed nothing the agent
-    /// sees (`None`: not followed).
-    pub fn recorded_reason(&self, id: &str) -> Option<String> {
-        let followed = self.mirrors.get(id)?;
-        Some(follow::recorded_reason(&followed.mirror))
+            None => (engine::compaction::settle(written, open)?, None),
+        })
     }
 
     /// A session's meter: a followed one's is the agent's (its usage, its
@@ -369,9 +366,8 @@ impl Following {
             tracing::info!("{id}: the transcript was {why}; read it again");
         }
         for record in &polled.compactions {
-            effects.notify(
+            effects.notify::<methods::DidCompact>(
                 id,
-                methods::DID_COMPACT,
                 DidCompactNotification {
                     session_id: id.to_string(),
                     trigger: record.trigger,
@@ -462,13 +458,10 @@ impl Following {
         }
         // No connection asked for it: every one hears of it (and may
         // subscribe to the session).
-        effects.broadcast(
-            methods::DID_FOLLOW,
-            DidFollowNotification {
-                follow,
-                previous_session_id: previous,
-            },
-        );
+        effects.broadcast::<methods::DidFollow>(DidFollowNotification {
+            follow,
+            previous_session_id: previous,
+        });
         left
     }
 

@@ -9,16 +9,14 @@
 
 use std::sync::Arc;
 
-use lsp_server::RequestId;
-
 use super::effects::Effects;
-use super::jobs::{ImportDone, ImportSummary, JobResult, JobSender};
+use super::jobs::{ImportDone, ImportSummary, JobResult, JobSender, Pending};
 use super::rpc::{Reply, RpcError, RpcResult};
 use super::state::State;
 use crate::engine::{self, OpenSession, SessionEnv};
 use crate::files::FileTools;
 use crate::import::{self, Imported};
-use crate::protocol::{ImportParams, ImportResult};
+use crate::protocol::{methods, ImportParams, ImportResult};
 use crate::store::SessionStore;
 
 const ONE_SOURCE: &str = "give either `path` or `content` (exactly one)";
@@ -36,9 +34,9 @@ struct Context {
 pub(crate) fn start(
     state: &mut State,
     results: &JobSender,
-    id: RequestId,
+    pending: Pending<methods::Import>,
     params: ImportParams,
-) -> Reply {
+) -> Reply<ImportResult> {
     if params.path.is_some() == params.content.is_some() {
         return Reply::Now(Err(RpcError::invalid_params(ONE_SOURCE)));
     }
@@ -58,14 +56,14 @@ pub(crate) fn start(
         env: state.session_env(),
         max_import_bytes: state.config.max_import_bytes,
     };
-    state.sessions.reserve(&session_id, id.clone());
+    state.sessions.reserve(&session_id, pending.id().clone());
     let job_results = results.clone();
     tokio::task::spawn_blocking(move || {
         // A panic in an importer still answers the request.
         let outcome = std::panic::catch_unwind(|| run(&context, &session_id, params))
             .unwrap_or_else(|_| Err(RpcError::internal("the import failed (see the log)")));
         let _ = job_results.send(JobResult::Import(Box::new(ImportDone {
-            request: id,
+            request: pending,
             session_id,
             outcome,
         })));
@@ -132,6 +130,5 @@ pub(crate) fn finish(state: &mut State, done: ImportDone, effects: &mut Effects)
             meter,
         }
     });
-    let value = result.map(|r| serde_json::to_value(r).expect("results serialize"));
-    effects.respond(done.request, value);
+    done.request.respond(effects, result);
 }

@@ -3,17 +3,70 @@
 //! the file watcher's reports and the follow poll's ticks. Every owner
 //! that starts work holds a `JobSender`.
 
+use std::marker::PhantomData;
+
 use lsp_server::RequestId;
+use serde::Serialize;
 use tokio::sync::mpsc;
 
-use super::rpc::RpcResult;
+use super::effects::Effects;
+use super::rpc::{to_json, RpcResult};
 use crate::engine::compaction::Written;
 use crate::engine::OpenSession;
 use crate::files::watch::DiskChange;
+use crate::protocol::methods::{self, Method};
 use crate::protocol::{Format, Trigger};
 use crate::summarize::Progress;
 
 pub(crate) type JobSender = mpsc::UnboundedSender<JobResult>;
+
+/// A request of method `M` a background job owes an answer to: answered
+/// once, with `M`'s result (its type from the method table) or an error.
+pub(crate) struct Pending<M> {
+    id: RequestId,
+    method: PhantomData<fn() -> M>,
+}
+
+impl<M> Clone for Pending<M> {
+    fn clone(&self) -> Self {
+        Pending::new(self.id.clone())
+    }
+}
+
+impl<M> std::fmt::Debug for Pending<M> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Pending({})", self.id)
+    }
+}
+
+impl<M> Pending<M> {
+    /// Only the routes make one, for the request they route to `M`'s
+    /// handler.
+    pub(super) fn new(id: RequestId) -> Pending<M> {
+        Pending {
+            id,
+            method: PhantomData,
+        }
+    }
+
+    /// The request's (server-wide) id.
+    pub fn id(&self) -> &RequestId {
+        &self.id
+    }
+}
+
+impl<M: Method<Result: Serialize>> Pending<M> {
+    /// Answers it among what a message or job caused, after the
+    /// notifications before it.
+    pub fn respond(self, effects: &mut Effects, result: RpcResult<M::Result>) {
+        effects.respond(self.id, result.map(to_json));
+    }
+
+    /// Answers it from a thread off the state owner, through it.
+    pub fn send(self, results: &JobSender, result: RpcResult<M::Result>) {
+        let _ = results.send(JobResult::Answer(self.id, result.map(to_json)));
+    }
+}
 
 /// What a background job hands back to the state owner.
 pub(crate) enum JobResult {
@@ -26,7 +79,8 @@ pub(crate) enum JobResult {
     FilesChanged(Vec<DiskChange>),
     /// Time to look at the followed transcripts again.
     FollowPoll,
-    /// A request answered off the state owner (a search).
+    /// A request answered off the state owner (a search, a recap), by
+    /// `Pending::send`.
     Answer(RequestId, RpcResult<serde_json::Value>),
 }
 
@@ -49,7 +103,7 @@ pub(crate) struct CompactionDone {
 
 /// An import whose session was built (or not).
 pub(crate) struct ImportDone {
-    pub request: RequestId,
+    pub request: Pending<methods::Import>,
     pub session_id: String,
     pub outcome: RpcResult<(OpenSession, ImportSummary)>,
 }

@@ -9,7 +9,8 @@ use std::collections::{HashMap, HashSet};
 
 use lsp_server::{RequestId, Response};
 
-use crate::protocol::{methods, ProgressToken};
+use crate::protocol::methods::{self, Method};
+use crate::protocol::ProgressToken;
 use crate::transport::Outbox;
 
 /// What is held back under a token the client has not answered for yet.
@@ -46,7 +47,7 @@ impl ProgressTokens {
         let id = RequestId::from(format!("compactd-progress-{}", self.next));
         out.send(lsp_server::Request::new(
             id.clone(),
-            methods::WORK_DONE_PROGRESS_CREATE.to_string(),
+            methods::WorkDoneProgressCreate::NAME.to_string(),
             serde_json::json!({ "token": token }),
         ));
         self.asked.insert(id, token.clone());
@@ -107,7 +108,7 @@ impl ProgressTokens {
 /// Sends `$/progress` under `token`.
 fn send_progress(out: &Outbox, token: &ProgressToken, value: serde_json::Value) {
     out.notify(
-        methods::PROGRESS,
+        methods::Progress::NAME,
         serde_json::json!({ "token": token, "value": value }),
     );
 }

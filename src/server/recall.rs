@@ -14,12 +14,10 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use lsp_server::RequestId;
-
-use super::jobs::{JobResult, JobSender};
+use super::jobs::{JobSender, Pending};
 use super::rpc::{Reply, RpcError, RpcResult};
 use super::sessions::Sessions;
-use crate::protocol::{SearchHit, SearchParams, SearchResult};
+use crate::protocol::{methods, SearchHit, SearchParams, SearchResult};
 use crate::recall::{Candidate, Delta, Feed, LiveIndex, Query};
 
 /// Hits given when the request names no limit, and the most given.
@@ -63,9 +61,9 @@ impl Recall {
         &mut self,
         sessions: &Sessions,
         results: &JobSender,
-        id: RequestId,
+        pending: Pending<methods::Search>,
         params: SearchParams,
-    ) -> Reply {
+    ) -> Reply<SearchResult> {
         let query = match Query::parse(&params.query) {
             Ok(query) => query,
             Err(e) => return Reply::Now(Err(RpcError::invalid_params(format!("query: {e}")))),
@@ -97,9 +95,8 @@ impl Recall {
         let results = results.clone();
         tokio::task::spawn_blocking(move || {
             let outcome = std::panic::catch_unwind(|| search(&snapshots, &query, &params))
-                .unwrap_or_else(|_| Err(RpcError::internal("the search failed (see the log)")))
-                .map(|r| serde_json::to_value(r).expect("results serialize"));
-            let _ = results.send(JobResult::Answer(id, outcome));
+                .unwrap_or_else(|_| Err(RpcError::internal("the search failed (see the log)")));
+            pending.send(&results, outcome);
         });
         Reply::Later
     }

@@ -19,7 +19,7 @@
 
 use std::collections::HashMap;
 
-use crate::protocol::methods;
+use crate::protocol::methods::{self, Method};
 
 /// Descriptors kept for everything but sessions: stdio, the watcher, the
 /// runtime, sockets, transcripts being read.
@@ -152,7 +152,7 @@ pub fn raise_descriptor_limit() -> u64 {
 /// The `sessionId` a message's params name, if any, when the method needs
 /// that session open (closing or unsubscribing an evicted one does not).
 pub(crate) fn named_session<'a>(method: &str, params: &'a serde_json::Value) -> Option<&'a str> {
-    if method == methods::CLOSE_SESSION || method == methods::UNSUBSCRIBE {
+    if method == methods::CloseSession::NAME || method == methods::Unsubscribe::NAME {
         return None;
     }
     params.get("sessionId")?.as_str()

@@ -1,9 +1,15 @@
-//! From method name to handler: one table for requests, one for
-//! notifications, keyed by the names in `protocol::methods` (`exit` is the
-//! dispatcher's own). A test holds these tables, the method table and
-//! `docs/protocol.md` to each other.
+//! From method to handler, typed: each route names a method's marker
+//! (`protocol::methods::Append`, from the method table) and a handler whose
+//! params and result are that method's, so a handler that drifts from the
+//! table is a compile error, as is a notification routed as a request or
+//! the reverse (the kind traits of `protocol::methods`); a handler answered
+//! later gets the request as a `jobs::Pending` of its method, answered with
+//! that method's result. One walk of the routes dispatches a message; in
+//! tests the same walk lists what is routed (`exit` is the dispatcher's
+//! own). A test holds the routes, the method table and `docs/protocol.md`
+//! to each other.
 
-use lsp_server::{ErrorCode, Notification, Request, RequestId};
+use lsp_server::{ErrorCode, Notification, Request};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
@@ -15,165 +21,257 @@ use super::handlers::{
     list_agent_sessions, messages, open, pin, preview, recap, report_error, search,
     set_auto_compact, subscribe, unfollow, unsubscribe,
 };
+use super::jobs::Pending;
 use super::rpc::{parse_params, Reply, RpcError, RpcResult};
-use crate::protocol::{methods, FileOp};
+use crate::protocol::methods::{self, ClientNotification, ClientRequest, Method, Untyped};
+use crate::protocol::FileOp;
 
-type RequestRoute = fn(&mut Context, RequestId, serde_json::Value) -> Reply;
-type NotificationRoute = fn(&mut Context, serde_json::Value) -> RpcResult<()>;
+/// A handler answering now.
+type Now<M> = fn(&mut Context, <M as Method>::Params) -> RpcResult<<M as Method>::Result>;
+/// A handler whose answer a background job may owe (`Reply::Later`).
+type Later<M> = fn(&mut Context, Pending<M>, <M as Method>::Params) -> Reply<<M as Method>::Result>;
+/// A notification's handler (a result, for a method that may also be a
+/// request, is dropped).
+type Notify<M> = fn(&mut Context, <M as Method>::Params) -> RpcResult<<M as Method>::Result>;
 
-/// Answered now: decode the params, run the handler, answer its result.
-fn now<P: DeserializeOwned, R: Serialize>(
-    context: &mut Context,
-    params: serde_json::Value,
-    handler: fn(&mut Context, P) -> RpcResult<R>,
-) -> Reply {
-    Reply::from(parse_params(params).and_then(|p| handler(context, p)))
+/// A request the routes decode and answer.
+trait Answered: ClientRequest<Params: DeserializeOwned, Result: Serialize> {}
+impl<M: ClientRequest<Params: DeserializeOwned, Result: Serialize>> Answered for M {}
+
+/// A notification the routes decode.
+trait Decoded: ClientNotification<Params: DeserializeOwned> {}
+impl<M: ClientNotification<Params: DeserializeOwned>> Decoded for M {}
+
+/// A notification whose params are not read.
+type Bare = fn(&mut Context);
+
+/// What the request routes are walked with.
+trait RequestRoutes {
+    fn on<M: Answered>(&mut self, handler: Now<M>) -> &mut Self;
+    fn later<M: Answered>(&mut self, handler: Later<M>) -> &mut Self;
 }
 
-/// Answered later, by a background job the handler starts.
-fn later<P: DeserializeOwned>(
-    context: &mut Context,
-    id: RequestId,
-    params: serde_json::Value,
-    handler: fn(&mut Context, RequestId, P) -> Reply,
-) -> Reply {
-    match parse_params(params) {
-        Ok(p) => handler(context, id, p),
-        Err(e) => Reply::Now(Err(e)),
+/// What the notification routes are walked with.
+trait NotificationRoutes {
+    fn on<M: Decoded>(&mut self, handler: Notify<M>) -> &mut Self;
+    fn bare<M: ClientNotification<Params = Untyped>>(&mut self, handler: Bare) -> &mut Self;
+}
+
+/// Every request compactd answers, with its handler.
+fn requests(routes: &mut impl RequestRoutes) {
+    routes
+        .on::<methods::Initialize>(lifecycle::initialize)
+        .on::<methods::Shutdown>(lifecycle::shutdown)
+        .on::<methods::Open>(open::handle)
+        .on::<methods::CloseSession>(close::handle)
+        .on::<methods::Append>(append::handle)
+        .on::<methods::History>(history::handle)
+        .later::<methods::Compact>(compact::start)
+        .on::<methods::Check>(check::handle)
+        .on::<methods::SetAutoCompact>(set_auto_compact::handle)
+        .on::<methods::Preview>(preview::handle)
+        .on::<methods::Compactions>(compactions::handle)
+        .on::<methods::Branch>(branch::handle)
+        .on::<methods::Pin>(pin::handle)
+        .later::<methods::ReportError>(report_error::start)
+        .later::<methods::Import>(import::start)
+        .later::<methods::Recap>(recap::start)
+        .later::<methods::Search>(search::start)
+        .on::<methods::Messages>(messages::handle)
+        .on::<methods::Follow>(follow::handle)
+        .on::<methods::Unfollow>(unfollow::handle)
+        .on::<methods::ListAgentSessions>(list_agent_sessions::handle)
+        .on::<methods::Subscribe>(subscribe::handle)
+        .on::<methods::Unsubscribe>(unsubscribe::handle)
+        .on::<methods::FilesList>(files_list::handle)
+        .on::<methods::FilesUnchangedSinceRead>(files_unchanged_since_read::handle);
+}
+
+/// Every notification compactd takes, with its handler.
+fn notifications(routes: &mut impl NotificationRoutes) {
+    routes
+        // Auto-follow starts once the client is ready for notifications.
+        .bare::<methods::Initialized>(|s| s.state.apply_follow_mode(&mut s.effects))
+        .on::<methods::CancelRequest>(|s, p| {
+            cancel::handle(s, p);
+            Ok(())
+        })
+        .on::<methods::WorkDoneProgressCancel>(|s, p| {
+            cancel_progress::handle(s, p);
+            Ok(())
+        })
+        .bare::<methods::SetTrace>(|_| {})
+        // The WebSocket edge takes it as a connection's first message; a
+        // later one (or one on stdio) changes nothing.
+        .on::<methods::Authenticate>(|_, _| Ok(()))
+        .bare::<methods::LogTrace>(|_| {})
+        .on::<methods::DidChangeConfiguration>(|s, p| {
+            did_change_configuration::handle(s, p);
+            Ok(())
+        })
+        .on::<methods::Append>(append::handle)
+        .on::<methods::FilesDidRead>(|s, p| files_did::handle(s, p, FileOp::Read))
+        .on::<methods::FilesDidModify>(|s, p| files_did::handle(s, p, FileOp::Modify))
+        .on::<methods::FilesDidCreate>(|s, p| files_did::handle(s, p, FileOp::Create))
+        .on::<methods::FilesDidDelete>(|s, p| files_did::handle(s, p, FileOp::Delete))
+        .on::<methods::DidOpen>(did_open::handle)
+        .on::<methods::DidChange>(did_change::handle)
+        .on::<methods::DidSave>(did_save::handle)
+        .on::<methods::DidClose>(did_close::handle)
+        .on::<methods::DidChangeWatchedFiles>(did_change_watched_files::handle);
+}
+
+/// One request on its way to the route of its method.
+struct DispatchRequest<'c, 'a> {
+    context: &'c mut Context<'a>,
+    /// Until a route takes it.
+    request: Option<Request>,
+    reply: Option<Reply>,
+}
+
+impl DispatchRequest<'_, '_> {
+    fn take<M: Method>(&mut self) -> Option<Request> {
+        self.request.take_if(|r| r.method == M::NAME)
     }
 }
 
-fn notify<P: DeserializeOwned>(
-    context: &mut Context,
-    params: serde_json::Value,
-    handler: fn(&mut Context, P) -> RpcResult<()>,
-) -> RpcResult<()> {
-    parse_params(params).and_then(|p| handler(context, p))
+impl RequestRoutes for DispatchRequest<'_, '_> {
+    fn on<M: Answered>(&mut self, handler: Now<M>) -> &mut Self {
+        if let Some(request) = self.take::<M>() {
+            let result = parse_params(request.params).and_then(|p| handler(self.context, p));
+            self.reply = Some(Reply::Now(result).json());
+        }
+        self
+    }
+
+    fn later<M: Answered>(&mut self, handler: Later<M>) -> &mut Self {
+        if let Some(request) = self.take::<M>() {
+            let reply = match parse_params(request.params) {
+                Ok(p) => handler(self.context, Pending::new(request.id), p),
+                Err(e) => Reply::Now(Err(e)),
+            };
+            self.reply = Some(reply.json());
+        }
+        self
+    }
 }
 
-const REQUESTS: &[(&str, RequestRoute)] = &[
-    (methods::INITIALIZE, |s, _, p| {
-        now(s, p, lifecycle::initialize)
-    }),
-    (methods::SHUTDOWN, |s, _, p| now(s, p, lifecycle::shutdown)),
-    (methods::OPEN, |s, _, p| now(s, p, open::handle)),
-    (methods::CLOSE_SESSION, |s, _, p| now(s, p, close::handle)),
-    (methods::APPEND, |s, _, p| now(s, p, append::handle)),
-    (methods::HISTORY, |s, _, p| now(s, p, history::handle)),
-    (methods::COMPACT, |s, id, p| later(s, id, p, compact::start)),
-    (methods::CHECK, |s, _, p| now(s, p, check::handle)),
-    (methods::SET_AUTO_COMPACT, |s, _, p| {
-        now(s, p, set_auto_compact::handle)
-    }),
-    (methods::PREVIEW, |s, _, p| now(s, p, preview::handle)),
-    (methods::COMPACTIONS, |s, _, p| {
-        now(s, p, compactions::handle)
-    }),
-    (methods::BRANCH, |s, _, p| now(s, p, branch::handle)),
-    (methods::PIN, |s, _, p| now(s, p, pin::handle)),
-    (methods::REPORT_ERROR, |s, id, p| {
-        later(s, id, p, report_error::start)
-    }),
-    (methods::IMPORT, |s, id, p| later(s, id, p, import::start)),
-    (methods::RECAP, |s, id, p| later(s, id, p, recap::start)),
-    (methods::SEARCH, |s, id, p| later(s, id, p, search::start)),
-    (methods::MESSAGES, |s, _, p| now(s, p, messages::handle)),
-    (methods::FOLLOW, |s, _, p| now(s, p, follow::handle)),
-    (methods::UNFOLLOW, |s, _, p| now(s, p, unfollow::handle)),
-    (methods::LIST_AGENT_SESSIONS, |s, _, p| {
-        now(s, p, list_agent_sessions::handle)
-    }),
-    (methods::SUBSCRIBE, |s, _, p| now(s, p, subscribe::handle)),
-    (methods::UNSUBSCRIBE, |s, _, p| {
-        now(s, p, unsubscribe::handle)
-    }),
-    (methods::FILES_LIST, |s, _, p| now(s, p, files_list::handle)),
-    (methods::FILES_UNCHANGED_SINCE_READ, |s, _, p| {
-        now(s, p, files_unchanged_since_read::handle)
-    }),
-];
+/// One notification on its way to the route of its method.
+struct DispatchNotification<'c, 'a> {
+    context: &'c mut Context<'a>,
+    /// Until a route takes it.
+    notification: Option<Notification>,
+    /// What its handler came to, once routed.
+    outcome: Option<RpcResult<()>>,
+}
 
-const NOTIFICATIONS: &[(&str, NotificationRoute)] = &[
-    // Auto-follow starts once the client is ready for notifications.
-    (methods::INITIALIZED, |s, _| {
-        s.state.apply_follow_mode(&mut s.effects);
-        Ok(())
-    }),
-    (methods::CANCEL_REQUEST, |s, p| {
-        parse_params(p).map(|p| cancel::handle(s, p))
-    }),
-    (methods::WORK_DONE_PROGRESS_CANCEL, |s, p| {
-        parse_params(p).map(|p| cancel_progress::handle(s, p))
-    }),
-    (methods::SET_TRACE, |_, _| Ok(())),
-    // The WebSocket edge takes it as a connection's first message; a later
-    // one (or one on stdio) changes nothing.
-    (methods::AUTHENTICATE, |_, _| Ok(())),
-    (methods::LOG_TRACE, |_, _| Ok(())),
-    (methods::DID_CHANGE_CONFIGURATION, |s, p| {
-        parse_params(p).map(|p| did_change_configuration::handle(s, p))
-    }),
-    (methods::APPEND, |s, p| {
-        parse_params(p).and_then(|p| append::handle(s, p).map(drop))
-    }),
-    (methods::FILES_DID_READ, |s, p| {
-        parse_params(p).and_then(|p| files_did::handle(s, p, FileOp::Read))
-    }),
-    (methods::FILES_DID_MODIFY, |s, p| {
-        parse_params(p).and_then(|p| files_did::handle(s, p, FileOp::Modify))
-    }),
-    (methods::FILES_DID_CREATE, |s, p| {
-        parse_params(p).and_then(|p| files_did::handle(s, p, FileOp::Create))
-    }),
-    (methods::FILES_DID_DELETE, |s, p| {
-        parse_params(p).and_then(|p| files_did::handle(s, p, FileOp::Delete))
-    }),
-    (methods::DID_OPEN, |s, p| notify(s, p, did_open::handle)),
-    (methods::DID_CHANGE, |s, p| notify(s, p, did_change::handle)),
-    (methods::DID_SAVE, |s, p| notify(s, p, did_save::handle)),
-    (methods::DID_CLOSE, |s, p| notify(s, p, did_close::handle)),
-    (methods::DID_CHANGE_WATCHED_FILES, |s, p| {
-        notify(s, p, did_change_watched_files::handle)
-    }),
-];
+impl DispatchNotification<'_, '_> {
+    fn take<M: Method>(&mut self) -> Option<Notification> {
+        self.notification.take_if(|n| n.method == M::NAME)
+    }
+}
+
+impl NotificationRoutes for DispatchNotification<'_, '_> {
+    fn on<M: Decoded>(&mut self, handler: Notify<M>) -> &mut Self {
+        if let Some(notification) = self.take::<M>() {
+            let outcome = parse_params(notification.params).and_then(|p| handler(self.context, p));
+            self.outcome = Some(outcome.map(drop));
+        }
+        self
+    }
+
+    fn bare<M: ClientNotification<Params = Untyped>>(&mut self, handler: Bare) -> &mut Self {
+        if self.take::<M>().is_some() {
+            handler(self.context);
+            self.outcome = Some(Ok(()));
+        }
+        self
+    }
+}
 
 pub(crate) fn request(context: &mut Context, request: Request) -> Reply {
-    let Request { id, method, params } = request;
-    match REQUESTS.iter().find(|(name, _)| *name == method) {
-        Some((_, route)) => route(context, id, params),
-        None => Reply::Now(Err(RpcError::new(
+    let method = request.method.clone();
+    let mut dispatch = DispatchRequest {
+        context,
+        request: Some(request),
+        reply: None,
+    };
+    requests(&mut dispatch);
+    dispatch.reply.unwrap_or_else(|| {
+        Reply::Now(Err(RpcError::new(
             ErrorCode::MethodNotFound,
             format!("method not found: `{method}`"),
-        ))),
-    }
+        )))
+    })
 }
 
 pub(crate) fn notification(context: &mut Context, notification: Notification) {
-    let Notification { method, params } = notification;
-    let Some((_, route)) = NOTIFICATIONS.iter().find(|(name, _)| *name == method) else {
-        tracing::debug!("unknown notification `{method}` ignored");
-        return;
+    let method = notification.method.clone();
+    let mut dispatch = DispatchNotification {
+        context,
+        notification: Some(notification),
+        outcome: None,
     };
-    if let Err(error) = route(context, params) {
-        tracing::error!("notification `{method}` failed: {}", error.message);
+    notifications(&mut dispatch);
+    match dispatch.outcome {
+        None => tracing::debug!("unknown notification `{method}` ignored"),
+        Some(Err(error)) => tracing::error!("notification `{method}` failed: {}", error.message),
+        Some(Ok(())) => {}
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::{NOTIFICATIONS, REQUESTS};
-    use crate::protocol::methods;
+    use super::*;
+
+    /// The routes walked for their names.
+    #[derive(Default)]
+    struct Names(Vec<&'static str>);
+
+    impl RequestRoutes for Names {
+        fn on<M: Answered>(&mut self, _: Now<M>) -> &mut Self {
+            self.0.push(M::NAME);
+            self
+        }
+        fn later<M: Answered>(&mut self, _: Later<M>) -> &mut Self {
+            self.0.push(M::NAME);
+            self
+        }
+    }
+
+    impl NotificationRoutes for Names {
+        fn on<M: Decoded>(&mut self, _: Notify<M>) -> &mut Self {
+            self.0.push(M::NAME);
+            self
+        }
+        fn bare<M: ClientNotification<Params = Untyped>>(&mut self, _: Bare) -> &mut Self {
+            self.0.push(M::NAME);
+            self
+        }
+    }
 
     fn routed_requests() -> Vec<&'static str> {
-        REQUESTS.iter().map(|(name, _)| *name).collect()
+        let mut names = Names::default();
+        requests(&mut names);
+        names.0
     }
 
     /// Notifications the routes answer, and `exit`, which the dispatcher
     /// handles before routing (its exit code depends on the phase).
     fn routed_notifications() -> Vec<&'static str> {
-        let mut names: Vec<&str> = NOTIFICATIONS.iter().map(|(name, _)| *name).collect();
-        names.push(methods::EXIT);
-        names
+        let mut names = Names::default();
+        notifications(&mut names);
+        names.0.push(methods::Exit::NAME);
+        names.0
+    }
+
+    #[test]
+    fn each_method_is_routed_once() {
+        for names in [routed_requests(), routed_notifications()] {
+            for (i, name) in names.iter().enumerate() {
+                assert!(!names[..i].contains(name), "`{name}` is routed twice");
+            }
+        }
     }
 
     #[test]

@@ -59,17 +59,27 @@ impl From<EngineError> for RpcError {
 
 pub type RpcResult<T> = Result<T, RpcError>;
 
-/// How a request is answered.
-pub(crate) enum Reply {
-    Now(RpcResult<serde_json::Value>),
+/// How a request is answered: with a `T` now, or later by a background
+/// job (which holds the request's `jobs::Pending`). The routes turn a
+/// handler's typed reply into JSON (`Reply::json`).
+pub(crate) enum Reply<T = serde_json::Value> {
+    Now(RpcResult<T>),
     /// A background job owns the answer.
     Later,
 }
 
-impl Reply {
-    pub(crate) fn from<T: serde::Serialize>(result: RpcResult<T>) -> Reply {
-        Reply::Now(result.map(|v| serde_json::to_value(v).expect("results serialize")))
+impl<T: serde::Serialize> Reply<T> {
+    pub(crate) fn json(self) -> Reply {
+        match self {
+            Reply::Now(result) => Reply::Now(result.map(to_json)),
+            Reply::Later => Reply::Later,
+        }
     }
+}
+
+/// A result as JSON.
+pub(crate) fn to_json(result: impl serde::Serialize) -> serde_json::Value {
+    serde_json::to_value(result).expect("results serialize")
 }
 
 pub(crate) fn no_session(id: &str) -> RpcError {

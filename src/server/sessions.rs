@@ -46,21 +46,15 @@ impl Sessions {
         self.open.get_mut(id).ok_or_else(|| no_session(id))
     }
 
-    /// A session to change (an overflow's recovery compacts it): refused
-    /// up front when it is open read-only or follows an agent, before a
-    /// progress token or a plan exists for it.
-    pub fn writable(&self, id: &str) -> RpcResult<&OpenSession> {
-        let open = self.get(id)?;
-        open.check_writable()?;
-        Ok(open)
-    }
-
-    /// A session a client may compact: refused when it is open read-only.
-    /// A followed one is compacted into compactd's own log of it.
-    pub fn compactable(&self, id: &str) -> RpcResult<&OpenSession> {
-        let open = self.get(id)?;
+    /// A session a client may compact, with the store (a followed one's
+    /// own log may have to be taken): refused when it is open read-only,
+    /// before a progress token or a plan exists for it. A followed one is
+    /// compacted into compactd's own log of it.
+    pub fn compactable(&mut self, id: &str) -> RpcResult<(&SessionStore, &mut OpenSession)> {
+        self.unreserved(id)?;
+        let open = self.open.get_mut(id).ok_or_else(|| no_session(id))?;
         open.check_compactable()?;
-        Ok(open)
+        Ok((&self.store, open))
     }
 
     /// An open session, whatever is under way (for the state's owners).
@@ -70,12 +64,6 @@ impl Sessions {
 
     pub fn find_mut(&mut self, id: &str) -> Option<&mut OpenSession> {
         self.open.get_mut(id)
-    }
-
-    /// The store and an open session, to write to its log.
-    pub fn with_store(&mut self, id: &str) -> Option<(&SessionStore, &mut OpenSession)> {
-        let open = self.open.get_mut(id)?;
-        Some((&self.store, open))
     }
 
     pub fn contains(&self, id: &str) -> bool {

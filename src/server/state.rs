@@ -8,7 +8,7 @@
 
 use std::path::PathBuf;
 
-use super::compactions::{self, CompactionRequest, Compactions};
+use super::compactions::{self, Compactions};
 use super::effects::Effects;
 use super::file_tracking::FileTracking;
 use super::following::{FollowContext, Following};
@@ -19,15 +19,12 @@ use super::residency;
 use super::rpc::{RpcError, RpcResult};
 use super::sessions::Sessions;
 use crate::agents::{discover, Agent};
-use crate::compaction::trigger::TriggerKind;
 use crate::compaction::CompactionRecord;
 use crate::config::Config;
 use crate::engine::compaction::{Outcome, Written};
 use crate::engine::{self, Access, OpenSession, SessionEnv};
 use crate::files::watch::DiskChange;
-use crate::protocol::{
-    methods, CompactResult, DidCompactNotification, FollowResult, MeterInfo, ProgressToken,
-};
+use crate::protocol::{methods, CompactResult, DidCompactNotification, FollowResult, MeterInfo};
 use crate::session::Session;
 use crate::store::SessionStore;
 
@@ -234,41 +231,6 @@ impl State {
         }
     }
 
-    /// Starts (or joins) a compaction of a session.
-    pub fn start_compaction(
-        &mut self,
-        session_id: &str,
-        request: CompactionRequest,
-        new_token: &mut dyn FnMut() -> Option<ProgressToken>,
-        effects: &mut Effects,
-    ) {
-        self.compactions.start(
-            &mut self.sessions,
-            &self.config,
-            session_id,
-            request,
-            new_token,
-            effects,
-        );
-    }
-
-    /// Starts an automatic compaction when the engine decides one is due;
-    /// the triggers that fired.
-    pub fn maybe_auto_compact(
-        &mut self,
-        session_id: &str,
-        new_token: &mut dyn FnMut() -> Option<ProgressToken>,
-        effects: &mut Effects,
-    ) -> Vec<TriggerKind> {
-        self.compactions.maybe_auto_compact(
-            &mut self.sessions,
-            &self.config,
-            session_id,
-            new_token,
-            effects,
-        )
-    }
-
     /// Applies a finished compaction and answers everyone waiting on it:
     /// its progress ends, `didCompact` and the meter go out when it
     /// compacted, the breaker hears of an automatic one, then the answers.
@@ -285,30 +247,35 @@ impl State {
         } = done;
         let result = self.apply(&session_id, outcome, effects);
         running.end_progress(&result, effects);
-        if let Some(result) = result.as_ref().ok().filter(|r| r.compacted) {
-            effects.notify(
+        let compacted = result.as_ref().ok().filter(|r| r.compacted);
+        if let Some(result) = compacted {
+            effects.notify::<methods::DidCompact>(
                 &session_id,
-                methods::DID_COMPACT,
                 DidCompactNotification {
                     session_id: session_id.clone(),
                     trigger,
                     result: result.clone(),
                 },
             );
-            let _ = self.send_meter(&session_id, effects);
         }
-        if auto {
-            let outcome = match &result {
-                Ok(r) => Ok((r.tokens_before, r.tokens_after)),
-                Err(e) => Err(e.message.clone()),
-            };
-            compactions::note_auto_outcome(
-                &mut self.sessions,
-                &self.config,
-                &session_id,
-                outcome,
-                effects,
-            );
+        // Found once, for the new meter and an automatic job's breaker.
+        let open = if compacted.is_some() || auto {
+            self.sessions.find_mut(&session_id)
+        } else {
+            None
+        };
+        if let Some(open) = open {
+            if compacted.is_some() {
+                let meter = self.following.meter(&self.config, &open.session);
+                effects.meter(&session_id, meter);
+            }
+            if auto {
+                let outcome = match &result {
+                    Ok(r) => Ok((r.tokens_before, r.tokens_after)),
+                    Err(e) => Err(e.message.clone()),
+                };
+                compactions::note_auto_outcome(open, &self.config, outcome, effects);
+            }
         }
         running.answer(&result, effects);
     }
@@ -325,11 +292,11 @@ impl State {
         let written = outcome.map_err(|why| {
             RpcError::internal(format!("compaction failed, history unchanged: {why}"))
         })?;
-        let settled = self
+        let (settled, recorded) = self
             .following
             .settle(&mut self.sessions, session_id, written)?;
         match settled.outcome {
-            Outcome::Applied(record) => Ok(match self.following.recorded_reason(session_id) {
+            Outcome::Applied(record) => Ok(match recorded {
                 // Only the agent changes what its model sees.
                 Some(reason) => CompactResult {
                     compacted: false,

@@ -83,7 +83,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Stdio};
 use std::time::Duration;
 
-use futures_util::{SinkExt, StreamExt};
+use futures_util::SinkExt;
 use serde_json::{json, Value};
 use tokio_tungstenite::tungstenite::Message as WsMessage;
 
@@ -687,13 +687,10 @@ fn doc_style(message: &Value) -> String {
 // ---------------------------------------------------------------------------
 // Talking to the binary.
 
-type WsStream =
-    tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
-
 /// A WebSocket client of `compactd serve` that presents no token.
 struct RawWs {
     runtime: tokio::runtime::Runtime,
-    stream: WsStream,
+    stream: support::WsStream,
 }
 
 impl RawWs {
@@ -702,8 +699,8 @@ impl RawWs {
             .enable_all()
             .build()
             .unwrap();
-        let (stream, _) = runtime
-            .block_on(tokio_tungstenite::connect_async(url))
+        let stream = runtime
+            .block_on(support::ws_connect(url, None, None))
             .map_err(|e| format!("connecting to {url}: {e}"))?;
         Ok(RawWs { runtime, stream })
     }
@@ -714,18 +711,7 @@ impl RawWs {
     }
 
     fn next(&mut self) -> Option<Value> {
-        loop {
-            let next = async { tokio::time::timeout(PATIENCE, self.stream.next()).await };
-            let frame = self
-                .runtime
-                .block_on(next)
-                .unwrap_or_else(|_| panic!("no WebSocket message in {PATIENCE:?}"));
-            match frame {
-                Some(Ok(WsMessage::Text(text))) => return serde_json::from_str(&text).ok(),
-                Some(Ok(WsMessage::Close(_))) | Some(Err(_)) | None => return None,
-                Some(Ok(_)) => continue,
-            }
-        }
+        self.runtime.block_on(support::ws_next(&mut self.stream))
     }
 }
 

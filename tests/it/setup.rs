@@ -12,16 +12,7 @@ use std::time::{Duration, Instant};
 
 /// The binary with HOME at `home` and no agent folder moved elsewhere.
 fn compactd(home: &Path) -> Command {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_compactd"));
-    command
-        .arg("--no-user-config")
-        .env("HOME", home)
-        .env("XDG_DATA_HOME", home.join("data"))
-        .env("XDG_CONFIG_HOME", home.join("config"))
-        .env_remove("CLAUDE_CONFIG_DIR")
-        .env_remove("CODEX_HOME")
-        .env_remove("GEMINI_CLI_HOME");
-    command
+    crate::support::compactd_at_home(home)
 }
 
 /// Runs `compactd setup <agent> <args>`: whether it succeeded, and what it

@@ -6,12 +6,11 @@ use std::io::BufRead;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 
-use futures_util::{SinkExt, StreamExt};
+use futures_util::SinkExt;
 use serde_json::{json, Value};
-use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::tungstenite::{self, Message as WsMessage};
 
-use crate::support::{self, PATIENCE};
+use crate::support;
 
 /// A `compactd serve --listen` process.
 struct Shared {
@@ -113,12 +112,9 @@ impl Drop for Shared {
     }
 }
 
-type Stream =
-    tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
-
 /// A JSON-RPC client over one WebSocket.
 struct Client {
-    stream: Stream,
+    stream: support::WsStream,
     next_id: i64,
     /// Notifications and server requests received while waiting for
     /// responses, in arrival order.
@@ -131,19 +127,8 @@ impl Client {
         token: Option<&str>,
         origin: Option<&str>,
     ) -> Result<Client, tungstenite::Error> {
-        let mut request = url.into_client_request()?;
-        if let Some(token) = token {
-            let value = format!("Bearer {token}").parse().unwrap();
-            request.headers_mut().insert("authorization", value);
-        }
-        if let Some(origin) = origin {
-            request
-                .headers_mut()
-                .insert("origin", origin.parse().unwrap());
-        }
-        let (stream, _) = tokio_tungstenite::connect_async(request).await?;
         Ok(Client {
-            stream,
+            stream: support::ws_connect(url, token, origin).await?,
             next_id: 0,
             received: Vec::new(),
         })
@@ -171,20 +156,9 @@ impl Client {
 
     /// The next message; `None` once the server closed the connection.
     async fn next(&mut self) -> Option<Value> {
-        loop {
-            let frame = tokio::time::timeout(PATIENCE, self.stream.next())
-                .await
-                .expect("no message within the patience");
-            match frame {
-                Some(Ok(WsMessage::Text(text))) => {
-                    let message: Value = serde_json::from_str(&text).unwrap();
-                    assert_eq!(message["jsonrpc"], "2.0", "{message}");
-                    return Some(message);
-                }
-                Some(Ok(WsMessage::Close(_))) | None | Some(Err(_)) => return None,
-                Some(Ok(_)) => continue,
-            }
-        }
+        let message = support::ws_next(&mut self.stream).await?;
+        assert_eq!(message["jsonrpc"], "2.0", "{message}");
+        Some(message)
     }
 
     /// Reads until a message matching `pred`, keeping the others.

@@ -8,12 +8,11 @@ use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use futures_util::{SinkExt, StreamExt};
+use futures_util::SinkExt;
 use serde_json::{json, Value};
-use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::tungstenite::{self, Message as WsMessage};
 
-use crate::support::PATIENCE;
+use crate::support::{self, PATIENCE};
 
 /// A `compactd serve --listen` process whose log is kept.
 struct Sidecar {
@@ -88,12 +87,7 @@ impl Sidecar {
     }
 
     async fn connect(&self, token: Option<&str>) -> Result<Client, tungstenite::Error> {
-        let mut request = self.url.as_str().into_client_request()?;
-        if let Some(token) = token {
-            let value = format!("Bearer {token}").parse().unwrap();
-            request.headers_mut().insert("authorization", value);
-        }
-        let (stream, _) = tokio_tungstenite::connect_async(request).await?;
+        let stream = support::ws_connect(&self.url, token, None).await?;
         Ok(Client { stream, next_id: 0 })
     }
 }
@@ -114,11 +108,8 @@ async fn eventually(what: &str, mut condition: impl FnMut() -> bool) {
     }
 }
 
-type Stream =
-    tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
-
 struct Client {
-    stream: Stream,
+    stream: support::WsStream,
     next_id: i64,
 }
 
@@ -140,18 +131,7 @@ impl Client {
     /// The next message; `None` once the connection is gone (closed or
     /// reset).
     async fn next(&mut self) -> Option<Value> {
-        loop {
-            let frame = tokio::time::timeout(PATIENCE, self.stream.next())
-                .await
-                .expect("no message within the patience");
-            match frame {
-                Some(Ok(WsMessage::Text(text))) => {
-                    return Some(serde_json::from_str(&text).unwrap())
-                }
-                Some(Ok(WsMessage::Close(_))) | None | Some(Err(_)) => return None,
-                Some(Ok(_)) => continue,
-            }
-        }
+        support::ws_next(&mut self.stream).await
     }
 
     async fn request(&mut self, method: &str, params: Value) -> Value {

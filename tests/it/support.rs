@@ -886,3 +886,70 @@ pub fn fixture(relative: &str) -> PathBuf {
         .join("tests/fixtures")
         .join(relative)
 }
+
+/// The binary with HOME (and the XDG data and config folders) in `home`,
+/// no user configuration, and no agent folder or auto-compaction setting
+/// moved elsewhere by the environment: the temporary home the `setup`,
+/// `hook` and terminal commands' tests run in.
+pub fn compactd_at_home(home: &Path) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_compactd"));
+    command
+        .arg("--no-user-config")
+        .env("HOME", home)
+        .env("XDG_DATA_HOME", home.join("data"))
+        .env("XDG_CONFIG_HOME", home.join("config"));
+    for moved in [
+        "CLAUDE_CONFIG_DIR",
+        "CLAUDE_AUTOCOMPACT_PCT_OVERRIDE",
+        "CLAUDE_CODE_AUTO_COMPACT_WINDOW",
+        "CODEX_HOME",
+        "GEMINI_CLI_HOME",
+    ] {
+        command.env_remove(moved);
+    }
+    command
+}
+
+/// A WebSocket connection to `compactd serve --listen`.
+pub type WsStream =
+    tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
+
+/// Connects to `url` with the token as a bearer `Authorization` header and
+/// an `Origin` header, each when given.
+pub async fn ws_connect(
+    url: &str,
+    token: Option<&str>,
+    origin: Option<&str>,
+) -> Result<WsStream, tokio_tungstenite::tungstenite::Error> {
+    use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+    let mut request = url.into_client_request()?;
+    if let Some(token) = token {
+        let value = format!("Bearer {token}").parse().unwrap();
+        request.headers_mut().insert("authorization", value);
+    }
+    if let Some(origin) = origin {
+        request
+            .headers_mut()
+            .insert("origin", origin.parse().unwrap());
+    }
+    let (stream, _) = tokio_tungstenite::connect_async(request).await?;
+    Ok(stream)
+}
+
+/// The next text message as JSON (`None` once the connection is gone:
+/// closed, reset, or a message that is not JSON); other frames are passed
+/// over. Fails the test when nothing comes within the patience.
+pub async fn ws_next(stream: &mut WsStream) -> Option<Value> {
+    use futures_util::StreamExt;
+    use tokio_tungstenite::tungstenite::Message;
+    loop {
+        let frame = tokio::time::timeout(PATIENCE, stream.next())
+            .await
+            .unwrap_or_else(|_| panic!("no WebSocket message within {PATIENCE:?}"));
+        match frame {
+            Some(Ok(Message::Text(text))) => return serde_json::from_str(&text).ok(),
+            Some(Ok(Message::Close(_))) | None | Some(Err(_)) => return None,
+            Some(Ok(_)) => continue,
+        }
+    }
+}

@@ -9,18 +9,10 @@ use std::sync::mpsc;
 use serde_json::{json, Value};
 
 use crate::follow::claude_dir;
-use crate::support::{output_with_stdin, PATIENCE};
+use crate::support::{compactd_at_home, output_with_stdin, PATIENCE};
 
 fn compactd(home: &Path) -> Command {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_compactd"));
-    command
-        .arg("--no-user-config")
-        .env("HOME", home)
-        .env("XDG_DATA_HOME", home.join("data"))
-        .env_remove("CLAUDE_CONFIG_DIR")
-        .env_remove("CLAUDE_AUTOCOMPACT_PCT_OVERRIDE")
-        .env_remove("CLAUDE_CODE_AUTO_COMPACT_WINDOW");
-    command
+    compactd_at_home(home)
 }
 
 const FIXTURE: &str = "5217d838-5181-433d-a8b8-c96b9ad7bfb3.jsonl";

@@ -13,18 +13,24 @@ pub fn handle(context: &mut Context, params: AppendParams) -> RpcResult<AppendRe
         effects,
         ..
     } = context;
-    let tools = state.files.tools.clone();
+    // Found once: the append, the meter and the auto-compaction decision
+    // all take this session.
     let open = state.sessions.get_mut(&params.session_id)?;
-    let appended = engine::append::append(open, params.messages, &tools)?;
+    let appended = engine::append::append(open, params.messages, &state.files.tools)?;
     for warning in &appended.warnings {
         tracing::info!("session {}: {warning}", params.session_id);
     }
+    let meter = state.following.meter(&state.config, &open.session);
+    effects.meter(&params.session_id, meter.clone());
+    let fired = state.compactions.maybe_auto_compact(
+        open,
+        &state.config,
+        &mut || caller.create_token(),
+        effects,
+    );
     if appended.touched_files {
         state.sessions.mark_changed();
     }
-    let meter = state.send_meter(&params.session_id, effects)?;
-    let fired =
-        state.maybe_auto_compact(&params.session_id, &mut || caller.create_token(), effects);
     Ok(AppendResult {
         ids: appended.ids,
         warnings: appended.warnings,

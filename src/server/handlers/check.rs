@@ -12,15 +12,19 @@ pub fn handle(context: &mut Context, params: SessionParams) -> RpcResult<CheckRe
         effects,
         ..
     } = context;
-    state.sessions.get(&params.session_id)?;
-    let triggers =
-        state.maybe_auto_compact(&params.session_id, &mut || caller.create_token(), effects);
-    let open = state.sessions.get(&params.session_id)?;
+    // Found once, for the decision and the answer.
+    let open = state.sessions.get_mut(&params.session_id)?;
+    let triggers = state.compactions.maybe_auto_compact(
+        open,
+        &state.config,
+        &mut || caller.create_token(),
+        effects,
+    );
     let session = &open.session;
     Ok(CheckResult {
         should_compact: !triggers.is_empty(),
         triggers,
-        meter: state.meter(session),
+        meter: state.following.meter(&state.config, session),
         auto_compact: engine::auto::allowed(&state.config, session, open.access()),
         compacting: state.compactions.is_running(&params.session_id),
         stopped_reason: session.breaker.stopped.clone(),

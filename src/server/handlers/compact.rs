@@ -1,15 +1,19 @@
 //! `conversation/compact`: starts (or joins) the session's compaction; the
 //! answer comes when the summary is settled (`State::finish_compaction`).
 
-use lsp_server::RequestId;
-
 use crate::engine;
-use crate::protocol::{CompactParams, Trigger};
+use crate::protocol::methods::Compact;
+use crate::protocol::{CompactParams, CompactResult, Trigger};
 use crate::server::compactions::{CompactionRequest, Waiter};
 use crate::server::context::Context;
+use crate::server::jobs::Pending;
 use crate::server::rpc::Reply;
 
-pub fn start(context: &mut Context, id: RequestId, params: CompactParams) -> Reply {
+pub fn start(
+    context: &mut Context,
+    pending: Pending<Compact>,
+    params: CompactParams,
+) -> Reply<CompactResult> {
     let Context {
         state,
         caller,
@@ -17,16 +21,16 @@ pub fn start(context: &mut Context, id: RequestId, params: CompactParams) -> Rep
         ..
     } = context;
     // A read-only session is refused before any progress token exists; a
-    // followed one's own log is taken, to record the compaction in.
-    let ready = match state.sessions.compactable(&params.session_id) {
-        Ok(_) => state
-            .following
-            .ready_to_compact(&mut state.sessions, &params.session_id),
-        Err(e) => Err(e),
+    // followed one's own log is taken, to record the compaction in. Found
+    // once, for the start too.
+    let ready = state
+        .sessions
+        .compactable(&params.session_id)
+        .and_then(|(store, open)| Ok((state.following.ready_to_compact(store, open)?, open)));
+    let open = match ready {
+        Ok(((), open)) => open,
+        Err(e) => return Reply::Now(Err(e)),
     };
-    if let Err(e) = ready {
-        return Reply::Now(Err(e));
-    }
     let strategy = params.strategy.unwrap_or(state.config.strategy);
     let instructions = match engine::compaction::instructions(
         strategy,
@@ -45,11 +49,12 @@ pub fn start(context: &mut Context, id: RequestId, params: CompactParams) -> Rep
         instructions,
         trigger: Trigger::Manual,
         progress: params.work_done_token,
-        waiter: Some(Waiter::Compact(id)),
+        waiter: Some(Waiter::Compact(pending)),
         auto: false,
     };
-    state.start_compaction(
-        &params.session_id,
+    state.compactions.start(
+        open,
+        &state.config,
         request,
         &mut || caller.create_token(),
         effects,

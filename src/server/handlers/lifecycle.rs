@@ -80,7 +80,8 @@ fn configure(context: &mut Context, params: &InitializeParams) -> RpcResult<()> 
     Ok(())
 }
 
-pub fn shutdown(context: &mut Context, _params: serde_json::Value) -> RpcResult<serde_json::Value> {
+/// Answered with `null`.
+pub fn shutdown(context: &mut Context, _params: serde_json::Value) -> RpcResult<()> {
     context.caller.set_phase(Phase::ShuttingDown);
-    Ok(serde_json::Value::Null)
+    Ok(())
 }

@@ -6,18 +6,21 @@
 //! session), so the owner only takes a snapshot (the session, its messages
 //! shared) and a blocking thread answers.
 
-use lsp_server::RequestId;
-
 use crate::engine::recap::{Recap, HOOK_LIMIT};
+use crate::protocol::methods::Recap as RecapMethod;
 use crate::protocol::{RecapParams, RecapResult};
 use crate::server::context::Context;
-use crate::server::jobs::JobResult;
+use crate::server::jobs::Pending;
 use crate::server::rpc::{Reply, RpcError};
 
 /// Less than this cannot hold the instructions' first line.
 const MIN_CHARS: usize = 500;
 
-pub fn start(context: &mut Context, id: RequestId, params: RecapParams) -> Reply {
+pub fn start(
+    context: &mut Context,
+    pending: Pending<RecapMethod>,
+    params: RecapParams,
+) -> Reply<RecapResult> {
     let limit = params.max_chars.unwrap_or(HOOK_LIMIT);
     if limit < MIN_CHARS {
         return Reply::Now(Err(RpcError::invalid_params(format!(
@@ -42,9 +45,8 @@ pub fn start(context: &mut Context, id: RequestId, params: RecapParams) -> Reply
                     .unwrap_or_default(),
             }
         })
-        .map(|r| serde_json::to_value(r).expect("results serialize"))
         .map_err(|_| RpcError::internal("the recap failed (see the log)"));
-        let _ = results.send(JobResult::Answer(id, outcome));
+        pending.send(&results, outcome);
     });
     Reply::Later
 }

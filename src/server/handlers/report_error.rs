@@ -2,25 +2,31 @@
 //! overflow compacts the session (trigger `overflow`) and the answer tells
 //! the client to retry the turn; anything else is only classified.
 
-use lsp_server::RequestId;
-
 use crate::engine;
+use crate::protocol::methods::ReportError;
 use crate::protocol::{ReportErrorParams, ReportErrorResult, Strategy, Trigger};
 use crate::provider_error::{classify_error, ErrorKind};
 use crate::server::compactions::{CompactionRequest, Waiter};
 use crate::server::context::Context;
+use crate::server::jobs::Pending;
 use crate::server::rpc::Reply;
 
-pub fn start(context: &mut Context, id: RequestId, params: ReportErrorParams) -> Reply {
+pub fn start(
+    context: &mut Context,
+    pending: Pending<ReportError>,
+    params: ReportErrorParams,
+) -> Reply<ReportErrorResult> {
     let Context {
         state,
         caller,
         effects,
         ..
     } = context;
-    if let Err(e) = state.sessions.get(&params.session_id) {
-        return Reply::Now(Err(e));
-    }
+    // Found once, for the recovery too.
+    let open = match state.sessions.get_mut(&params.session_id) {
+        Ok(open) => open,
+        Err(e) => return Reply::Now(Err(e)),
+    };
     let kind = classify_error(params.status, &params.message);
     let kind_name = match kind {
         ErrorKind::Overflow => "overflow",
@@ -33,7 +39,7 @@ pub fn start(context: &mut Context, id: RequestId, params: ReportErrorParams) ->
         params.session_id
     );
     if kind != ErrorKind::Overflow {
-        return Reply::from(Ok(ReportErrorResult {
+        return Reply::Now(Ok(ReportErrorResult {
             overflow: false,
             kind: kind_name.into(),
             retry: false,
@@ -42,11 +48,10 @@ pub fn start(context: &mut Context, id: RequestId, params: ReportErrorParams) ->
     }
     // Recovering compacts: refused for a session open read-only, or one
     // following an agent (whose overflows only the agent recovers from).
-    let session = match state.sessions.writable(&params.session_id) {
-        Ok(open) => &open.session,
-        Err(e) => return Reply::Now(Err(e)),
-    };
-    let keep = engine::compaction::overflow_keep(&state.config, session);
+    if let Err(e) = open.check_writable() {
+        return Reply::Now(Err(e.into()));
+    }
+    let keep = engine::compaction::overflow_keep(&state.config, &open.session);
     let request = CompactionRequest {
         strategy: Strategy::Checkpoint,
         keep_recent_tokens: keep,
@@ -55,13 +60,14 @@ pub fn start(context: &mut Context, id: RequestId, params: ReportErrorParams) ->
         trigger: Trigger::Overflow,
         progress: params.work_done_token,
         waiter: Some(Waiter::ReportError {
-            id,
+            pending,
             kind: kind_name.into(),
         }),
         auto: false,
     };
-    state.start_compaction(
-        &params.session_id,
+    state.compactions.start(
+        open,
+        &state.config,
         request,
         &mut || caller.create_token(),
         effects,
