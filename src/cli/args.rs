@@ -4,7 +4,25 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
 
+use crate::agents::Agent;
 use crate::import::{self, Format};
+
+/// The agents' names, from the registry (`setup`: with opencode, which
+/// compactd only sets up), as a command's check and its help's
+/// possible values.
+fn agents(setup: bool) -> clap::builder::PossibleValuesParser {
+    let mut names: Vec<&'static str> = Agent::all().iter().map(|a| a.name()).collect();
+    if setup {
+        names.push(crate::agents::opencode::NAME);
+    }
+    clap::builder::PossibleValuesParser::new(names)
+}
+
+/// The hook's agent, said in its help only.
+fn agents_help() -> String {
+    let names: Vec<&str> = Agent::all().iter().map(|a| a.name()).collect();
+    format!("The agent whose hook runs this: {}", names.join(", "))
+}
 
 /// compactd keeps LLM coding conversations inside their context window.
 ///
@@ -102,8 +120,8 @@ pub enum Command {
     /// when nothing else changed. A file it cannot parse is left alone with
     /// an error (exit 1).
     Setup(SetupArgs),
-    /// List the agents' sessions of the current directory (Claude Code,
-    /// Codex, pi), newest first: agent, last change, size, path, title.
+    /// List the agents' sessions of the current directory, newest first:
+    /// agent, last change, size, path, title.
     Sessions(SessionsArgs),
     /// Follow an agent's session and print its meter line each time it
     /// changes, as the agent works (Ctrl-C stops): the context as the next
@@ -118,8 +136,8 @@ pub enum Command {
     /// (search_history, read_messages, list_files, last_summary), for an
     /// agent to get back what its compactions dropped.
     ///
-    /// Serves the newest agent session (Claude Code, Codex, pi) of the
-    /// current directory — the agent that launched it — unless
+    /// Serves the newest agent session of the current directory (of any
+    /// agent `sessions` lists) — the agent that launched it — unless
     /// --transcript or --session names one.
     Mcp(McpArgs),
 }
@@ -138,8 +156,8 @@ pub struct McpArgs {
 /// `compactd sessions`.
 #[derive(Args, Debug, Clone)]
 pub struct SessionsArgs {
-    /// Only this agent's sessions (`claude-code`, `codex`, `pi`, `gemini`).
-    #[arg(value_name = "AGENT")]
+    /// Only this agent's sessions.
+    #[arg(value_name = "AGENT", value_parser = agents(false))]
     pub agent: Option<String>,
 }
 
@@ -157,16 +175,17 @@ pub struct FollowArgs {
 /// `compactd hook`.
 #[derive(Args, Debug, Clone)]
 pub struct HookArgs {
-    /// The agent whose hook runs this: `claude-code` or `codex`.
-    #[arg(value_name = "AGENT")]
+    /// The agent whose hook runs this (not checked here: a hook exits 0
+    /// whatever it is given, saying why on stderr).
+    #[arg(value_name = "AGENT", help = agents_help())]
     pub agent: String,
 }
 
 /// `compactd setup`.
 #[derive(Args, Debug, Clone)]
 pub struct SetupArgs {
-    /// The agent to set up: `claude-code`, `codex`, `pi`, `gemini` or `opencode`.
-    #[arg(value_name = "AGENT")]
+    /// The agent to set up.
+    #[arg(value_name = "AGENT", value_parser = agents(true))]
     pub agent: String,
     /// Write the project's settings (in the current directory) instead of
     /// the user's.

@@ -1145,6 +1145,43 @@ fn a_hook_hands_over_the_record_the_server_recaps() {
     assert_eq!(context, recap["context"].as_str().unwrap());
 }
 
+/// The command line names the agents the registry holds, as `initialize`
+/// does: `sessions` and `setup` (which also sets up opencode) check the
+/// name and list the possible values; the hook's help names them (a hook
+/// checks nothing itself: it exits 0 whatever it is given).
+#[test]
+fn the_command_line_names_the_agents_initialize_lists() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut server = crate::support::Server::spawn(dir.path());
+    let init = server.initialize(json!({}));
+    let agents: Vec<String> = init["capabilities"]["experimental"]["compactd"]["agents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["name"].as_str().unwrap().to_string())
+        .collect();
+    assert!(agents.len() >= 4, "{agents:?}");
+    let listed = |args: &[&str]| {
+        let out = compactd().args(args).output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{out:?}");
+        let stderr = String::from_utf8(out.stderr).unwrap();
+        let values = stderr
+            .split("[possible values: ")
+            .nth(1)
+            .and_then(|v| v.split(']').next())
+            .unwrap_or_else(|| panic!("{stderr}"))
+            .to_string();
+        values.split(", ").map(str::to_string).collect::<Vec<_>>()
+    };
+    assert_eq!(listed(&["sessions", "no-such-agent"]), agents);
+    let mut setup = agents.clone();
+    setup.push("opencode".to_string());
+    assert_eq!(listed(&["setup", "no-such-agent"]), setup);
+    let help = compactd().args(["hook", "--help"]).output().unwrap();
+    let help = String::from_utf8(help.stdout).unwrap();
+    assert!(help.contains(&agents.join(", ")), "{help}");
+}
+
 /// A hosted provider without a key is refused before any request: no
 /// retries, no waiting, the offline summary at once, and it says why.
 #[test]
