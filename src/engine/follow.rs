@@ -61,6 +61,16 @@ impl FollowSetup {
         }
     }
 
+    /// An owned copy of `env`, for a thread of its own.
+    pub fn owned(env: &FollowEnv) -> FollowSetup {
+        FollowSetup {
+            config: env.config.clone(),
+            tools: env.tools.clone(),
+            homes: env.homes.clone(),
+            session_env: env.session_env.clone(),
+        }
+    }
+
     pub fn env(&self) -> FollowEnv<'_> {
         FollowEnv {
             config: &self.config,

@@ -412,6 +412,7 @@ impl Dispatcher {
             }
             JobResult::FilesChanged(changes) => self.state.files_changed(changes, &mut effects),
             JobResult::FollowPoll => self.state.follow_poll(&mut effects),
+            JobResult::Followed(loaded) => self.state.follow_loaded(*loaded, &mut effects),
             JobResult::Answer(request, result) => {
                 self.clients.current = self.clients.connection_of(&request);
                 effects.respond(request, result);

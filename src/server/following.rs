@@ -12,14 +12,14 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use super::effects::Effects;
-use super::jobs::{JobResult, JobSender};
+use super::jobs::{FollowLoaded, JobResult, JobSender, Pending};
 use super::rpc::{no_session, RpcError, RpcResult};
 use super::sessions::Sessions;
 use crate::agents::{discover, Agent, Homes};
 use crate::compaction::CompactionRecord;
 use crate::config::Config;
 use crate::engine::compaction::{Settled, Written};
-use crate::engine::follow::{self, FollowEnv, Mirror, Polled};
+use crate::engine::follow::{self, FollowEnv, FollowSetup, Mirror, Polled};
 use crate::engine::{self, OpenSession, SessionEnv};
 use crate::files::watch::DiskChange;
 use crate::files::FileTools;
@@ -46,6 +46,9 @@ pub(crate) struct Following {
     homes: Homes,
     cwds: discover::Cwds,
     mirrors: HashMap<String, Followed>,
+    /// Transcripts being read to be followed, off the state owner, and who
+    /// waits for them.
+    loading: HashMap<String, Loading>,
     auto: Option<AutoFollow>,
     polling: bool,
     results: JobSender,
@@ -62,6 +65,21 @@ struct Followed {
     last_meter: Option<MeterInfo>,
 }
 
+/// Who asked to follow a transcript, answered once it is read.
+pub(crate) enum Asker {
+    /// A client's `conversation/follow`.
+    Client(Pending<methods::Follow>),
+    /// Auto-follow's pick.
+    Auto,
+}
+
+/// A transcript being read to be followed.
+struct Loading {
+    /// A client asked for it.
+    explicit: bool,
+    askers: Vec<Asker>,
+}
+
 /// `follow: "auto"`: the workspace, the transcripts already seen (a new
 /// one is a session that started), and the session following the newest.
 struct AutoFollow {
@@ -76,6 +94,7 @@ impl Following {
             homes: Homes::from_env(),
             cwds: discover::Cwds::default(),
             mirrors: HashMap::new(),
+            loading: HashMap::new(),
             auto: None,
             polling: false,
             results,
@@ -136,20 +155,19 @@ impl Following {
         }
     }
 
-    /// Follows a transcript, or returns the session already following it
-    /// (then `explicit` marks it as asked for).
-    #[allow(clippy::too_many_arguments)]
+    /// Follows a transcript for `asker`: answered at once when it is
+    /// followed already, else once it is read, off the state owner.
+    /// Returns the sessions auto-follow stopped following.
     pub fn follow(
         &mut self,
         sessions: &mut Sessions,
         context: &FollowContext,
-        agent: Agent,
-        path: &Path,
-        workspace: &Path,
-        explicit: bool,
+        (agent, path, workspace): (Agent, &Path, &Path),
+        asker: Asker,
         effects: &mut Effects,
-    ) -> RpcResult<FollowResult> {
+    ) -> Vec<String> {
         let id = follow::session_id(agent, path);
+        let explicit = matches!(asker, Asker::Client(_));
         if explicit {
             // The connection that asked watches it (on the shared sidecar).
             effects.subscribe(&id);
@@ -161,29 +179,97 @@ impl Following {
                 Ok(polled) => self.report_polled(sessions, context.config, &id, polled, effects),
                 Err(e) => tracing::debug!("{id}: {}", e.message),
             }
-            return self.result(sessions, context.config, &id);
+            let result = self.result(sessions, context.config, &id);
+            return self.answer(sessions, asker, result, effects);
         }
-        let (open, mirror) =
-            follow::follow(&sessions.store, agent, path, workspace, &self.env(context))?;
-        tracing::info!(
-            "following {} ({agent}) as {id}; lines not used: {:?}",
-            path.display(),
-            mirror.skipped_reasons()
-        );
-        // A followed session is never evicted: nothing is busy for it.
-        sessions.insert(open, &|_| false);
-        self.mirrors.insert(
-            id.clone(),
-            Followed {
+        if let Some(loading) = self.loading.get_mut(&id) {
+            loading.explicit |= explicit;
+            loading.askers.push(asker);
+            return Vec::new();
+        }
+        let askers = vec![asker];
+        self.loading
+            .insert(id.clone(), Loading { explicit, askers });
+        let store = sessions.store.clone();
+        let setup = FollowSetup::owned(&self.env(context));
+        let (path, workspace) = (path.to_path_buf(), workspace.to_path_buf());
+        let results = self.results.clone();
+        tokio::task::spawn_blocking(move || {
+            let read = || follow::follow(&store, agent, &path, &workspace, &setup.env());
+            let outcome = match std::panic::catch_unwind(std::panic::AssertUnwindSafe(read)) {
+                Ok(read) => read.map_err(RpcError::from),
+                Err(_) => Err(RpcError::internal(format!(
+                    "reading {} failed (see the log)",
+                    path.display()
+                ))),
+            };
+            let _ = results.send(JobResult::Followed(Box::new(FollowLoaded { id, outcome })));
+        });
+        Vec::new()
+    }
+
+    /// A transcript read to be followed: the session in place, its askers
+    /// answered. Returns the sessions auto-follow stopped following.
+    pub fn loaded(
+        &mut self,
+        sessions: &mut Sessions,
+        context: &FollowContext,
+        loaded: FollowLoaded,
+        effects: &mut Effects,
+    ) -> Vec<String> {
+        let FollowLoaded { id, outcome } = loaded;
+        let Some(loading) = self.loading.remove(&id) else {
+            return Vec::new();
+        };
+        let result = outcome.and_then(|(open, mirror)| {
+            tracing::info!(
+                "following {} ({}) as {id}; lines not used: {:?}",
+                mirror.path.display(),
+                mirror.agent,
+                mirror.skipped_reasons()
+            );
+            // A followed session is never evicted: nothing is busy for it.
+            sessions.insert(open, &|_| false);
+            let explicit = loading.explicit;
+            let last_meter = None;
+            let followed = Followed {
                 mirror,
                 explicit,
-                last_meter: None,
-            },
-        );
-        self.changed = true;
-        self.start_polling();
-        self.send_meter(sessions, context.config, &id, effects);
-        self.result(sessions, context.config, &id)
+                last_meter,
+            };
+            self.mirrors.insert(id.clone(), followed);
+            self.changed = true;
+            self.start_polling();
+            self.send_meter(sessions, context.config, &id, effects);
+            self.result(sessions, context.config, &id)
+        });
+        let mut left = Vec::new();
+        for asker in loading.askers {
+            left.extend(self.answer(sessions, asker, result.clone(), effects));
+        }
+        left
+    }
+
+    /// Answers who asked to follow: a client with the result, auto-follow
+    /// by making it the session it follows.
+    fn answer(
+        &mut self,
+        sessions: &mut Sessions,
+        asker: Asker,
+        result: RpcResult<FollowResult>,
+        effects: &mut Effects,
+    ) -> Vec<String> {
+        match (asker, result) {
+            (Asker::Client(pending), result) => {
+                pending.respond(effects, result);
+                Vec::new()
+            }
+            (Asker::Auto, Ok(follow)) => self.auto_followed(sessions, follow, effects),
+            (Asker::Auto, Err(e)) => {
+                tracing::warn!("auto-follow: {}", e.message);
+                Vec::new()
+            }
+        }
     }
 
     /// The answer to a follow: the meter is the one last sent (sending it
@@ -434,21 +520,29 @@ impl Following {
         let Some(pick) = pick else {
             return Vec::new();
         };
-        let result = self.follow(
-            sessions, context, pick.agent, &pick.path, &workspace, false, effects,
-        );
-        let follow = match result {
-            Ok(follow) => follow,
-            Err(e) => {
-                tracing::warn!("auto-follow of {}: {}", pick.path.display(), e.message);
-                return Vec::new();
-            }
+        let target = (pick.agent, pick.path.as_path(), workspace.as_path());
+        self.follow(sessions, context, target, Asker::Auto, effects)
+    }
+
+    /// Auto-follow's pick is followed: it becomes the session auto-follow
+    /// follows, and the one before is left unless a client asked for it
+    /// (or the pick is, when auto-follow was turned off meanwhile).
+    /// Returns the sessions it stopped following.
+    fn auto_followed(
+        &mut self,
+        sessions: &mut Sessions,
+        follow: FollowResult,
+        effects: &mut Effects,
+    ) -> Vec<String> {
+        let id = follow.session_id.clone();
+        let Some(auto) = self.auto.as_mut() else {
+            let asked_for = self.mirrors.get(&id).is_none_or(|f| f.explicit);
+            return match !asked_for && self.unfollow(sessions, &id) {
+                true => vec![id],
+                false => Vec::new(),
+            };
         };
-        let auto = self.auto.as_mut().expect("still on");
-        let previous = auto
-            .current
-            .replace(follow.session_id.clone())
-            .filter(|p| *p != follow.session_id);
+        let previous = auto.current.replace(id.clone()).filter(|p| *p != id);
         let mut left = Vec::new();
         if let Some(previous) = &previous {
             let asked_for = self.mirrors.get(previous).is_none_or(|f| f.explicit);

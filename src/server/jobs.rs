@@ -79,9 +79,18 @@ pub(crate) enum JobResult {
     FilesChanged(Vec<DiskChange>),
     /// Time to look at the followed transcripts again.
     FollowPoll,
+    /// A transcript read whole to be followed (or why not).
+    Followed(Box<FollowLoaded>),
     /// A request answered off the state owner (a search, a recap), by
     /// `Pending::send`.
     Answer(RequestId, RpcResult<serde_json::Value>),
+}
+
+/// A transcript read to be followed, off the state owner (a large one
+/// takes seconds).
+pub(crate) struct FollowLoaded {
+    pub id: String,
+    pub outcome: RpcResult<(OpenSession, crate::engine::follow::Mirror)>,
 }
 
 /// A progress report from a running compaction, on its way to the client

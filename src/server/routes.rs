@@ -78,7 +78,7 @@ fn requests(routes: &mut impl RequestRoutes) {
         .later::<methods::Recap>(recap::start)
         .later::<methods::Search>(search::start)
         .on::<methods::Messages>(messages::handle)
-        .on::<methods::Follow>(follow::handle)
+        .later::<methods::Follow>(follow::start)
         .on::<methods::Unfollow>(unfollow::handle)
         .on::<methods::ListAgentSessions>(list_agent_sessions::handle)
         .on::<methods::Subscribe>(subscribe::handle)

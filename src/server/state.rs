@@ -11,8 +11,8 @@ use std::path::PathBuf;
 use super::compactions::{self, Compactions};
 use super::effects::Effects;
 use super::file_tracking::FileTracking;
-use super::following::{FollowContext, Following};
-use super::jobs::{CompactionDone, JobSender};
+use super::following::{Asker, FollowContext, Following};
+use super::jobs::{CompactionDone, FollowLoaded, JobSender};
 use super::options::{ConfigDirs, ServeOptions};
 use super::recall::Recall;
 use super::residency;
@@ -24,7 +24,7 @@ use crate::config::Config;
 use crate::engine::compaction::{Outcome, Written};
 use crate::engine::{self, Access, OpenSession, SessionEnv};
 use crate::files::watch::DiskChange;
-use crate::protocol::{methods, CompactResult, DidCompactNotification, FollowResult, MeterInfo};
+use crate::protocol::{methods, CompactResult, DidCompactNotification, MeterInfo};
 use crate::session::Session;
 use crate::store::SessionStore;
 
@@ -136,30 +136,48 @@ impl State {
         discover::real_workspace(&dir)
     }
 
-    /// Follows a transcript (`explicit`: a client asked for it).
+    /// Follows a transcript for `asker`, answered once it is read (at
+    /// once when it is followed already).
     pub fn follow(
         &mut self,
         agent: Agent,
         path: &std::path::Path,
         workspace: &std::path::Path,
-        explicit: bool,
+        asker: Asker,
         effects: &mut Effects,
-    ) -> RpcResult<FollowResult> {
+    ) {
         let session_env = self.session_env();
         let context = FollowContext {
             config: &self.config,
             tools: &self.files.tools,
             session_env: &session_env,
         };
-        self.following.follow(
+        let left = self.following.follow(
             &mut self.sessions,
             &context,
-            agent,
-            path,
-            workspace,
-            explicit,
+            (agent, path, workspace),
+            asker,
             effects,
-        )
+        );
+        for id in left {
+            self.compactions.abort(&id);
+        }
+    }
+
+    /// A transcript read to be followed: its askers answered.
+    pub fn follow_loaded(&mut self, loaded: FollowLoaded, effects: &mut Effects) {
+        let session_env = self.session_env();
+        let context = FollowContext {
+            config: &self.config,
+            tools: &self.files.tools,
+            session_env: &session_env,
+        };
+        let left = self
+            .following
+            .loaded(&mut self.sessions, &context, loaded, effects);
+        for id in left {
+            self.compactions.abort(&id);
+        }
     }
 
     /// `follow` changed (or the client finished initializing): start or

@@ -1161,3 +1161,43 @@ fn an_agents_compaction_is_listed_with_its_own_times_and_the_meter_after_it() {
     assert!(record.get("durationMs").is_none(), "{record}");
     assert!(record["tokensAfter"].as_u64().unwrap() > 0, "{record}");
 }
+
+/// A transcript not followed yet is read whole off the state owner, which
+/// goes on serving: a request for another session sent right after the
+/// follow of a large transcript is answered first (reading 30 MB takes
+/// the debug build seconds; the history of a session of one message,
+/// none). Before, the read held up every request until it ended.
+#[test]
+fn a_large_transcript_is_read_while_other_sessions_are_served() {
+    let ws = workspace();
+    let mut server = start(&ws, json!({}));
+    let other = server.open(json!({}));
+    server.append(&other, json!([{"role": "user", "content": "hello"}]));
+    let transcript = ws.root.join("large.jsonl");
+    let result = "fn main() { println!(\"the quick brown fox\"); }\n".repeat(160);
+    let mut text = prompt("u0", "read every file");
+    let turns = (30 << 20) / result.len();
+    for i in 0..turns {
+        let call = format!("t{i}");
+        let input = json!({"file_path": ws.root.join(format!("src/f{i}.rs"))});
+        let block = tool_use(&call, "Read", input);
+        text.push_str(&response_line(
+            &format!("a{i}"),
+            &format!("msg_{i}"),
+            block,
+            FIRST,
+        ));
+        text.push_str(&tool_result(&format!("r{i}"), &call, &result));
+    }
+    write(&transcript, &text);
+    let follow = server.send_request("conversation/follow", json!({"path": transcript}));
+    let history = server.send_request("conversation/history", json!({"sessionId": other}));
+    let answered = |m: &Value| m.get("method").is_none() && m.get("id").is_some();
+    let first = server.next_where(answered);
+    assert_eq!(first["id"], history, "{first}");
+    let followed = server.response(follow).unwrap();
+    assert_eq!(followed["agent"], "claude-code");
+    let id = followed["sessionId"].as_str().unwrap();
+    let messages = server.history_ids(id).len();
+    assert_eq!(messages, 1 + 2 * turns);
+}
