@@ -16,6 +16,33 @@ use crate::config::Config;
 use crate::conversation::Message;
 use crate::transcript::{Format, Imported, Line, Reader};
 
+/// What compactd does for an agent besides following its sessions
+/// (`sessions`, `conversation/follow`, `compactd mcp`): said in
+/// `initialize`'s `agents`, so an editor offers what the agent has.
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    Default,
+    PartialEq,
+    Eq,
+    serde::Serialize,
+    serde::Deserialize,
+    schemars::JsonSchema,
+)]
+#[serde(rename_all = "camelCase")]
+pub struct Supports {
+    /// `compactd setup <name>` writes something to its settings (hooks, an
+    /// extension, a status line, the MCP server).
+    pub setup: bool,
+    /// That setup hooks compactd into the agent's own compactions
+    /// (`compactd hook <name>`): what an editor offers to set up the first
+    /// time it follows one of its sessions.
+    pub hooks: bool,
+    /// `compactd statusline` draws its status line.
+    pub status_line: bool,
+}
+
 /// What compactd knows about one agent.
 pub trait AgentKind: Send + Sync + 'static {
     /// The name on the wire and of its transcript format (`claude-code`).
@@ -62,6 +89,10 @@ pub trait AgentKind: Send + Sync + 'static {
     }
     /// Its context window and where it compacts by itself.
     fn limits(&self, input: &LimitsInput) -> (u64, AutoCompactPoint);
+    /// What compactd does for it besides following its sessions.
+    fn supports(&self) -> Supports {
+        Supports::default()
+    }
     /// The line its status-line command (`compactd statusline`) prints for
     /// the JSON it sends on stdin; `None` when it runs none.
     fn status_line(&self, _input: &str, _env: &StatusLineEnv) -> Option<Result<String, String>> {

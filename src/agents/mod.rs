@@ -33,7 +33,7 @@ use serde_json::Value;
 pub use discover::AgentSession;
 pub use folders::Cwds;
 pub(crate) use kind::read_json;
-pub use kind::{Agent, AgentKind, FollowMeter, Homes, LimitsInput, StatusLineEnv};
+pub use kind::{Agent, AgentKind, FollowMeter, Homes, LimitsInput, StatusLineEnv, Supports};
 pub use limits::{AutoCompactPoint, Basis};
 
 use crate::transcript::Format;

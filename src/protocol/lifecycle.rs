@@ -42,4 +42,6 @@ pub struct AgentInfo {
     pub name: Agent,
     /// The name people know it by (`Claude Code`).
     pub display_name: String,
+    /// What compactd does for it besides following its sessions.
+    pub supports: super::Supports,
 }

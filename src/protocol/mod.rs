@@ -6,6 +6,7 @@
 //! schemars, no logic beyond building results from core values;
 //! `schemas/` is generated from these and committed.
 
+pub use crate::agents::Supports;
 pub use crate::compaction::trigger::TriggerKind;
 pub use crate::compaction::{Strategy, Trigger};
 pub use crate::config::{Config, FollowMode, SummarizerConfig, SummarizerProvider};

@@ -27,14 +27,16 @@ fn initialize_advertises_compactd_capabilities() {
     }
     let notifications = caps["notifications"].as_array().unwrap();
     assert!(notifications.contains(&json!("files/didChange")));
-    // The agents it follows, for the editors' lists and completions.
+    // The agents it follows, for the editors' lists and completions, with
+    // what compactd does for each (the editors offer setup for `hooks`).
+    let supports = |setup, hooks, status_line| json!({"setup": setup, "hooks": hooks, "statusLine": status_line});
     assert_eq!(
         caps["agents"],
         json!([
-            {"name": "claude-code", "displayName": "Claude Code"},
-            {"name": "codex", "displayName": "Codex"},
-            {"name": "pi", "displayName": "pi"},
-            {"name": "gemini", "displayName": "Gemini CLI"},
+            {"name": "claude-code", "displayName": "Claude Code", "supports": supports(true, true, true)},
+            {"name": "codex", "displayName": "Codex", "supports": supports(true, true, false)},
+            {"name": "pi", "displayName": "pi", "supports": supports(true, false, false)},
+            {"name": "gemini", "displayName": "Gemini CLI", "supports": supports(true, true, false)},
         ])
     );
     let unique: std::collections::HashSet<_> = notifications.iter().collect();

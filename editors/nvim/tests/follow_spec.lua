@@ -213,7 +213,7 @@ describe(':CompactFollow', function()
       return #compactd.agents() > 0
     end)
     assert.are.same(
-      { 'Claude Code', 'Codex', 'pi' },
+      { 'Claude Code', 'Codex', 'pi', 'Gemini CLI' },
       vim.tbl_map(function(agent)
         return agent.displayName
       end, compactd.agents())

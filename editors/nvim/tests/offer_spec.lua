@@ -23,16 +23,29 @@ describe('the setup offer', function()
     vim.env.CLAUDE_CONFIG_DIR = nil
   end)
 
+  -- The server started: which agents have hooks is its word.
+  local function started()
+    local compactd = H.setup({ offer_setup = true })
+    assert(compactd.start())
+    H.wait_for('the server initialized', function()
+      return #compactd.agents() > 0
+    end)
+    return compactd.agents()
+  end
+
   it('asks only for agents with hooks, until set up or declined', function()
+    local agents = started()
     local dry = '/x/settings.json would change:\n  add hooks.PreCompact: compactd hook claude-code'
-    assert.matches("^Set up Claude Code's hooks", offer.question('claude-code', 'Claude Code', dry, {}))
-    assert.is_nil(offer.question('pi', 'pi', dry, {}))
-    assert.is_nil(offer.question('claude-code', 'Claude Code', dry, { 'claude-code' }))
-    assert.is_nil(offer.question('claude-code', 'Claude Code', '/x/settings.json: nothing to change', {}))
+    assert.matches("^Set up Claude Code's hooks", offer.question('claude-code', 'Claude Code', dry, {}, agents))
+    assert.matches("^Set up Gemini CLI's hooks", offer.question('gemini', 'Gemini CLI', dry, {}, agents))
+    assert.is_nil(offer.question('pi', 'pi', dry, {}, agents))
+    assert.is_nil(offer.question('claude-code', 'Claude Code', dry, {}, {}))
+    assert.is_nil(offer.question('claude-code', 'Claude Code', dry, { 'claude-code' }, agents))
+    assert.is_nil(offer.question('claude-code', 'Claude Code', '/x/settings.json: nothing to change', {}, agents))
   end)
 
   it('sets Claude Code up when asked to, and asks once', function()
-    H.setup({ offer_setup = true })
+    started()
     offer.offer({ agent = 'claude-code', agentName = 'Claude Code' })
     local settings = claude_dir .. '/settings.json'
     H.wait_for('the settings written', function()

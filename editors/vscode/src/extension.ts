@@ -50,7 +50,8 @@ export function activate(context: vscode.ExtensionContext): CompactdApi {
     offered.add(agent);
     const declined = context.globalState.get<string[]>('compactd.setupDeclined') ?? [];
     try {
-      const question = setupQuestion(agent, agentName, await runSetup(binary, agent, true), declined);
+      const dryRun = await runSetup(binary, agent, true);
+      const question = setupQuestion(agent, agentName, dryRun, declined, server.agents());
       if (!question) return;
       const choice = await vscode.window.showInformationMessage(question, 'Set Up', 'Not Now', "Don't Ask Again");
       if (choice === 'Set Up') {

@@ -58,7 +58,8 @@ test('agentSessionItems: the agent and the first request, when and how big, the 
 });
 
 test('agentList: the agents the server reported, as people know them', () => {
-  const agent = (name: 'claude-code' | 'codex' | 'pi', displayName: string) => ({ name, displayName });
+  const supports = { setup: true, hooks: false, statusLine: false };
+  const agent = (name: 'claude-code' | 'codex' | 'pi', displayName: string) => ({ name, displayName, supports });
   assert.equal(agentList([agent('claude-code', 'Claude Code'), agent('codex', 'Codex'), agent('pi', 'pi')]), 'Claude Code, Codex or pi');
   assert.equal(agentList([agent('pi', 'pi')]), 'pi');
   assert.equal(agentList(undefined), 'agent', 'an older server reports none');

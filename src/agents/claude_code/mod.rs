@@ -55,6 +55,14 @@ use home::{projects, CONFIG_DIR};
 pub struct ClaudeCode;
 
 impl AgentKind for ClaudeCode {
+    fn supports(&self) -> super::Supports {
+        super::Supports {
+            setup: true,
+            hooks: true,
+            status_line: true,
+        }
+    }
+
     fn name(&self) -> &'static str {
         NAME
     }

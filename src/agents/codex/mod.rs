@@ -45,6 +45,14 @@ pub struct Codex;
 const FILES_EXAMINED: usize = 400;
 
 impl AgentKind for Codex {
+    fn supports(&self) -> super::Supports {
+        super::Supports {
+            setup: true,
+            hooks: true,
+            status_line: false,
+        }
+    }
+
     fn name(&self) -> &'static str {
         NAME
     }

@@ -39,6 +39,14 @@ use home::{chats_dir, legacy_chats_dir, project_hash, tmp_dir, CLI_HOME};
 pub struct Gemini;
 
 impl AgentKind for Gemini {
+    fn supports(&self) -> super::Supports {
+        super::Supports {
+            setup: true,
+            hooks: true,
+            status_line: false,
+        }
+    }
+
     fn name(&self) -> &'static str {
         NAME
     }

@@ -37,6 +37,14 @@ pub use home::{dir_name, NAME};
 pub struct Pi;
 
 impl AgentKind for Pi {
+    fn supports(&self) -> super::Supports {
+        super::Supports {
+            setup: true,
+            hooks: false,
+            status_line: false,
+        }
+    }
+
     fn name(&self) -> &'static str {
         NAME
     }

@@ -33,6 +33,7 @@ pub fn initialize(context: &mut Context, params: InitializeParams) -> RpcResult<
             .map(|agent| AgentInfo {
                 name: *agent,
                 display_name: agent.display_name().to_string(),
+                supports: agent.supports(),
             })
             .collect(),
     };

@@ -58,11 +58,28 @@ TriggerKind = Literal["tokens", "percent", "reserve", "messages", "turns"]
 WatchMode = Literal["auto", "poll", "off"]
 
 
+#: What compactd does for an agent besides following its sessions
+#: (`sessions`, `conversation/follow`, `compactd mcp`): said in
+#: `initialize`'s `agents`, so an editor offers what the agent has.
+class Supports(TypedDict):
+    #: `compactd setup <name>` writes something to its settings (hooks, an
+    #: extension, a status line, the MCP server).
+    setup: bool
+    #: That setup hooks compactd into the agent's own compactions
+    #: (`compactd hook <name>`): what an editor offers to set up the first
+    #: time it follows one of its sessions.
+    hooks: bool
+    #: `compactd statusline` draws its status line.
+    statusLine: bool
+
+
 #: An agent compactd follows.
 class AgentInfo(TypedDict):
     name: Agent
     #: The name people know it by (`Claude Code`).
     displayName: str
+    #: What compactd does for it besides following its sessions.
+    supports: Supports
 
 
 class _AgentSessionInfoRequired(TypedDict):

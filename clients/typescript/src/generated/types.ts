@@ -551,6 +551,27 @@ export interface AgentInfo {
    */
   displayName: string;
   name: Agent;
+  supports: Supports;
+}
+/**
+ * What compactd does for it besides following its sessions.
+ */
+export interface Supports {
+  /**
+   * That setup hooks compactd into the agent's own compactions
+   * (`compactd hook <name>`): what an editor offers to set up the first
+   * time it follows one of its sessions.
+   */
+  hooks: boolean;
+  /**
+   * `compactd setup <name>` writes something to its settings (hooks, an
+   * extension, a status line, the MCP server).
+   */
+  setup: boolean;
+  /**
+   * `compactd statusline` draws its status line.
+   */
+  statusLine: boolean;
 }
 export interface CompactionsResult {
   /**

@@ -4,8 +4,16 @@ local config = require('compactd.config')
 
 local M = {}
 
---- The agents with hooks compactd can set up.
-M.agents = { ['claude-code'] = true, codex = true }
+--- Whether compactd's hooks take part in `agent`'s own compactions, as the
+--- server says in `initialize` (`agents`, `supports.hooks`).
+local function has_hooks(agent, agents)
+  for _, info in ipairs(agents or {}) do
+    if info.name == agent then
+      return (info.supports or {}).hooks == true
+    end
+  end
+  return false
+end
 
 -- Agents already offered in this Neovim.
 local offered = {}
@@ -29,10 +37,11 @@ local function decline(agent)
   vim.fn.writefile({ vim.json.encode(list) }, declined_path())
 end
 
---- The question to ask, or nil: another agent, one declined for good, or
---- one already set up (the dry run has nothing to change).
-function M.question(agent, name, dry_run, declined)
-  if not M.agents[agent] or vim.tbl_contains(declined, agent) then
+--- The question to ask, or nil: an agent without hooks (`agents`: what the
+--- server reported), one declined for good, or one already set up (the dry
+--- run has nothing to change).
+function M.question(agent, name, dry_run, declined, agents)
+  if not has_hooks(agent, agents) or vim.tbl_contains(declined, agent) then
     return nil
   end
   if dry_run:find(': nothing to change', 1, true) then
@@ -60,7 +69,8 @@ end
 function M.offer(params, done)
   done = done or function() end
   local agent = params.agent
-  if not config.get().offer_setup or config.attached or offered[agent] or not M.agents[agent] then
+  local agents = require('compactd').agents()
+  if not config.get().offer_setup or config.attached or offered[agent] or not has_hooks(agent, agents) then
     return done(false)
   end
   offered[agent] = true
@@ -68,7 +78,9 @@ function M.offer(params, done)
     setup_cmd(agent, true),
     { env = config.cmd_env(), text = true },
     vim.schedule_wrap(function(out)
-      local question = M.question(agent, params.agentName or agent, printed(out), M.declined())
+      -- A dry run that failed has nothing to offer.
+      local question = out.code == 0
+        and M.question(agent, params.agentName or agent, printed(out), M.declined(), agents)
       done(question ~= nil)
       if not question then
         return

@@ -2,17 +2,24 @@
 // of an agent compactd can take part in (its hooks). No `vscode` here.
 
 import { execFile } from 'node:child_process';
-
-/** The agents whose own compactions compactd's hooks take part in. */
-export const SETUP_AGENTS: readonly string[] = ['claude-code', 'codex'];
+import type { AgentInfo } from 'compactd-client';
 
 /**
- * The question to ask, or undefined when there is none: another agent, one
- * the user declined for good, or one already set up (the dry run of
- * `compactd setup <agent>` has nothing to change).
+ * The question to ask, or undefined when there is none: an agent whose own
+ * compactions compactd's hooks take no part in (`supports.hooks` in the
+ * server's `initialize` answer, `agents`), one the user declined for good,
+ * or one already set up (the dry run of `compactd setup <agent>` has
+ * nothing to change).
  */
-export function setupQuestion(agent: string, agentName: string, dryRun: string, declined: readonly string[]): string | undefined {
-  if (!SETUP_AGENTS.includes(agent) || declined.includes(agent)) return undefined;
+export function setupQuestion(
+  agent: string,
+  agentName: string,
+  dryRun: string,
+  declined: readonly string[],
+  agents: readonly AgentInfo[] | undefined,
+): string | undefined {
+  const hooks = (agents ?? []).some((a) => a.name === agent && a.supports.hooks);
+  if (!hooks || declined.includes(agent)) return undefined;
   if (/: nothing to change/.test(dryRun)) return undefined;
   return `Set up ${agentName}'s hooks, so its own compactions keep the files, rules and task compactd knows?`;
 }
