@@ -146,67 +146,49 @@ impl State {
         asker: Asker,
         effects: &mut Effects,
     ) {
-        let session_env = self.session_env();
-        let context = FollowContext {
-            config: &self.config,
-            tools: &self.files.tools,
-            session_env: &session_env,
-        };
-        let left = self.following.follow(
-            &mut self.sessions,
-            &context,
-            (agent, path, workspace),
-            asker,
-            effects,
-        );
-        for id in left {
-            self.compactions.abort(&id);
-        }
+        self.following_does(|following, sessions, context| {
+            let target = (agent, path, workspace);
+            following.follow(sessions, context, target, asker, effects)
+        });
     }
 
     /// A transcript read to be followed: its askers answered.
     pub fn follow_loaded(&mut self, loaded: FollowLoaded, effects: &mut Effects) {
-        let session_env = self.session_env();
-        let context = FollowContext {
-            config: &self.config,
-            tools: &self.files.tools,
-            session_env: &session_env,
-        };
-        let left = self
-            .following
-            .loaded(&mut self.sessions, &context, loaded, effects);
-        for id in left {
-            self.compactions.abort(&id);
-        }
+        self.following_does(|following, sessions, context| {
+            following.loaded(sessions, context, loaded, effects)
+        });
     }
 
     /// `follow` changed (or the client finished initializing): start or
     /// stop auto-follow.
     pub fn apply_follow_mode(&mut self, effects: &mut Effects) {
         let workspace = self.agent_workspace(None);
-        let session_env = self.session_env();
-        let context = FollowContext {
-            config: &self.config,
-            tools: &self.files.tools,
-            session_env: &session_env,
-        };
-        let left = self
-            .following
-            .apply_mode(&mut self.sessions, &context, workspace, effects);
-        for id in left {
-            self.compactions.abort(&id);
-        }
+        self.following_does(|following, sessions, context| {
+            following.apply_mode(sessions, context, workspace, effects)
+        });
     }
 
     /// The poll's tick: what the agents wrote, and auto-follow.
     pub fn follow_poll(&mut self, effects: &mut Effects) {
+        self.following_does(|following, sessions, context| {
+            following.look(sessions, context, effects)
+        });
+    }
+
+    /// Runs `work` on the followed transcripts with what following takes
+    /// from the rest of the state; the compactions of the sessions it
+    /// stopped following (auto-follow moving on) stop too.
+    fn following_does(
+        &mut self,
+        work: impl FnOnce(&mut Following, &mut Sessions, &FollowContext) -> Vec<String>,
+    ) {
         let session_env = self.session_env();
         let context = FollowContext {
             config: &self.config,
             tools: &self.files.tools,
             session_env: &session_env,
         };
-        let left = self.following.look(&mut self.sessions, &context, effects);
+        let left = work(&mut self.following, &mut self.sessions, &context);
         for id in left {
             self.compactions.abort(&id);
         }
