@@ -216,3 +216,15 @@ fn leading_id_reads_cut_objects() {
         assert_eq!(&leading_id(prefix.as_bytes()), expected, "{prefix}");
     }
 }
+
+/// A string id keeps every character as sent, whatever it holds (the
+/// fuzzer's: an escaped `\r`, a byte-order mark), and goes back the same.
+#[test]
+fn a_string_id_goes_back_as_it_came() {
+    let id = json!("comp\\recursion limit e\u{feff}xceeded");
+    let request = json!({"jsonrpc": "2.0", "id": id, "method": "x", "result": null});
+    let Incoming::Message(Message::Request(decoded)) = decode(request) else {
+        panic!("a request");
+    };
+    assert_eq!(serde_json::to_value(&decoded.id).unwrap(), id);
+}
