@@ -16,27 +16,10 @@ use std::sync::mpsc;
 use serde_json::{json, Value};
 
 use crate::follow::{claude_dir, follow_line_by_line};
-use crate::support::{agents_dir, file_uri, output_within, ScriptedModel, Server, MODEL_PATIENCE};
-
-/// A pinned agent's binary in tests/agents, or why the test is skipped.
-fn agent_binary(name: &str) -> Result<PathBuf, String> {
-    installed(agents_dir().join("node_modules/.bin").join(name))
-}
-
-/// `binary` when `npm ci` installed it and python3 is there.
-fn installed(binary: PathBuf) -> Result<PathBuf, String> {
-    if !binary.exists() {
-        return Err(format!(
-            "{} is missing: run `npm ci` in {}",
-            binary.display(),
-            agents_dir().display()
-        ));
-    }
-    if Command::new("python3").arg("--version").output().is_err() {
-        return Err("python3 is missing (the scripted model server needs it)".into());
-    }
-    Ok(binary)
-}
+use crate::support::{
+    agent_binary, agents_dir, file_uri, installed, output_within, ScriptedModel, Server,
+    MODEL_PATIENCE,
+};
 
 /// The claude binary, or why the test is skipped.
 fn claude() -> Result<PathBuf, String> {

@@ -12,24 +12,38 @@ use std::process::Command;
 use serde_json::{json, Value};
 
 use crate::follow::follow_line_by_line;
-use crate::support::{
-    agents_dir, file_uri, output_within, skip, ScriptedModel, Server, MODEL_PATIENCE,
-};
+use crate::support::{file_uri, output_within, skip, ScriptedModel, Server, MODEL_PATIENCE};
 
 /// The gemini binary, or why the test is skipped.
 fn gemini() -> Result<PathBuf, String> {
-    let binary = agents_dir().join("node_modules/.bin/gemini");
-    if !binary.exists() {
-        return Err(format!(
-            "{} is missing: run `npm ci` in {}",
-            binary.display(),
-            agents_dir().display()
-        ));
-    }
-    if Command::new("python3").arg("--version").output().is_err() {
-        return Err("python3 is missing (the scripted model server needs it)".into());
-    }
-    Ok(binary)
+    crate::support::agent_binary("gemini")
+}
+
+/// Its settings' compression threshold lowered to nearly nothing, then the
+/// session resumed with one more prompt: Gemini compresses before it.
+fn resume_compressing(binary: &Path, home: &Path, model: &ScriptedModel, ws: &Path) {
+    let path = home.join(".gemini/settings.json");
+    let mut settings: Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    settings["model"] = json!({"compressionThreshold": 0.0002});
+    std::fs::write(&path, settings.to_string()).unwrap();
+    run_gemini(
+        binary,
+        home,
+        model,
+        ws,
+        &["--resume", "latest", "-p", "Carry on"],
+    );
+}
+
+/// The Gemini API requests the scripted model logged, in order.
+fn gemini_requests(log: &Path) -> Vec<Value> {
+    std::fs::read_to_string(log)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .filter(|r: &Value| r["api"] == "gemini")
+        .collect()
 }
 
 /// Its user settings: the API-key auth (with `GOOGLE_GEMINI_BASE_URL`
@@ -248,24 +262,8 @@ fn gemini_compression(hooks: bool) -> Option<String> {
     let task = "Fix the test. Rule: never touch b.py";
     run_gemini(&binary, &home, &model, &ws, &["-p", task]);
     // Its settings again, compactd's entries kept.
-    let path = home.join(".gemini/settings.json");
-    let mut settings: Value =
-        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
-    settings["model"] = json!({"compressionThreshold": 0.0002});
-    std::fs::write(&path, settings.to_string()).unwrap();
-    run_gemini(
-        &binary,
-        &home,
-        &model,
-        &ws,
-        &["--resume", "latest", "-p", "Carry on"],
-    );
-    let requests: Vec<Value> = std::fs::read_to_string(&log)
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .filter(|r: &Value| r["api"] == "gemini")
-        .collect();
+    resume_compressing(&binary, &home, &model, &ws);
+    let requests = gemini_requests(&log);
     let at = requests.iter().position(|r| r["compaction"] == true)?;
     let next = requests[at..].iter().find(|r| r["compaction"] == false)?;
     Some(request_text(next))
@@ -409,25 +407,9 @@ fn real_gemini_cli_gets_back_what_its_compression_dropped_through_compactd_mcp()
         .unwrap();
     assert!(setup.status.success(), "{setup:?}");
     run_gemini(&binary, &home, &model, &ws, &["-p", "Deploy to staging"]);
-    let path = home.join(".gemini/settings.json");
-    let mut settings: Value =
-        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
-    settings["model"] = json!({"compressionThreshold": 0.0002});
-    std::fs::write(&path, settings.to_string()).unwrap();
-    run_gemini(
-        &binary,
-        &home,
-        &model,
-        &ws,
-        &["--resume", "latest", "-p", "Carry on"],
-    );
+    resume_compressing(&binary, &home, &model, &ws);
 
-    let requests: Vec<Value> = std::fs::read_to_string(&log)
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .filter(|r: &Value| r["api"] == "gemini")
-        .collect();
+    let requests = gemini_requests(&log);
     let compressed = requests
         .iter()
         .position(|r| r["compaction"] == true)

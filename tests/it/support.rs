@@ -814,6 +814,26 @@ pub fn agents_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/agents")
 }
 
+/// A pinned agent's binary in tests/agents, or why the test is skipped.
+pub fn agent_binary(name: &str) -> Result<PathBuf, String> {
+    installed(agents_dir().join("node_modules/.bin").join(name))
+}
+
+/// `binary` when `npm ci` installed it and python3 is there.
+pub fn installed(binary: PathBuf) -> Result<PathBuf, String> {
+    if !binary.exists() {
+        return Err(format!(
+            "{} is missing: run `npm ci` in {}",
+            binary.display(),
+            agents_dir().display()
+        ));
+    }
+    if Command::new("python3").arg("--version").output().is_err() {
+        return Err("python3 is missing (the scripted model server needs it)".into());
+    }
+    Ok(binary)
+}
+
 /// Whether a test that needs the scripted model server cannot run: `true`,
 /// skipped (`skip`), when python3 is missing.
 pub fn python3_missing() -> bool {
