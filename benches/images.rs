@@ -253,9 +253,11 @@ fn resume(bin: &Path, screenshots: usize) {
         mb(after_open)
     );
     println!(
-        "  the whole history with every image ({:.0} MB frame): median {:.0} ms, peak RSS {:.0} MB",
+        "  the whole history with every image ({:.0} MB frame): median {:.0} ms, peak RSS {:.0} MB = {:.2}x the frame over the {:.0} MB after the open (goal: at most 2x)",
         mb(frame),
         ms(median(histories)),
-        mb(peak)
+        mb(peak),
+        peak.saturating_sub(after_open) as f64 / frame as f64,
+        mb(after_open)
     );
 }

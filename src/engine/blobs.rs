@@ -69,14 +69,45 @@ pub fn restore_data(blobs: &Blobs, messages: &mut [Message]) -> Vec<String> {
     warnings
 }
 
-/// The history a model should see, as a client reads it: every part's
-/// data back in place.
-pub fn history(open: &OpenSession) -> Vec<Message> {
-    let mut messages = open.session.history();
-    for warning in restore_data(&open.log.blobs(), &mut messages) {
-        tracing::warn!("session {}: {warning}", open.session.id);
+/// Messages whose parts stored apart get their data back as they are
+/// written out (`Serialize`), one message at a time: a history of 200
+/// screenshots is never held with all its images at once, only the text
+/// it is written into. A blob that cannot be read leaves the part's
+/// `$stored` reference in place, with a warning in the log.
+pub struct Restoring<'a> {
+    messages: &'a [Message],
+    blobs: Blobs,
+    session_id: &'a str,
+}
+
+impl<'a> Restoring<'a> {
+    /// The history a model should see, written as a client reads it.
+    pub fn history(open: &'a OpenSession, messages: &'a [Message]) -> Restoring<'a> {
+        Restoring {
+            messages,
+            blobs: open.log.blobs(),
+            session_id: &open.session.id,
+        }
     }
-    messages
+}
+
+impl serde::Serialize for Restoring<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeSeq;
+        let mut seq = serializer.serialize_seq(Some(self.messages.len()))?;
+        for message in self.messages {
+            if !message.parts().iter().any(|p| p.stored().is_some()) {
+                seq.serialize_element(message)?;
+                continue;
+            }
+            let mut restored = [message.clone()];
+            for warning in restore_data(&self.blobs, &mut restored) {
+                tracing::warn!("session {}: {warning}", self.session_id);
+            }
+            seq.serialize_element(&restored[0])?;
+        }
+        seq.end()
+    }
 }
 
 /// Drops the large data of parts without storing it (a followed

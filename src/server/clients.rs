@@ -28,6 +28,7 @@ use std::collections::{HashMap, HashSet};
 use lsp_server::{Notification, RequestId, Response};
 
 use super::progress::ProgressTokens;
+use super::rpc::ResultFrame;
 use crate::protocol::ProgressToken;
 use crate::transport::{ConnectionId, Outbox, STDIO};
 
@@ -168,6 +169,18 @@ impl Clients {
         };
         if let Some(client) = self.clients.get(&conn) {
             client.out.send(Response { id, ..response });
+        }
+    }
+
+    /// Sends an answer written as its frame (`ResultFrame`) to its
+    /// sender, under its own id.
+    pub fn respond_framed(&mut self, internal: &RequestId, frame: ResultFrame) {
+        let Some((conn, id)) = self.pending.remove(internal) else {
+            tracing::debug!("no connection waits for {internal}; answer dropped");
+            return;
+        };
+        if let Some(client) = self.clients.get(&conn) {
+            client.out.send_text(frame.close(&id));
         }
     }
 

@@ -291,8 +291,10 @@ impl Dispatcher {
             None => self.with_context(|context| routes::request(context, request)),
         };
         self.deliver(effects);
-        if let Reply::Now(result) = reply {
-            self.respond(id, result);
+        match reply {
+            Reply::Now(result) => self.respond(id, result),
+            Reply::Framed(frame) => self.clients.respond_framed(&id, frame),
+            Reply::Later => {}
         }
     }
 

@@ -22,7 +22,7 @@ use super::handlers::{
     set_auto_compact, subscribe, unfollow, unsubscribe,
 };
 use super::jobs::Pending;
-use super::rpc::{parse_params, Reply, RpcError, RpcResult};
+use super::rpc::{parse_params, Reply, ResultFrame, RpcError, RpcResult};
 use crate::protocol::methods::{self, ClientNotification, ClientRequest, Method, Untyped};
 use crate::protocol::FileOp;
 
@@ -30,6 +30,10 @@ use crate::protocol::FileOp;
 type Now<M> = fn(&mut Context, <M as Method>::Params) -> RpcResult<<M as Method>::Result>;
 /// A handler whose answer a background job may owe (`Reply::Later`).
 type Later<M> = fn(&mut Context, Pending<M>, <M as Method>::Params) -> Reply<<M as Method>::Result>;
+/// A handler answering now with its result already written as the
+/// answer's frame (`ResultFrame`: an answer too large to hold twice).
+type Framed<M> =
+    fn(&mut Context, <M as Method>::Params) -> RpcResult<ResultFrame<<M as Method>::Result>>;
 /// A notification's handler (a result, for a method that may also be a
 /// request, is dropped).
 type Notify<M> = fn(&mut Context, <M as Method>::Params) -> RpcResult<<M as Method>::Result>;
@@ -49,6 +53,7 @@ type Bare = fn(&mut Context);
 trait RequestRoutes {
     fn on<M: Answered>(&mut self, handler: Now<M>) -> &mut Self;
     fn later<M: Answered>(&mut self, handler: Later<M>) -> &mut Self;
+    fn framed<M: Answered>(&mut self, handler: Framed<M>) -> &mut Self;
 }
 
 /// What the notification routes are walked with.
@@ -65,7 +70,7 @@ fn requests(routes: &mut impl RequestRoutes) {
         .on::<methods::Open>(open::handle)
         .on::<methods::CloseSession>(close::handle)
         .on::<methods::Append>(append::handle)
-        .on::<methods::History>(history::handle)
+        .framed::<methods::History>(history::handle)
         .later::<methods::Compact>(compact::start)
         .on::<methods::Check>(check::handle)
         .on::<methods::SetAutoCompact>(set_auto_compact::handle)
@@ -154,6 +159,17 @@ impl RequestRoutes for DispatchRequest<'_, '_> {
         }
         self
     }
+
+    fn framed<M: Answered>(&mut self, handler: Framed<M>) -> &mut Self {
+        if let Some(request) = self.take::<M>() {
+            let reply = match parse_params(request.params).and_then(|p| handler(self.context, p)) {
+                Ok(frame) => Reply::Framed(frame.erase()),
+                Err(e) => Reply::Now(Err(e)),
+            };
+            self.reply = Some(reply);
+        }
+        self
+    }
 }
 
 /// One notification on its way to the route of its method.
@@ -234,6 +250,10 @@ mod tests {
             self
         }
         fn later<M: Answered>(&mut self, _: Later<M>) -> &mut Self {
+            self.0.push(M::NAME);
+            self
+        }
+        fn framed<M: Answered>(&mut self, _: Framed<M>) -> &mut Self {
             self.0.push(M::NAME);
             self
         }

@@ -64,6 +64,9 @@ pub type RpcResult<T> = Result<T, RpcError>;
 /// handler's typed reply into JSON (`Reply::json`).
 pub(crate) enum Reply<T = serde_json::Value> {
     Now(RpcResult<T>),
+    /// The result, already written as its answer's frame (an answer too
+    /// large to be held twice: `ResultFrame`).
+    Framed(ResultFrame),
     /// A background job owns the answer.
     Later,
 }
@@ -72,8 +75,54 @@ impl<T: serde::Serialize> Reply<T> {
     pub(crate) fn json(self) -> Reply {
         match self {
             Reply::Now(result) => Reply::Now(result.map(to_json)),
+            Reply::Framed(frame) => Reply::Framed(frame),
             Reply::Later => Reply::Later,
         }
+    }
+}
+
+/// A result written straight into the JSON text of its answer, with no
+/// `serde_json::Value` in between and its id still to come: the id is the
+/// client's once `clients` translates the dispatcher's, and goes last
+/// (`close`), so the text is never copied whole to add it. An answer of
+/// 78 MB of images is then held once on its way out, not three times
+/// (the result, its `Value`, the frame).
+#[derive(Debug)]
+pub(crate) struct ResultFrame<T = ()> {
+    text: Vec<u8>,
+    of: std::marker::PhantomData<fn() -> T>,
+}
+
+impl<T> ResultFrame<T> {
+    /// The frame of an answer whose result is `result`, which writes the
+    /// JSON a `T` writes (a view that reads large data as it is written;
+    /// its tests hold it to `T`).
+    pub(crate) fn written_as(result: &impl serde::Serialize) -> ResultFrame<T> {
+        let mut text = br#"{"jsonrpc":"2.0","result":"#.to_vec();
+        serde_json::to_writer(&mut text, result).expect("results serialize");
+        ResultFrame {
+            text,
+            of: std::marker::PhantomData,
+        }
+    }
+
+    /// The same frame, its result's type forgotten (the routes check it).
+    pub(crate) fn erase(self) -> ResultFrame {
+        ResultFrame {
+            text: self.text,
+            of: std::marker::PhantomData,
+        }
+    }
+}
+
+impl ResultFrame {
+    /// The whole answer, under the id the client gave its request.
+    pub(crate) fn close(mut self, id: &lsp_server::RequestId) -> String {
+        self.text.extend_from_slice(br#","id":"#);
+        serde_json::to_writer(&mut self.text, id).expect("ids serialize");
+        self.text.push(b'}');
+        // serde_json writes UTF-8; the check reads it once, copies nothing.
+        String::from_utf8(self.text).expect("serde_json writes UTF-8")
     }
 }
 
@@ -138,6 +187,25 @@ mod tests {
     use super::*;
     use crate::protocol::SessionParams;
     use serde_json::json;
+
+    /// A framed answer is the answer `lsp-server` writes for the same
+    /// result, whatever the id.
+    #[test]
+    fn a_framed_answer_reads_as_the_answer_of_its_result() {
+        let result =
+            json!({"sessionId": "s", "messages": [{"role": "user", "content": "é \"x\""}]});
+        for id in [
+            lsp_server::RequestId::from(7),
+            lsp_server::RequestId::from("a\"b".to_string()),
+        ] {
+            let text = ResultFrame::<()>::written_as(&result).erase().close(&id);
+            let framed: serde_json::Value = serde_json::from_str(&text).unwrap();
+            let response = lsp_server::Response::new_ok(id, result.clone());
+            let mut expected = serde_json::to_value(&response).unwrap();
+            expected["jsonrpc"] = json!("2.0");
+            assert_eq!(framed, expected);
+        }
+    }
 
     #[test]
     fn params_errors_name_the_field() {

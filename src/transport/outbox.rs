@@ -95,6 +95,11 @@ impl Outbox {
         self.push(|| value.to_string());
     }
 
+    /// Sends a message already written as its JSON text.
+    pub fn send_text(&self, text: String) {
+        self.push(|| text);
+    }
+
     pub fn notify(&self, method: &str, params: impl serde::Serialize) {
         self.send(lsp_server::Notification::new(method.to_string(), params));
     }
@@ -290,6 +295,9 @@ impl Writer {
 
 /// Starts the writer task of a stdio connection: each message with its
 /// `Content-Length` header. It ends when every `Outbox` is dropped.
+/// The most written to stdout in one go.
+const WRITE_PIECE: usize = 64 << 10;
+
 pub fn spawn_writer<W: AsyncWrite + Unpin + Send + 'static>(mut output: W) -> (Outbox, Writer) {
     let (outbox, mut queued) = Outbox::pair("the stdio client".into());
     let overflow = queued.overflow();
@@ -297,13 +305,23 @@ pub fn spawn_writer<W: AsyncWrite + Unpin + Send + 'static>(mut output: W) -> (O
     let counter = written.clone();
     let task = tokio::spawn(async move {
         while let Some(text) = queued.recv().await {
-            // Header and body in one buffer: each write to stdout is a
-            // trip to a blocking thread, a cost the append path shows.
-            let mut frame = format!("Content-Length: {}\r\n\r\n", text.len());
-            frame.push_str(&text);
-            drop(text);
+            let header = format!("Content-Length: {}\r\n\r\n", text.len());
+            // Header and body in one buffer when it is small: each write to
+            // stdout is a trip to a blocking thread, a cost the append path
+            // shows. A large body is not copied to put a header before it
+            // (a 78 MB history would be held twice).
+            let frame = if text.len() <= WRITE_PIECE {
+                let mut frame = header;
+                frame.push_str(&text);
+                drop(text);
+                frame
+            } else {
+                output.write_all(header.as_bytes()).await?;
+                counter.fetch_add(header.len() as u64, Ordering::Relaxed);
+                text
+            };
             // Written in pieces, so a slow reader still shows progress.
-            for piece in frame.as_bytes().chunks(64 << 10) {
+            for piece in frame.as_bytes().chunks(WRITE_PIECE) {
                 output.write_all(piece).await?;
                 counter.fetch_add(piece.len() as u64, Ordering::Relaxed);
             }

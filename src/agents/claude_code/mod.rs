@@ -14,7 +14,9 @@
 //!   from slash commands and harness text); `status.rs` is what the status
 //!   line keeps of one between renders, `status_line.rs` the line itself;
 //!   `idle_clearing.rs` the trim it makes of old tool results after the
-//!   person was away, which no line records.
+//!   person was away, which no line records; `reattached.rs` what it
+//!   attaches again after compacting (the files touched last), when its
+//!   version writes no line of it.
 //! - **Auto-compaction**: at `window − min(max output, 20,000) − 3,000`
 //!   tokens (the last request's input, cache and output). Measured with the
 //!   default model (1,000,000-token window, 128,000 max output): 976,910 did
@@ -33,6 +35,7 @@ mod home;
 mod hooks;
 mod idle_clearing;
 mod meta;
+mod reattached;
 pub mod status;
 mod status_line;
 pub mod transcript;

@@ -20,6 +20,7 @@
 use std::collections::{BTreeSet, HashMap};
 
 use super::idle_clearing::IdleClearing;
+use super::reattached::Reattached;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -159,6 +160,15 @@ pub(crate) struct Reader {
     /// Not kept by the status line's cache, which counts no messages.
     #[serde(skip)]
     idle: IdleClearing,
+    /// The files it would attach again after compacting. Not kept by the
+    /// status line's cache either.
+    #[serde(skip)]
+    reattached: Reattached,
+    /// What the latest compaction re-attached, by that estimate, until a
+    /// line shows whether Claude Code wrote it itself (2.1.330 does, as
+    /// `attachment` lines, which are counted instead).
+    #[serde(skip)]
+    reattaching: Option<Vec<String>>,
 }
 
 impl crate::transcript::Reader for Reader {
@@ -200,6 +210,9 @@ impl crate::transcript::Reader for Reader {
             self.emit_command(command, out);
         }
         self.drop_boundary_without_summary(out);
+        // A transcript that ends right after a compaction gives no
+        // estimate: a follow of it could not know yet whether Claude Code
+        // writes what it attached, and both must read the same.
     }
 }
 
@@ -214,6 +227,12 @@ impl Reader {
         let flag = |key: &str| entry.get(key).and_then(Value::as_bool) == Some(true);
         if matches!(kind, "user" | "assistant") && !skip_sidechain {
             self.resolve_command(kind, entry, out);
+        }
+        if matches!(kind, "user" | "assistant") && !skip_sidechain && !flag("isCompactSummary") {
+            self.reattached_by_estimate(out);
+            if let Some(result) = entry.get("toolUseResult") {
+                self.reattached.result(result);
+            }
         }
         match kind {
             "user" | "assistant" if skip_sidechain => {
@@ -266,6 +285,8 @@ impl Reader {
         if !out.has_messages() {
             self.prelude.insert(kind.to_string());
         } else if !self.prelude.contains(kind) {
+            // Claude Code wrote what it attached: no estimate stands in.
+            self.reattaching = None;
             let mut text = String::new();
             attachment_text(attachment, &mut text);
             out.attached(text);
@@ -365,6 +386,15 @@ impl Reader {
             duration_ms: boundary.as_ref().and_then(|b| b.duration_ms),
             cleared: false,
         });
+        self.reattaching = Some(self.reattached.estimate());
+    }
+
+    /// What the latest compaction re-attached, by estimate, when no
+    /// `attachment` line came between it and this one.
+    fn reattached_by_estimate(&mut self, out: &mut Emitter) {
+        for text in self.reattaching.take().into_iter().flatten() {
+            out.attached(text);
+        }
     }
 
     /// A prompt with no parent after the conversation began (and not the
@@ -633,6 +663,7 @@ impl Reader {
                 if let Some(target) = out.message_mut(position) {
                     fill(target, message, &mut self.tool_names);
                 }
+                self.task_list(message);
                 position
             }
             _ => {
@@ -645,6 +676,7 @@ impl Reader {
                         .map(str::to_string);
                 }
                 fill(&mut response, message, &mut self.tool_names);
+                self.task_list(message);
                 let uuid = entry.get("uuid").and_then(Value::as_str);
                 let position = out.message(number, uuid, response, api_id.is_some());
                 self.response = api_id.map(|id| (id.to_string(), position));
@@ -652,6 +684,21 @@ impl Reader {
             }
         };
         self.remember(entry, position, out);
+    }
+}
+
+impl Reader {
+    /// A `TodoWrite` call sets the task list Claude Code attaches again
+    /// after compacting.
+    fn task_list(&mut self, message: &Value) {
+        let blocks = message.get("content").and_then(Value::as_array);
+        for block in blocks.into_iter().flatten() {
+            if block.get("name").and_then(Value::as_str) == Some("TodoWrite") {
+                if let Some(input) = block.get("input") {
+                    self.reattached.todos(input);
+                }
+            }
+        }
     }
 }
 
@@ -975,6 +1022,37 @@ mod tests {
             attached("file", &file),
         ]);
         assert_eq!(later.unseen_tokens, None);
+    }
+
+    /// A version that writes no line of what it re-attached after
+    /// compacting: the files the transcript showed last stand in for it,
+    /// counted with the compaction once the next message shows no
+    /// `attachment` line came; where one came, it is counted instead.
+    #[test]
+    fn files_touched_last_count_with_a_compaction_no_attachment_line_follows() {
+        let file = "fn parse(input: &str) -> Result<Ast, Error> { todo!() }\n".repeat(40);
+        let head = [
+            r#"{"type":"user","uuid":"u1","sessionId":"s","message":{"role":"user","content":"go"}}"#.to_string(),
+            serde_json::json!({"type":"assistant","uuid":"a1","sessionId":"s","message":{"id":"msg_1","role":"assistant","model":"claude-x","content":[{"type":"tool_use","id":"t1","name":"Read","input":{"file_path":"/w/parser.rs"}}]}}).to_string(),
+            serde_json::json!({"type":"user","uuid":"r1","sessionId":"s","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":"(numbered)"}]},"toolUseResult":{"type":"text","file":{"filePath":"/w/parser.rs","content":file,"numLines":40,"startLine":1,"totalLines":40}}}).to_string(),
+            r#"{"type":"system","subtype":"compact_boundary","uuid":"b","sessionId":"s","compactMetadata":{"trigger":"manual","preTokens":900}}"#.to_string(),
+            r#"{"type":"user","uuid":"c","sessionId":"s","isCompactSummary":true,"message":{"role":"user","content":"Summary: went."}}"#.to_string(),
+        ];
+        let next = r#"{"type":"user","uuid":"u2","sessionId":"s","message":{"role":"user","content":"next"}}"#.to_string();
+        let import = |tail: &[String]| {
+            let all: Vec<&str> = head.iter().chain(tail).map(String::as_str).collect();
+            first_compaction(&lines(&all)).unseen_tokens
+        };
+        let counted = crate::tokens::Encoding::O200k.count(&file);
+        let estimated = import(std::slice::from_ref(&next)).expect("the file is estimated");
+        assert!(
+            estimated > counted && estimated < counted * 2,
+            "{estimated} for a file of {counted} tokens, numbered"
+        );
+        assert_eq!(import(&[]), None, "not before the next message shows it");
+        let written = serde_json::json!({"type": "attachment", "sessionId": "s", "attachment": {"type": "plan_file_reference", "planContent": "the plan"}}).to_string();
+        let with_line = import(&[written, next]).expect("the line is counted");
+        assert!(with_line < 10, "{with_line}: the line, not the estimate");
     }
 
     /// Back after 65 minutes away, Claude Code's next request no longer

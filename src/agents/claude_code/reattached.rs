@@ -1,0 +1,212 @@
+//! What Claude Code re-attaches after compacting when its transcript does
+//! not say: the files it read or wrote last, read again from disk into
+//! the first request after the summary. From 2.1.330's code: the five
+//! files most recently read or written (`readFileState` by time; the plan
+//! file and memory files such as `CLAUDE.md` left out), each read again
+//! with a limit of 5,000 tokens (a larger one is attached as a bare
+//! reference, "Referenced file …"), within 50,000 tokens in all, and the
+//! task list. 2.1.330 writes what it attached as `attachment` lines,
+//! which the reader counts instead; the versions before it wrote nothing,
+//! and their first prompt after a compaction held 2k–21k tokens no line
+//! shows. This estimate stands in for those lines: each file as the
+//! transcript last showed it (a read's content, whole when the read was
+//! whole, else its lines repeated to the file's `totalLines`; an edit's
+//! `originalFile` with the edit made; a write's content), in the form the
+//! Read tool gives it (numbered lines).
+//!
+//! Pure: the reader feeds it each line's `toolUseResult`, and asks for
+//! the estimate when a compaction is placed.
+
+use std::collections::VecDeque;
+
+use serde_json::Value;
+
+/// How many of the files touched last are attached again.
+const FILES: usize = 5;
+/// A file larger than this (Claude's tokens) is attached as a reference.
+const FILE_TOKENS: usize = 5_000;
+/// The largest file attached whole, in characters: about 3.3 characters a
+/// Claude token in code (o200k's ~4 characters a token, and Claude's
+/// tokenizer counting these sessions 1.2 × o200k).
+const FILE_CHARS: usize = FILE_TOKENS * 10 / 3;
+/// Claude Code's budget for all of them (its estimate: 4 characters a
+/// token).
+const BUDGET_CHARS: usize = 50_000 * 4;
+
+/// A file as the transcript last showed it.
+#[derive(Debug, Clone)]
+struct Seen {
+    path: String,
+    /// Its content, numbered as the Read tool gives it; `None` when it is
+    /// too large to be attached whole.
+    text: Option<String>,
+}
+
+/// The files touched last, newest first.
+#[derive(Debug, Clone, Default)]
+pub(super) struct Reattached {
+    recent: VecDeque<Seen>,
+    /// The task list as the last `TodoWrite` left it.
+    todos: Option<String>,
+}
+
+impl Reattached {
+    /// A user line's `toolUseResult`: a read, an edit or a write.
+    pub(super) fn result(&mut self, result: &Value) {
+        let Some((path, text)) = seen(result) else {
+            return;
+        };
+        if left_out(&path) {
+            return;
+        }
+        self.recent.retain(|s| s.path != path);
+        self.recent.push_front(Seen { path, text });
+        self.recent.truncate(FILES);
+    }
+
+    /// A `TodoWrite` call's input: the list Claude Code attaches again.
+    pub(super) fn todos(&mut self, input: &Value) {
+        self.todos = input.get("todos").map(Value::to_string);
+    }
+
+    /// What the first request after a compaction holds besides the
+    /// summary, as text to count.
+    pub(super) fn estimate(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        let mut spent = 0;
+        for seen in &self.recent {
+            match &seen.text {
+                Some(text) if spent + text.len() <= BUDGET_CHARS => {
+                    spent += text.len();
+                    out.push(format!("{}\n{text}", seen.path));
+                }
+                Some(_) => {}
+                None => out.push(format!("Referenced file {}", seen.path)),
+            }
+        }
+        out.extend(self.todos.clone());
+        out
+    }
+}
+
+/// The file a result shows and its content as it would be attached.
+fn seen(result: &Value) -> Option<(String, Option<String>)> {
+    let str_of = |v: &Value, key: &str| v.get(key).and_then(Value::as_str).map(str::to_string);
+    if let Some(file) = result
+        .get("file")
+        .filter(|_| str_of(result, "type").as_deref() == Some("text"))
+    {
+        let path = str_of(file, "filePath")?;
+        let content = file.get("content").and_then(Value::as_str)?;
+        let lines = file.get("numLines").and_then(Value::as_u64).unwrap_or(0) as usize;
+        let total = file.get("totalLines").and_then(Value::as_u64).unwrap_or(0) as usize;
+        return Some((path, whole(content, lines, total)));
+    }
+    let path = str_of(result, "filePath")?;
+    if let Some(original) = result.get("originalFile").and_then(Value::as_str) {
+        let old = result
+            .get("oldString")
+            .and_then(Value::as_str)
+            .unwrap_or("");
+        let new = result
+            .get("newString")
+            .and_then(Value::as_str)
+            .unwrap_or("");
+        let edited = if old.is_empty() {
+            original.to_string()
+        } else {
+            original.replacen(old, new, 1)
+        };
+        let lines = edited.lines().count();
+        return Some((path, whole(&edited, lines, lines)));
+    }
+    let content = result.get("content").and_then(Value::as_str)?;
+    let lines = content.lines().count();
+    Some((path, whole(content, lines, lines)))
+}
+
+/// A file of `total` lines of which `content` shows `lines`, numbered as
+/// the Read tool gives it; `None` when it is too large to be attached.
+fn whole(content: &str, lines: usize, total: usize) -> Option<String> {
+    let shown: Vec<&str> = content.lines().collect();
+    let total = total.max(shown.len());
+    let lines = lines.clamp(1, total.max(1));
+    // Characters of the whole file, the part shown scaled to it.
+    let estimated = content.len().saturating_mul(total) / lines;
+    if estimated > FILE_CHARS {
+        return None;
+    }
+    let mut text = String::with_capacity(estimated + total * 8);
+    for (n, line) in shown.iter().cycle().take(total).enumerate() {
+        text.push_str(&format!("{:>6}\t{line}\n", n + 1));
+    }
+    Some(text)
+}
+
+/// The plan file and memory files, which Claude Code attaches otherwise
+/// (or not at all).
+fn left_out(path: &str) -> bool {
+    let name = path.rsplit(['/', '\\']).next().unwrap_or(path);
+    matches!(name, "CLAUDE.md" | "CLAUDE.local.md") || path.contains("/.claude/plans/")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn read(path: &str, content: &str, lines: u64, total: u64) -> Value {
+        json!({"type": "text", "file": {"filePath": path, "content": content, "numLines": lines, "startLine": 1, "totalLines": total}})
+    }
+
+    /// The five files touched last, newest first, each as the Read tool
+    /// would give it whole; a file read twice counts once, where it was
+    /// read last; memory and plan files are left out.
+    #[test]
+    fn the_five_files_touched_last_are_attached_again() {
+        let mut files = Reattached::default();
+        for name in ["a", "b", "c", "d", "e", "f", "b"] {
+            files.result(&read(&format!("/w/{name}.rs"), "fn x() {}\n", 1, 1));
+        }
+        files.result(&read("/w/CLAUDE.md", "rules\n", 1, 1));
+        files.result(&read("/home/u/.claude/plans/p.md", "plan\n", 1, 1));
+        let estimate = files.estimate();
+        let paths: Vec<&str> = estimate.iter().map(|t| t.lines().next().unwrap()).collect();
+        assert_eq!(
+            paths,
+            ["/w/b.rs", "/w/f.rs", "/w/e.rs", "/w/d.rs", "/w/c.rs"]
+        );
+        assert_eq!(estimate[0], "/w/b.rs\n     1\tfn x() {}\n");
+    }
+
+    /// A file read in part is attached whole: its shown lines stand for
+    /// the rest; one too large for the Read tool's 5,000 tokens is a bare
+    /// reference.
+    #[test]
+    fn a_partly_read_file_counts_whole_and_a_large_one_as_a_reference() {
+        let mut files = Reattached::default();
+        let part = "    let x = compute(y);\n".repeat(20);
+        files.result(&read("/w/small.rs", &part, 20, 100));
+        files.result(&read("/w/large.rs", &part, 20, 2_000));
+        let estimate = files.estimate();
+        assert_eq!(estimate[0], "Referenced file /w/large.rs");
+        let small = &estimate[1];
+        assert_eq!(small.lines().count(), 101, "the path and 100 lines");
+        assert!(small.len() > part.len() * 5, "{}", small.len());
+    }
+
+    /// An edit's file is its original with the edit made; a write's is
+    /// what it wrote; the task list comes last.
+    #[test]
+    fn edits_writes_and_the_task_list() {
+        let mut files = Reattached::default();
+        files.result(&json!({"filePath": "/w/e.rs", "oldString": "old", "newString": "new", "originalFile": "a old b\n"}));
+        files.result(&json!({"type": "create", "filePath": "/w/n.rs", "content": "made\n"}));
+        files.todos(&json!({"todos": [{"content": "ship it", "status": "pending"}]}));
+        let estimate = files.estimate();
+        assert_eq!(estimate[0], "/w/n.rs\n     1\tmade\n");
+        assert_eq!(estimate[1], "/w/e.rs\n     1\ta new b\n");
+        assert!(estimate[2].contains("ship it"));
+        assert!(Reattached::default().estimate().is_empty());
+    }
+}
