@@ -1,4 +1,5 @@
-//! The followed agent transcripts: their mirrors (`engine::follow`),
+//! The followed agent transcripts (each one's mirror, `engine::follow`,
+//! is held with its open session by `Sessions`),
 //! `follow: "auto"` (which session to follow is the engine's choice,
 //! `engine::follow::auto_pick`), and when to look at the transcripts
 //! again: when the file watcher reports a change in their folders, and
@@ -27,7 +28,7 @@ use crate::protocol::{
     methods, AgentSessionInfo, CompactResult, DidCompactNotification, DidFollowNotification,
     FollowMode, FollowResult, ListAgentSessionsResult, MeterInfo,
 };
-use crate::session::Session;
+
 use crate::store::SessionStore;
 
 /// How often followed transcripts are looked at without a watcher report.
@@ -45,7 +46,9 @@ pub(crate) struct FollowContext<'a> {
 pub(crate) struct Following {
     homes: Homes,
     cwds: discover::Cwds,
-    mirrors: HashMap<String, Followed>,
+    /// The sessions followed live; each one's mirror is its open
+    /// session's, which `Sessions` holds with it: one owner for both.
+    followed: HashMap<String, Followed>,
     /// Transcripts being read to be followed, off the state owner, and who
     /// waits for them.
     loading: HashMap<String, Loading>,
@@ -57,7 +60,6 @@ pub(crate) struct Following {
 }
 
 struct Followed {
-    mirror: Mirror,
     /// A client asked for it (`conversation/follow`): auto-follow leaves it
     /// open when it moves on.
     explicit: bool,
@@ -93,7 +95,7 @@ impl Following {
         Following {
             homes: Homes::from_env(),
             cwds: discover::Cwds::default(),
-            mirrors: HashMap::new(),
+            followed: HashMap::new(),
             loading: HashMap::new(),
             auto: None,
             polling: false,
@@ -172,7 +174,7 @@ impl Following {
             // The connection that asked watches it (on the shared sidecar).
             effects.subscribe(&id);
         }
-        if let Some(followed) = self.mirrors.get_mut(&id) {
+        if let Some(followed) = self.followed.get_mut(&id) {
             followed.explicit |= explicit;
             // The answer is as of now, not as of the last poll.
             match self.poll_one(sessions, context, &id) {
@@ -228,16 +230,14 @@ impl Following {
                 mirror.agent,
                 mirror.skipped_reasons()
             );
-            // A followed session is never evicted: nothing is busy for it.
-            sessions.insert(open, &|_| false);
+            sessions.insert_followed(open, mirror);
             let explicit = loading.explicit;
             let last_meter = None;
             let followed = Followed {
-                mirror,
                 explicit,
                 last_meter,
             };
-            self.mirrors.insert(id.clone(), followed);
+            self.followed.insert(id.clone(), followed);
             self.changed = true;
             self.start_polling();
             self.send_meter(sessions, context.config, &id, effects);
@@ -275,11 +275,12 @@ impl Following {
     /// The answer to a follow: the meter is the one last sent (sending it
     /// worked it out).
     fn result(&self, sessions: &Sessions, config: &Config, id: &str) -> RpcResult<FollowResult> {
-        let followed = self.mirrors.get(id).ok_or_else(|| no_session(id))?;
-        let mirror = &followed.mirror;
+        let followed = self.followed.get(id).ok_or_else(|| no_session(id))?;
+        let (open, mirror) = sessions.get_followed(id)?;
+        let mirror = mirror.ok_or_else(|| no_session(id))?;
         let meter = match &followed.last_meter {
             Some(meter) => meter.clone(),
-            None => meter_of(config, &sessions.get(id)?.session, mirror),
+            None => meter(config, open, Some(mirror)),
         };
         Ok(FollowResult {
             session_id: id.to_string(),
@@ -295,7 +296,7 @@ impl Following {
     /// Stops following and closes the session; `false` when `id` was not
     /// followed. A compaction of it running must be stopped by the caller.
     pub fn unfollow(&mut self, sessions: &mut Sessions, id: &str) -> bool {
-        if self.mirrors.remove(id).is_none() {
+        if self.followed.remove(id).is_none() {
             return false;
         }
         sessions.close(id);
@@ -309,21 +310,7 @@ impl Following {
     }
 
     pub fn is_followed(&self, id: &str) -> bool {
-        self.mirrors.contains_key(id)
-    }
-
-    /// Readies a followed session for a client's compaction: its own log
-    /// is taken (its lock) when another process held it, since the
-    /// compaction is recorded there. Other sessions need nothing.
-    pub fn ready_to_compact(
-        &mut self,
-        store: &SessionStore,
-        open: &mut OpenSession,
-    ) -> RpcResult<()> {
-        let Some(followed) = self.mirrors.get_mut(&open.session.id) else {
-            return Ok(());
-        };
-        Ok(follow::take_log(store, open, &mut followed.mirror)?)
+        self.followed.contains_key(id)
     }
 
     /// The agents' recent sessions of a workspace.
@@ -347,43 +334,6 @@ impl Following {
         }
     }
 
-    /// compactd's own compactions of a followed session.
-    pub fn own_compactions(&self, id: &str) -> &[CompactionRecord] {
-        self.mirrors
-            .get(id)
-            .map_or(&[], |f| f.mirror.own.as_slice())
-    }
-
-    /// Settles a finished compaction of a session: into the session and
-    /// its log, or for a followed session into compactd's own log of it
-    /// (the mirror stays the agent's), then also why that changed nothing
-    /// the agent sees (`None`: not followed).
-    pub fn settle(
-        &mut self,
-        sessions: &mut Sessions,
-        id: &str,
-        written: Written,
-    ) -> RpcResult<(Settled, Option<String>)> {
-        let open = sessions.find_mut(id).ok_or_else(|| no_session(id))?;
-        Ok(match self.mirrors.get_mut(id) {
-            Some(followed) => {
-                let mut own = follow::OwnLog::new(open, &mut followed.mirror);
-                let settled = engine::compaction::settle(written, &mut own)?;
-                (settled, Some(follow::recorded_reason(&followed.mirror)))
-            }
-            None => (engine::compaction::settle(written, open)?, None),
-        })
-    }
-
-    /// A session's meter: a followed one's is the agent's (its usage, its
-    /// window, where it compacts), any other the engine's.
-    pub fn meter(&self, config: &Config, session: &Session) -> MeterInfo {
-        match self.mirrors.get(&session.id) {
-            Some(followed) => meter_of(config, session, &followed.mirror),
-            None => engine::meter::meter(config, session).into(),
-        }
-    }
-
     /// Works out a followed session's meter once, and sends it unless it
     /// is the one sent last.
     fn send_meter(
@@ -393,10 +343,12 @@ impl Following {
         id: &str,
         effects: &mut Effects,
     ) {
-        let (Some(open), Some(followed)) = (sessions.find(id), self.mirrors.get_mut(id)) else {
+        let (Some((open, mirror)), Some(followed)) =
+            (sessions.find_followed(id), self.followed.get_mut(id))
+        else {
             return;
         };
-        let meter = meter_of(config, &open.session, &followed.mirror);
+        let meter = meter(config, open, mirror);
         if followed.last_meter.as_ref() != Some(&meter) {
             followed.last_meter = Some(meter.clone());
             effects.meter(id, meter);
@@ -412,7 +364,7 @@ impl Following {
         context: &FollowContext,
         effects: &mut Effects,
     ) {
-        let mut ids: Vec<String> = self.mirrors.keys().cloned().collect();
+        let mut ids: Vec<String> = self.followed.keys().cloned().collect();
         ids.sort();
         for id in ids {
             match self.poll_one(sessions, context, &id) {
@@ -434,10 +386,10 @@ impl Following {
             homes: &self.homes,
             session_env: context.session_env,
         };
-        let (Some(followed), Some(open)) = (self.mirrors.get_mut(id), sessions.find_mut(id)) else {
-            return Err(no_session(id));
-        };
-        Ok(followed.mirror.poll(open, &env)?)
+        match sessions.find_mut_followed(id) {
+            Some((open, Some(mirror))) => Ok(mirror.poll(open, &env)?),
+            _ => Err(no_session(id)),
+        }
     }
 
     fn report_polled(
@@ -490,7 +442,7 @@ impl Following {
             (FollowMode::Off, true) => {
                 let current = self.auto.take().and_then(|a| a.current);
                 self.changed = true;
-                match current.filter(|id| !self.mirrors[id].explicit) {
+                match current.filter(|id| !self.followed[id].explicit) {
                     Some(id) if self.unfollow(sessions, &id) => vec![id],
                     _ => Vec::new(),
                 }
@@ -536,7 +488,7 @@ impl Following {
     ) -> Vec<String> {
         let id = follow.session_id.clone();
         let Some(auto) = self.auto.as_mut() else {
-            let asked_for = self.mirrors.get(&id).is_none_or(|f| f.explicit);
+            let asked_for = self.followed.get(&id).is_none_or(|f| f.explicit);
             return match !asked_for && self.unfollow(sessions, &id) {
                 true => vec![id],
                 false => Vec::new(),
@@ -545,7 +497,7 @@ impl Following {
         let previous = auto.current.replace(id.clone()).filter(|p| *p != id);
         let mut left = Vec::new();
         if let Some(previous) = &previous {
-            let asked_for = self.mirrors.get(previous).is_none_or(|f| f.explicit);
+            let asked_for = self.followed.get(previous).is_none_or(|f| f.explicit);
             if !asked_for && self.unfollow(sessions, previous) {
                 left.push(previous.clone());
             }
@@ -592,8 +544,8 @@ impl Following {
 
     /// Whether the watcher's changes concern followed transcripts or the
     /// folders where new sessions appear.
-    pub fn concerns(&self, changes: &[DiskChange]) -> bool {
-        let dirs: HashSet<PathBuf> = self.watch_dirs().into_iter().collect();
+    pub fn concerns(&self, sessions: &Sessions, changes: &[DiskChange]) -> bool {
+        let dirs: HashSet<PathBuf> = self.watch_dirs(sessions).into_iter().collect();
         let concerns = |path: &Path| path.parent().is_some_and(|p| dirs.contains(p));
         !dirs.is_empty()
             && changes.iter().any(|change| match change {
@@ -605,11 +557,12 @@ impl Following {
 
     /// The folders to watch for following: each followed transcript's, and
     /// where the workspace's new sessions appear under auto-follow.
-    pub fn watch_dirs(&self) -> Vec<PathBuf> {
+    pub fn watch_dirs(&self, sessions: &Sessions) -> Vec<PathBuf> {
         let followed = self
-            .mirrors
-            .values()
-            .filter_map(|f| f.mirror.path.parent().map(Path::to_path_buf));
+            .followed
+            .keys()
+            .filter_map(|id| sessions.find_followed(id)?.1)
+            .filter_map(|mirror| mirror.path.parent().map(Path::to_path_buf));
         let auto = self
             .auto
             .iter()
@@ -626,11 +579,53 @@ impl Following {
     }
 }
 
-/// A followed session's meter (`engine::follow::meter`), with where the
-/// agent compacts by itself.
-fn meter_of(config: &Config, session: &Session, mirror: &Mirror) -> MeterInfo {
-    MeterInfo {
-        agent_auto_compact: Some(mirror.auto_compact.clone()),
-        ..follow::meter(config, session, mirror).into()
+/// A session's meter: a followed one's (`mirror`, held with it by
+/// `Sessions`) is the agent's (its usage, its window, where it compacts by
+/// itself), any other the engine's.
+pub(crate) fn meter(config: &Config, open: &OpenSession, mirror: Option<&Mirror>) -> MeterInfo {
+    match mirror {
+        Some(mirror) => MeterInfo {
+            agent_auto_compact: Some(mirror.auto_compact.clone()),
+            ..follow::meter(config, &open.session, mirror).into()
+        },
+        None => engine::meter::meter(config, &open.session).into(),
     }
+}
+
+/// Readies a session for a client's compaction: a followed one's own log
+/// is taken (its lock) when another process held it, since the compaction
+/// is recorded there. Other sessions need nothing.
+pub(crate) fn ready_to_compact(
+    store: &SessionStore,
+    open: &mut OpenSession,
+    mirror: Option<&mut Mirror>,
+) -> RpcResult<()> {
+    match mirror {
+        Some(mirror) => Ok(follow::take_log(store, open, mirror)?),
+        None => Ok(()),
+    }
+}
+
+/// compactd's own compactions of a followed session.
+pub(crate) fn own_compactions(mirror: Option<&Mirror>) -> &[CompactionRecord] {
+    mirror.map_or(&[], |m| m.own.as_slice())
+}
+
+/// Settles a finished compaction of a session: into the session and its
+/// log, or for a followed session into compactd's own log of it (the
+/// mirror stays the agent's), then also why that changed nothing the
+/// agent sees (`None`: not followed).
+pub(crate) fn settle(
+    open: &mut OpenSession,
+    mirror: Option<&mut Mirror>,
+    written: Written,
+) -> RpcResult<(Settled, Option<String>)> {
+    Ok(match mirror {
+        Some(mirror) => {
+            let mut own = follow::OwnLog::new(open, mirror);
+            let settled = engine::compaction::settle(written, &mut own)?;
+            (settled, Some(follow::recorded_reason(mirror)))
+        }
+        None => (engine::compaction::settle(written, open)?, None),
+    })
 }

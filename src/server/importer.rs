@@ -117,7 +117,7 @@ fn read(params: &ImportParams, max_bytes: u64) -> RpcResult<Imported> {
 pub(crate) fn finish(state: &mut State, done: ImportDone, effects: &mut Effects) {
     state.sessions.release(&done.session_id);
     let result = done.outcome.map(|(open, summary)| {
-        let meter = state.meter(&open.session);
+        let meter = state.meter(&open, None);
         effects.meter(&done.session_id, meter.clone());
         state.insert_session(open, effects);
         ImportResult {

@@ -2,7 +2,9 @@
 //! under way, and which stay open (`residency`). Every request that names
 //! a session finds it here; an id being imported is refused until the
 //! import is answered, and a session evicted to free descriptors comes
-//! back from its log when a message names it.
+//! back from its log when a message names it. A session that follows an
+//! agent's transcript live is held with its mirror (`engine::follow::Mirror`):
+//! one owner for both, so whatever needs the two finds them in one lookup.
 
 use std::collections::HashMap;
 
@@ -10,17 +12,43 @@ use lsp_server::RequestId;
 
 use super::residency::{Reopen, Residency};
 use super::rpc::{no_session, RpcError, RpcResult};
+use crate::engine::follow::Mirror;
 use crate::engine::{self, Access, OpenSession, SessionEnv};
 use crate::store::{SessionSettings, SessionStore};
 
+/// A session a client may compact, with the store and the mirror it is
+/// followed through (`Sessions::compactable`).
+pub(crate) type Compactable<'a> = (
+    &'a SessionStore,
+    &'a mut OpenSession,
+    Option<&'a mut Mirror>,
+);
+
 pub(crate) struct Sessions {
     pub store: SessionStore,
-    open: HashMap<String, OpenSession>,
+    open: HashMap<String, Resident>,
     /// Ids of sessions being imported, with the import's request.
     importing: HashMap<String, RequestId>,
     residency: Residency,
     /// Sessions opened or closed since the watcher last looked.
     changed: bool,
+}
+
+/// An open session, and the mirror it is followed through when this
+/// process follows its transcript live.
+struct Resident {
+    open: OpenSession,
+    mirror: Option<Box<Mirror>>,
+}
+
+impl Resident {
+    fn parts(&self) -> (&OpenSession, Option<&Mirror>) {
+        (&self.open, self.mirror.as_deref())
+    }
+
+    fn parts_mut(&mut self) -> (&mut OpenSession, Option<&mut Mirror>) {
+        (&mut self.open, self.mirror.as_deref_mut())
+    }
 }
 
 impl Sessions {
@@ -37,33 +65,66 @@ impl Sessions {
     /// An open session a request may use: refused while it is being
     /// imported, or when it is not open.
     pub fn get(&self, id: &str) -> RpcResult<&OpenSession> {
-        self.unreserved(id)?;
-        self.open.get(id).ok_or_else(|| no_session(id))
+        Ok(self.get_followed(id)?.0)
     }
 
     pub fn get_mut(&mut self, id: &str) -> RpcResult<&mut OpenSession> {
+        Ok(self.get_mut_followed(id)?.0)
+    }
+
+    /// `get`, with the mirror it is followed through (if it is).
+    pub fn get_followed(&self, id: &str) -> RpcResult<(&OpenSession, Option<&Mirror>)> {
         self.unreserved(id)?;
-        self.open.get_mut(id).ok_or_else(|| no_session(id))
+        self.open
+            .get(id)
+            .map(Resident::parts)
+            .ok_or_else(|| no_session(id))
+    }
+
+    /// `get_mut`, with the mirror it is followed through (if it is).
+    pub fn get_mut_followed(
+        &mut self,
+        id: &str,
+    ) -> RpcResult<(&mut OpenSession, Option<&mut Mirror>)> {
+        self.unreserved(id)?;
+        self.open
+            .get_mut(id)
+            .map(Resident::parts_mut)
+            .ok_or_else(|| no_session(id))
     }
 
     /// A session a client may compact, with the store (a followed one's
     /// own log may have to be taken): refused when it is open read-only,
     /// before a progress token or a plan exists for it. A followed one is
     /// compacted into compactd's own log of it.
-    pub fn compactable(&mut self, id: &str) -> RpcResult<(&SessionStore, &mut OpenSession)> {
+    pub fn compactable(&mut self, id: &str) -> RpcResult<Compactable<'_>> {
         self.unreserved(id)?;
-        let open = self.open.get_mut(id).ok_or_else(|| no_session(id))?;
-        open.check_compactable()?;
-        Ok((&self.store, open))
+        let resident = self.open.get_mut(id).ok_or_else(|| no_session(id))?;
+        resident.open.check_compactable()?;
+        let (open, mirror) = resident.parts_mut();
+        Ok((&self.store, open, mirror))
     }
 
     /// An open session, whatever is under way (for the state's owners).
     pub fn find(&self, id: &str) -> Option<&OpenSession> {
-        self.open.get(id)
+        self.open.get(id).map(|r| &r.open)
     }
 
     pub fn find_mut(&mut self, id: &str) -> Option<&mut OpenSession> {
-        self.open.get_mut(id)
+        self.open.get_mut(id).map(|r| &mut r.open)
+    }
+
+    /// `find`, with the mirror it is followed through (if it is).
+    pub fn find_followed(&self, id: &str) -> Option<(&OpenSession, Option<&Mirror>)> {
+        self.open.get(id).map(Resident::parts)
+    }
+
+    /// `find_mut`, with the mirror it is followed through (if it is).
+    pub fn find_mut_followed(
+        &mut self,
+        id: &str,
+    ) -> Option<(&mut OpenSession, Option<&mut Mirror>)> {
+        self.open.get_mut(id).map(Resident::parts_mut)
     }
 
     pub fn contains(&self, id: &str) -> bool {
@@ -78,11 +139,11 @@ impl Sessions {
     }
 
     pub fn all(&self) -> impl Iterator<Item = &OpenSession> {
-        self.open.values()
+        self.open.values().map(|r| &r.open)
     }
 
     pub fn all_mut(&mut self) -> impl Iterator<Item = &mut OpenSession> {
-        self.open.values_mut()
+        self.open.values_mut().map(|r| &mut r.open)
     }
 
     /// Refuses an id whose session is being imported: it exists once the
@@ -110,8 +171,23 @@ impl Sessions {
     /// never one that is `busy` (compacting), being imported, or following
     /// an agent (whose mirror costs a re-read).
     pub fn insert(&mut self, open: OpenSession, busy: &dyn Fn(&str) -> bool) {
+        self.hold(open, None, busy);
+    }
+
+    /// Keeps a session open that follows an agent's transcript live, with
+    /// the mirror it is followed through. It is never evicted.
+    pub fn insert_followed(&mut self, open: OpenSession, mirror: Mirror) {
+        self.hold(open, Some(Box::new(mirror)), &|_| false);
+    }
+
+    fn hold(
+        &mut self,
+        open: OpenSession,
+        mirror: Option<Box<Mirror>>,
+        busy: &dyn Fn(&str) -> bool,
+    ) {
         let id = open.session.id.clone();
-        self.open.insert(id.clone(), open);
+        self.open.insert(id.clone(), Resident { open, mirror });
         self.changed = true;
         self.make_room(&id, busy);
     }
@@ -171,14 +247,14 @@ impl Sessions {
             let victim = self
                 .open
                 .iter()
-                .filter(|(id, open)| {
+                .filter(|(id, resident)| {
                     id.as_str() != keep
-                        && open.access() != Access::Follows
+                        && resident.open.access() != Access::Follows
                         && !busy(id)
                         && !self.importing.contains_key(id.as_str())
                 })
                 .min_by_key(|(id, _)| self.residency.last_used(id))
-                .map(|(id, open)| (id.clone(), open.access()));
+                .map(|(id, resident)| (id.clone(), resident.open.access()));
             let Some((id, access)) = victim else {
                 break;
             };

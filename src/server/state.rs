@@ -11,21 +11,21 @@ use std::path::PathBuf;
 use super::compactions::{self, Compactions};
 use super::effects::Effects;
 use super::file_tracking::FileTracking;
-use super::following::{Asker, FollowContext, Following};
+use super::following::{self, Asker, FollowContext, Following};
 use super::jobs::{CompactionDone, FollowLoaded, JobSender};
 use super::options::{ConfigDirs, ServeOptions};
 use super::recall::Recall;
 use super::residency;
-use super::rpc::{RpcError, RpcResult};
+use super::rpc::{no_session, RpcError, RpcResult};
 use super::sessions::Sessions;
 use crate::agents::{discover, Agent};
 use crate::compaction::CompactionRecord;
 use crate::config::Config;
 use crate::engine::compaction::{Outcome, Written};
+use crate::engine::follow::Mirror;
 use crate::engine::{self, Access, OpenSession, SessionEnv};
 use crate::files::watch::DiskChange;
 use crate::protocol::{methods, CompactResult, DidCompactNotification, MeterInfo};
-use crate::session::Session;
 use crate::store::SessionStore;
 
 pub(crate) struct State {
@@ -75,13 +75,14 @@ impl State {
     }
 
     /// A session's meter, as the clients are shown it.
-    pub fn meter(&self, session: &Session) -> MeterInfo {
-        self.following.meter(&self.config, session)
+    pub fn meter(&self, open: &OpenSession, mirror: Option<&Mirror>) -> MeterInfo {
+        following::meter(&self.config, open, mirror)
     }
 
     /// Works out a session's meter once, says to send it, and returns it.
     pub fn send_meter(&self, session_id: &str, effects: &mut Effects) -> RpcResult<MeterInfo> {
-        let meter = self.meter(&self.sessions.get(session_id)?.session);
+        let (open, mirror) = self.sessions.get_followed(session_id)?;
+        let meter = self.meter(open, mirror);
         effects.meter(session_id, meter.clone());
         Ok(meter)
     }
@@ -197,7 +198,7 @@ impl State {
     /// The watcher's report: the followed transcripts it concerns, then
     /// the ledgers.
     pub fn files_changed(&mut self, changes: Vec<DiskChange>, effects: &mut Effects) {
-        if self.following.concerns(&changes) {
+        if self.following.concerns(&self.sessions, &changes) {
             self.follow_poll(effects);
         }
         self.files
@@ -226,7 +227,7 @@ impl State {
         let sessions = self.sessions.take_changed();
         let following = self.following.take_changed();
         if sessions || following {
-            let first = self.following.watch_dirs();
+            let first = self.following.watch_dirs(&self.sessions);
             self.files.sync_watches(&self.sessions, first);
         }
     }
@@ -260,13 +261,13 @@ impl State {
         }
         // Found once, for the new meter and an automatic job's breaker.
         let open = if compacted.is_some() || auto {
-            self.sessions.find_mut(&session_id)
+            self.sessions.find_mut_followed(&session_id)
         } else {
             None
         };
-        if let Some(open) = open {
+        if let Some((open, mirror)) = open {
             if compacted.is_some() {
-                let meter = self.following.meter(&self.config, &open.session);
+                let meter = following::meter(&self.config, open, mirror.as_deref());
                 effects.meter(&session_id, meter);
             }
             if auto {
@@ -292,9 +293,11 @@ impl State {
         let written = outcome.map_err(|why| {
             RpcError::internal(format!("compaction failed, history unchanged: {why}"))
         })?;
-        let (settled, recorded) = self
-            .following
-            .settle(&mut self.sessions, session_id, written)?;
+        let (open, mirror) = self
+            .sessions
+            .find_mut_followed(session_id)
+            .ok_or_else(|| no_session(session_id))?;
+        let (settled, recorded) = following::settle(open, mirror, written)?;
         match settled.outcome {
             Outcome::Applied(record) => Ok(match recorded {
                 // Only the agent changes what its model sees.
@@ -327,7 +330,7 @@ impl State {
         let tokens = engine::compaction::handoff_tokens(source, &opened.session);
         let result = CompactResult::handed_off(record, tokens, &new_id);
         effects.carry_subscribers(source_id, &new_id);
-        effects.meter(&new_id, self.meter(&opened.session));
+        effects.meter(&new_id, self.meter(&opened, None));
         self.insert_session(opened, effects);
         Ok(result)
     }

@@ -1,6 +1,7 @@
 use crate::engine;
 use crate::protocol::{AppendParams, AppendResult};
 use crate::server::context::Context;
+use crate::server::following;
 use crate::server::rpc::RpcResult;
 
 /// Appends messages (persisted, then applied), sends the meter (worked out
@@ -15,12 +16,12 @@ pub fn handle(context: &mut Context, params: AppendParams) -> RpcResult<AppendRe
     } = context;
     // Found once: the append, the meter and the auto-compaction decision
     // all take this session.
-    let open = state.sessions.get_mut(&params.session_id)?;
+    let (open, mirror) = state.sessions.get_mut_followed(&params.session_id)?;
     let appended = engine::append::append(open, params.messages, &state.files.tools)?;
     for warning in &appended.warnings {
         tracing::info!("session {}: {warning}", params.session_id);
     }
-    let meter = state.following.meter(&state.config, &open.session);
+    let meter = following::meter(&state.config, open, mirror.as_deref());
     effects.meter(&params.session_id, meter.clone());
     let fired = state.compactions.maybe_auto_compact(
         open,

@@ -13,7 +13,7 @@ pub fn handle(context: &mut Context, params: BranchParams) -> RpcResult<BranchRe
         &params.before_message_id,
         &state.session_env(),
     )?;
-    let meter = state.meter(&open.session);
+    let meter = state.meter(&open, None);
     let result = BranchResult {
         session_id: open.session.id.clone(),
         message_count: open.session.message_count(),

@@ -1,6 +1,7 @@
 use crate::engine;
 use crate::protocol::{CheckResult, SessionParams};
 use crate::server::context::Context;
+use crate::server::following;
 use crate::server::rpc::RpcResult;
 
 /// Decides whether the session should compact, and starts an automatic
@@ -13,7 +14,7 @@ pub fn handle(context: &mut Context, params: SessionParams) -> RpcResult<CheckRe
         ..
     } = context;
     // Found once, for the decision and the answer.
-    let open = state.sessions.get_mut(&params.session_id)?;
+    let (open, mirror) = state.sessions.get_mut_followed(&params.session_id)?;
     let triggers = state.compactions.maybe_auto_compact(
         open,
         &state.config,
@@ -24,7 +25,7 @@ pub fn handle(context: &mut Context, params: SessionParams) -> RpcResult<CheckRe
     Ok(CheckResult {
         should_compact: !triggers.is_empty(),
         triggers,
-        meter: state.following.meter(&state.config, session),
+        meter: following::meter(&state.config, open, mirror.as_deref()),
         auto_compact: engine::auto::allowed(&state.config, session, open.access()),
         compacting: state.compactions.is_running(&params.session_id),
         stopped_reason: session.breaker.stopped.clone(),

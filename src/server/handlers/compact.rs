@@ -6,6 +6,7 @@ use crate::protocol::methods::Compact;
 use crate::protocol::{CompactParams, CompactResult, Trigger};
 use crate::server::compactions::{CompactionRequest, Waiter};
 use crate::server::context::Context;
+use crate::server::following;
 use crate::server::jobs::Pending;
 use crate::server::rpc::Reply;
 
@@ -26,7 +27,9 @@ pub fn start(
     let ready = state
         .sessions
         .compactable(&params.session_id)
-        .and_then(|(store, open)| Ok((state.following.ready_to_compact(store, open)?, open)));
+        .and_then(|(store, open, mirror)| {
+            Ok((following::ready_to_compact(store, open, mirror)?, open))
+        });
     let open = match ready {
         Ok(((), open)) => open,
         Err(e) => return Reply::Now(Err(e)),

@@ -1,12 +1,13 @@
 use crate::protocol::{CompactionInfo, CompactionsResult, SessionParams};
 use crate::server::context::Context;
+use crate::server::following;
 use crate::server::rpc::RpcResult;
 
 pub fn handle(context: &mut Context, params: SessionParams) -> RpcResult<CompactionsResult> {
     let state = &*context.state;
-    let open = state.sessions.get(&params.session_id)?;
+    let (open, mirror) = state.sessions.get_followed(&params.session_id)?;
     // A followed session's: the agent's, then compactd's own of it.
-    let own = state.following.own_compactions(&params.session_id);
+    let own = following::own_compactions(mirror);
     let compactions = open
         .session
         .compactions()

@@ -11,12 +11,12 @@ pub fn handle(
     params: SessionParams,
 ) -> RpcResult<ResultFrame<HistoryResult>> {
     let state = &*context.state;
-    let open = state.sessions.get(&params.session_id)?;
+    let (open, mirror) = state.sessions.get_followed(&params.session_id)?;
     let messages = open.session.history();
     Ok(ResultFrame::written_as(&HistoryAnswer {
         session_id: &params.session_id,
         messages: Restoring::history(open, &messages),
-        meter: state.meter(&open.session),
+        meter: state.meter(open, mirror),
     }))
 }
 

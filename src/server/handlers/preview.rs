@@ -11,8 +11,9 @@ pub fn handle(context: &mut Context, params: PreviewParams) -> RpcResult<Preview
     let keep = params
         .keep_recent_tokens
         .unwrap_or(state.config.keep_recent_tokens);
-    let session = &state.sessions.get(&params.session_id)?.session;
-    let overhead_tokens = state.meter(session).overhead_tokens;
+    let (open, mirror) = state.sessions.get_followed(&params.session_id)?;
+    let session = &open.session;
+    let overhead_tokens = state.meter(open, mirror).overhead_tokens;
     let config = state.config.with_kept_messages(params.keep_recent_messages);
     let preview = match engine::compaction::preview(&config, session, strategy, keep) {
         Ok(preview) => preview,

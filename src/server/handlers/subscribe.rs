@@ -13,8 +13,8 @@ pub fn handle(context: &mut Context, params: SessionParams) -> RpcResult<Subscri
     let state = &*context.state;
     let meter = state
         .sessions
-        .find(&id)
-        .map(|open| state.meter(&open.session));
+        .find_followed(&id)
+        .map(|(open, mirror)| state.meter(open, mirror));
     Ok(SubscribeResult {
         open: meter.is_some(),
         session_id: id,
