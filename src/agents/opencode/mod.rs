@@ -6,6 +6,8 @@
 //! opencode is no `AgentKind`: nothing here follows or imports it. This
 //! module knows where the plugin goes (`compactd setup opencode`).
 
+pub(crate) mod store;
+
 use std::path::Path;
 
 use super::setup::OwnedFile;
@@ -16,7 +18,7 @@ pub const NAME: &str = "opencode";
 /// Where its configuration lives (`$XDG_CONFIG_HOME/opencode`).
 const CONFIG_HOME: &str = "XDG_CONFIG_HOME";
 /// The variables that move its folders (`Homes::from_env` reads them).
-pub(super) const ENV_VARS: &[&str] = &[CONFIG_HOME];
+pub(super) const ENV_VARS: &[&str] = &[CONFIG_HOME, store::DATA_HOME, store::DB_VAR];
 
 /// The plugin, as `compactd setup opencode` writes it.
 const PLUGIN: &str = include_str!("../../../integrations/opencode/compactd.ts");
