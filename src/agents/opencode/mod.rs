@@ -6,6 +6,7 @@
 //! opencode is no `AgentKind`: nothing here follows or imports it. This
 //! module knows where the plugin goes (`compactd setup opencode`).
 
+pub(crate) mod session;
 pub(crate) mod store;
 
 use std::path::Path;
