@@ -6,6 +6,7 @@
 //! opencode is no `AgentKind`: nothing here follows or imports it. This
 //! module knows where the plugin goes (`compactd setup opencode`).
 
+mod auto_compact;
 pub(crate) mod session;
 pub(crate) mod store;
 
