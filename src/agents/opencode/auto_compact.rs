@@ -11,9 +11,6 @@
 //! - compared with the response's `tokens.total` (input, output and cache
 //!   together): measured, 7,620 ≥ 8,000 − 1,000 compacted, 2,020 did not.
 
-// Read by opencode's `AgentKind` (the next step); only its tests use it yet.
-#![cfg_attr(not(test), allow(dead_code))]
-
 use std::path::Path;
 
 use serde_json::Value;
@@ -21,6 +18,8 @@ use serde_json::Value;
 use super::super::limits::{off, AutoCompactPoint, Basis};
 use super::super::{read_json, Homes};
 
+/// Where its configuration lives (`$XDG_CONFIG_HOME/opencode`).
+pub(super) const CONFIG_HOME: &str = "XDG_CONFIG_HOME";
 /// What opencode reserves at most below an input limit.
 const RESERVED_MAX: u64 = 20_000;
 /// Its cap on a request's output tokens (`OUTPUT_TOKEN_MAX`).
@@ -48,7 +47,7 @@ pub struct Settings {
 pub fn settings(homes: &Homes, workspace: &Path, model: &str) -> Settings {
     let (provider, model) = model.split_once('/').unwrap_or(("", model));
     let user = homes
-        .var(super::CONFIG_HOME)
+        .var(CONFIG_HOME)
         .filter(|p| p.is_absolute())
         .map(Path::to_path_buf)
         .unwrap_or_else(|| homes.home().join(".config"))
@@ -193,7 +192,7 @@ mod tests {
         std::fs::write(ws.join("opencode.json"), project.to_string()).unwrap();
         let user = serde_json::json!({"compaction": {"reserved": 500, "auto": false}});
         std::fs::write(config.join("opencode/opencode.json"), user.to_string()).unwrap();
-        let homes = Homes::under(dir.path()).with_var(super::super::CONFIG_HOME, &config);
+        let homes = Homes::under(dir.path()).with_var(CONFIG_HOME, &config);
         let settings = settings(&homes, &ws, "local/scripted");
         assert_eq!(settings.context, Some(8000));
         assert_eq!(settings.output, Some(1000));

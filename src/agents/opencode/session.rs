@@ -20,9 +20,6 @@
 //! usage), so the same message may come again: it is amended, and only the
 //! results not given yet are added.
 
-// Read by opencode's `AgentKind` (the next step); only its tests use it yet.
-#![cfg_attr(not(test), allow(dead_code))]
-
 use std::collections::{HashMap, HashSet};
 
 use serde_json::Value;

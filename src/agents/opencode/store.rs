@@ -18,9 +18,6 @@
 //! message and its parts come back as one `StoredMessage`, in opencode's
 //! order (`time_created`, then `id`, which opencode makes ascending).
 
-// Read by opencode's `AgentKind` (the next step); only its tests use it yet.
-#![cfg_attr(not(test), allow(dead_code))]
-
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -259,6 +256,21 @@ impl Store {
             .map_err(|e| self.sqlite(e))
     }
 
+    /// What session `id`'s messages and parts take, in bytes of their
+    /// `data`.
+    pub fn size(&self, id: &str) -> Result<u64, StoreError> {
+        self.connection
+            .query_row(
+                "SELECT (SELECT coalesce(sum(length(CAST(data AS BLOB))), 0) FROM message \
+                 WHERE session_id = ?1) + (SELECT coalesce(sum(length(CAST(data AS BLOB))), 0) \
+                 FROM part WHERE session_id = ?1)",
+                [id],
+                |row| row.get::<_, i64>(0),
+            )
+            .map(|n| u64::try_from(n).unwrap_or(0))
+            .map_err(|e| self.sqlite(e))
+    }
+
     /// The messages of session `id` with their parts, in opencode's order,
     /// in one read transaction (a message and its parts as one snapshot,
     /// however opencode writes meanwhile), and what was skipped.
@@ -376,13 +388,10 @@ fn object(data: Option<String>, skipped: &mut Skipped) -> Option<Value> {
     }
 }
 
+/// opencode 1.18.33's tables as it creates them, the columns read here
+/// and a few beside them (the tests build databases in its shape).
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// opencode 1.18.33's tables as it creates them, the columns read here
-    /// and a few beside them.
-    const TABLES: &str = "
+pub(super) const TABLES: &str = "
         CREATE TABLE session (id text PRIMARY KEY, project_id text NOT NULL,
             parent_id text, slug text NOT NULL, directory text NOT NULL,
             title text NOT NULL, version text NOT NULL,
@@ -393,6 +402,10 @@ mod tests {
         CREATE TABLE part (id text PRIMARY KEY, message_id text NOT NULL,
             session_id text NOT NULL, time_created integer NOT NULL,
             time_updated integer NOT NULL, data text NOT NULL);";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
 
     /// A database in opencode's shape (WAL, as opencode sets it) with two
     /// sessions in `/ws` and one elsewhere; the writer stays open.
