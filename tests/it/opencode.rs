@@ -1,8 +1,8 @@
 //! opencode's sessions, which live in its SQLite database, each named by a
-//! locator `<database>#<session id>`: listed by `compactd sessions`, served
-//! whole by `compactd mcp`, and refused by a live follow (not supported
-//! yet) with a message saying so; each from a database in the shape
-//! opencode 1.18.33 writes.
+//! locator `<database>#<session id>`: listed by `compactd sessions` and
+//! `conversation/listAgentSessions`, served whole by `compactd mcp`, and
+//! refused by a live follow (not supported yet) with a message saying so;
+//! each from a database in the shape opencode 1.18.33 writes.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -146,7 +146,7 @@ fn compactd_sessions_lists_its_sessions_of_the_workspace_newest_first() {
 }
 
 #[test]
-fn a_live_follow_of_one_is_refused_saying_so() {
+fn the_editors_list_them_and_a_live_follow_of_one_is_refused_saying_so() {
     let home = tempfile::tempdir().unwrap();
     let (ws, db) = database(home.path());
     let refused = "live follow of opencode sessions is not supported yet";
@@ -160,6 +160,16 @@ fn a_live_follow_of_one_is_refused_saying_so() {
 
     let mut server = Server::spawn_at(&home.path().join("sessions"), home.path(), &ws, &[], &[]);
     server.initialize_params(json!({}), json!({"rootUri": file_uri(&ws)}));
+    // The editors' list has them, as `compactd sessions` does.
+    let listed = server
+        .request("conversation/listAgentSessions", json!({}))
+        .unwrap();
+    let sessions = listed["sessions"].as_array().unwrap();
+    assert_eq!(sessions.len(), 2, "{listed}");
+    assert_eq!(sessions[0]["agent"], "opencode");
+    assert_eq!(sessions[0]["path"], locator(&db, "ses_new"));
+    assert_eq!(sessions[0]["title"], "Run the tests");
+    assert_eq!(sessions[1]["path"], locator(&db, "ses_old"));
     for params in [
         json!({"path": locator(&db, "ses_new")}),
         json!({"agent": "opencode"}),
