@@ -1,7 +1,10 @@
 //! Finding the agents' sessions: each agent knows where its own sessions
 //! for a workspace live (its module); this file lists every agent's,
 //! newest first, says which agent a transcript is, and names a session by
-//! its first request.
+//! its first request. A session an agent keeps in a store of its own
+//! (opencode's database) is named by a locator the agent gives, and its
+//! metadata and title come from the agent (`AgentKind::stored_session`)
+//! rather than from a file.
 
 use std::fs;
 use std::io::Read;
@@ -9,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::time::UNIX_EPOCH;
 
 pub use super::folders::{real_workspace, Cwds};
-use super::{Agent, Homes};
+use super::{Agent, Homes, StoredSession};
 use crate::conversation::Role;
 use crate::transcript::{split_lines, Emitter, Event};
 
@@ -104,11 +107,22 @@ pub fn agent_of(homes: &Homes, path: &Path) -> Option<Agent> {
         .map(|(agent, _)| agent)
 }
 
-/// A title for a session: the name the user gave it, else its first
-/// request.
+/// The session `path` names, when an agent keeps it in a store of its own
+/// (`AgentKind::stored_session`): the agent, and the session read (whole
+/// with `whole`); `None` for a transcript file.
+pub fn stored(path: &Path, whole: bool) -> Option<(Agent, Result<StoredSession, String>)> {
+    Agent::all()
+        .iter()
+        .find_map(|agent| Some((*agent, agent.stored_session(path, whole)?)))
+}
+
+/// A title for a session: the name the user gave it (or the agent, for a
+/// session it keeps in a store), else its first request.
 pub fn title(agent: Agent, path: &Path) -> Option<String> {
-    let head = read_head(path, TITLE_HEAD_BYTES)?;
-    let title = first_prompt(agent, &head)?;
+    let title = match agent.stored_session(path, false) {
+        Some(stored) => stored.ok()?.title?,
+        None => first_prompt(agent, &read_head(path, TITLE_HEAD_BYTES)?)?,
+    };
     let title = title.split_whitespace().collect::<Vec<_>>().join(" ");
     Some(match title.char_indices().nth(TITLE_CHARS) {
         Some((cut, _)) => format!("{}…", &title[..cut]),
@@ -165,6 +179,15 @@ fn read_head(path: &Path, max: u64) -> Option<Vec<u8>> {
 }
 
 fn session_at(agent: Agent, path: PathBuf) -> Option<AgentSession> {
+    if let Some(stored) = agent.stored_session(&path, false) {
+        let stored = stored.ok()?;
+        return Some(AgentSession {
+            agent,
+            path,
+            modified_ms: stored.modified_ms,
+            size: stored.size,
+        });
+    }
     let meta = fs::metadata(&path).ok().filter(|m| m.is_file())?;
     let modified_ms = meta
         .modified()

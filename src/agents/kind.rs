@@ -87,6 +87,14 @@ pub trait AgentKind: Send + Sync + 'static {
     fn companions(&self, _path: &Path) -> Vec<PathBuf> {
         Vec::new()
     }
+    /// The session `path` names when the agent keeps its sessions in a
+    /// store of its own rather than one transcript file each (`path` is
+    /// then a locator its `sessions` gave): its metadata, and with `whole`
+    /// its conversation, read by the agent; `None` (the default) for a
+    /// transcript file, which compactd stats and reads itself.
+    fn stored_session(&self, _path: &Path, _whole: bool) -> Option<Result<StoredSession, String>> {
+        None
+    }
     /// Its context window and where it compacts by itself.
     fn limits(&self, input: &LimitsInput) -> (u64, AutoCompactPoint);
     /// What compactd does for it besides following its sessions.
@@ -130,6 +138,19 @@ pub trait AgentKind: Send + Sync + 'static {
     ) -> Result<Vec<Setup>, String> {
         Err(format!("{} takes no setup", self.display_name()))
     }
+}
+
+/// A session an agent keeps in a store of its own
+/// (`AgentKind::stored_session`).
+pub struct StoredSession {
+    /// Last modified, in milliseconds since the Unix epoch.
+    pub modified_ms: u64,
+    /// What it takes in the store, in bytes.
+    pub size: u64,
+    /// The title the agent gave it.
+    pub title: Option<String>,
+    /// Its whole conversation, when asked for.
+    pub conversation: Option<Imported>,
 }
 
 /// What a status line is drawn with, from the command's front end.

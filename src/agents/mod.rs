@@ -1,15 +1,15 @@
-//! The coding agents people already run (Claude Code, Codex, pi, Gemini CLI), one
-//! module each, holding everything compactd knows about that agent: the
-//! folders it keeps its files in and the environment variables that move
-//! them, how its sessions for a workspace are found, its transcript format
-//! and reader, where it compacts by itself (with the rule and its source),
-//! and the name people know it by. One registry (`Agent::all`) lists them;
-//! everything else (discovery, following, limits, the meter, import's
-//! format detection, the editors' lists, hooks, setup) iterates it, so
-//! adding an agent is one module and one line here. This is an edge: it
-//! reads the agents' files and writes only their settings, and only when
-//! `compactd setup` is asked to (`setup.rs`; a status line caches what it
-//! read in compactd's own data directory).
+//! The coding agents people already run (Claude Code, Codex, pi, Gemini
+//! CLI, opencode), one module each, holding everything compactd knows about
+//! that agent: the folders it keeps its files in and the environment
+//! variables that move them, how its sessions for a workspace are found,
+//! its transcript format and reader, where it compacts by itself (with the
+//! rule and its source), and the name people know it by. One registry
+//! (`Agent::all`) lists them; everything else (discovery, following,
+//! limits, the meter, import's format detection, the editors' lists, hooks,
+//! setup) iterates it, so adding an agent is one module and one line here.
+//! This is an edge: it reads the agents' files and writes only their
+//! settings, and only when `compactd setup` is asked to (`setup.rs`; a
+//! status line caches what it read in compactd's own data directory).
 
 pub(crate) mod claude_code;
 pub(crate) mod codex;
@@ -33,7 +33,9 @@ use serde_json::Value;
 pub use discover::AgentSession;
 pub use folders::Cwds;
 pub(crate) use kind::read_json;
-pub use kind::{Agent, AgentKind, FollowMeter, Homes, LimitsInput, StatusLineEnv, Supports};
+pub use kind::{
+    Agent, AgentKind, FollowMeter, Homes, LimitsInput, StatusLineEnv, StoredSession, Supports,
+};
 pub use limits::{AutoCompactPoint, Basis};
 
 use crate::transcript::Format;
@@ -44,6 +46,7 @@ static ALL: &[Agent] = &[
     Agent(&codex::Codex),
     Agent(&pi::Pi),
     Agent(&gemini::Gemini),
+    Agent(&opencode::OpenCode),
     #[cfg(test)]
     Agent(&fake::Fake),
 ];
@@ -112,8 +115,7 @@ impl Homes {
     /// environment (an empty variable counts as unset, as the agents do).
     pub fn from_env() -> Homes {
         let mut homes = Homes::under(&dirs::home_dir().unwrap_or_else(std::env::temp_dir));
-        let others = opencode::ENV_VARS.iter();
-        for name in ALL.iter().flat_map(|a| a.env_vars()).chain(others) {
+        for name in ALL.iter().flat_map(|a| a.env_vars()) {
             if let Some(value) = std::env::var_os(name).filter(|v: &OsString| !v.is_empty()) {
                 homes.vars.insert(name, PathBuf::from(value));
             }
@@ -122,21 +124,16 @@ impl Homes {
     }
 }
 
-/// What `compactd setup <name>` changes: a followed agent's settings
-/// (`AgentKind::setup`), or opencode's plugin file.
+/// What `compactd setup <name>` changes: the agent's settings
+/// (`AgentKind::setup`).
 pub fn setup_for(
     name: &str,
     homes: &Homes,
     project: Option<&Path>,
     compactd: &Path,
 ) -> Result<Vec<setup::Setup>, String> {
-    if name == opencode::NAME {
-        let plugin = opencode::setup(homes, project, compactd);
-        return Ok(vec![setup::Setup::File(plugin)]);
-    }
     let agent = Agent::from_name(name).ok_or_else(|| {
-        let mut names: Vec<&str> = Agent::all().iter().map(|a| a.name()).collect();
-        names.push(opencode::NAME);
+        let names: Vec<&str> = Agent::all().iter().map(|a| a.name()).collect();
         format!("no agent named {name}; known: {}", names.join(", "))
     })?;
     agent.setup(homes, project, compactd)

@@ -7,14 +7,10 @@ use clap::{Args, Parser, Subcommand};
 use crate::agents::Agent;
 use crate::import::{self, Format};
 
-/// The agents' names, from the registry (`setup`: with opencode, which
-/// compactd only sets up), as a command's check and its help's
-/// possible values.
-fn agents(setup: bool) -> clap::builder::PossibleValuesParser {
-    let mut names: Vec<&'static str> = Agent::all().iter().map(|a| a.name()).collect();
-    if setup {
-        names.push(crate::agents::opencode::NAME);
-    }
+/// The agents' names, from the registry, as a command's check and its
+/// help's possible values.
+fn agents() -> clap::builder::PossibleValuesParser {
+    let names: Vec<&'static str> = Agent::all().iter().map(|a| a.name()).collect();
     clap::builder::PossibleValuesParser::new(names)
 }
 
@@ -157,7 +153,7 @@ pub struct McpArgs {
 #[derive(Args, Debug, Clone)]
 pub struct SessionsArgs {
     /// Only this agent's sessions.
-    #[arg(value_name = "AGENT", value_parser = agents(false))]
+    #[arg(value_name = "AGENT", value_parser = agents())]
     pub agent: Option<String>,
 }
 
@@ -185,7 +181,7 @@ pub struct HookArgs {
 #[derive(Args, Debug, Clone)]
 pub struct SetupArgs {
     /// The agent to set up.
-    #[arg(value_name = "AGENT", value_parser = agents(true))]
+    #[arg(value_name = "AGENT", value_parser = agents())]
     pub agent: String,
     /// Write the project's settings (in the current directory) instead of
     /// the user's.

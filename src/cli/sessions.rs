@@ -105,6 +105,10 @@ fn target(
 ) -> Result<(Agent, PathBuf), CliError> {
     if let Some(what) = &args.target {
         let path = Path::new(what);
+        // A session an agent keeps in a store (a locator `sessions` lists).
+        if let Some((agent, _)) = discover::stored(path, false) {
+            return Ok((agent, path.to_path_buf()));
+        }
         if path.is_file() {
             let agent = discover::agent_of(homes, path).ok_or_else(|| {
                 CliError::Failure(format!(

@@ -316,6 +316,7 @@ fn follow_with(
     env: &FollowEnv,
     write: bool,
 ) -> EngineResult<(OpenSession, Mirror)> {
+    refuse_stored(agent, path)?;
     let meta = std::fs::metadata(path).map_err(|e| read_error(path, e))?;
     if !meta.is_file() {
         return Err(EngineError::Invalid(format!(
@@ -342,6 +343,20 @@ fn follow_with(
     Ok((open, mirror))
 }
 
+/// A session an agent keeps in a store of its own (a locator, not a
+/// transcript file: `AgentKind::stored_session`) is not followed live yet:
+/// refused, saying so, before anything is read or written.
+fn refuse_stored(agent: Agent, path: &Path) -> EngineResult<()> {
+    match agent.stored_session(path, false) {
+        None => Ok(()),
+        Some(_) => Err(EngineError::Invalid(format!(
+            "path: {}: live follow of {} sessions is not supported yet",
+            path.display(),
+            agent.display_name()
+        ))),
+    }
+}
+
 /// A mirror of the transcript read from its start, and its session.
 fn mirror_of(
     agent: Agent,
@@ -350,6 +365,7 @@ fn mirror_of(
     own: Vec<CompactionRecord>,
     env: &FollowEnv,
 ) -> EngineResult<(Session, Mirror)> {
+    refuse_stored(agent, path)?;
     let mut mirror = Mirror {
         agent,
         path: path.to_path_buf(),
@@ -394,6 +410,25 @@ pub fn transcript_session(
     env: &FollowEnv,
 ) -> EngineResult<Session> {
     mirror_of(agent, path, workspace, Vec::new(), env).map(|(session, _)| session)
+}
+
+/// A session an agent keeps in a store of its own (`path`, a locator:
+/// `AgentKind::stored_session`), read whole as the agent has it now, with
+/// the file ledger of its tool calls (no log, no lock, nothing written;
+/// not followed live): what `compactd mcp` serves of it.
+pub fn stored_session(agent: Agent, path: &Path, env: &FollowEnv) -> EngineResult<Session> {
+    let invalid = |why: String| EngineError::Invalid(format!("path: {}: {why}", path.display()));
+    let stored = agent
+        .stored_session(path, true)
+        .ok_or_else(|| invalid(format!("not a session {} keeps", agent.display_name())))?
+        .map_err(invalid)?;
+    let mut imported = stored
+        .conversation
+        .ok_or_else(|| invalid("its conversation was not read".into()))?;
+    imported.track_files(env.tools, &env.session_env.workspace);
+    let id = session_id(agent, path);
+    let entries = imported.into_log_entries(&id, now_ms());
+    Ok(super::create::replay(&id, entries, env.session_env))
 }
 
 /// compactd's log of a followed transcript: its own compactions, and the
@@ -570,15 +605,17 @@ impl Mirror {
 /// Which session auto-follow follows, of the workspace's sessions (newest
 /// first, as `agents::discover` lists them): at the first look the
 /// newest; after that the newest one not seen before, a session that
-/// started since (`None`: nothing new, stay).
+/// started since (`None`: nothing new, stay). A session an agent keeps
+/// in a store of its own is passed over: it is not followed live yet.
 pub fn auto_pick<'a>(
     found: &'a [AgentSession],
     seen: &HashSet<PathBuf>,
     first_look: bool,
 ) -> Option<&'a AgentSession> {
-    found
-        .iter()
-        .find(|session| first_look || !seen.contains(&session.path))
+    found.iter().find(|session| {
+        (first_look || !seen.contains(&session.path))
+            && session.agent.stored_session(&session.path, false).is_none()
+    })
 }
 
 /// A followed session's meter: the agent's usage in the agent's window,

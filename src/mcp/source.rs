@@ -1,6 +1,8 @@
 //! The session `compactd mcp` serves, kept current: an agent's transcript
 //! followed as it grows (`engine::follow`, read incrementally; compactd's
-//! own log of it only read, never locked), or
+//! own log of it only read, never locked), a session an agent keeps in a
+//! store of its own (a locator: `AgentKind::stored_session`) read whole
+//! again at each call, or
 //! compactd's own session read from its log (again when the log grew;
 //! without its lock, so a session another process holds is read too).
 //!
@@ -44,6 +46,14 @@ pub enum Source {
         open: Box<OpenSession>,
         mirror: Box<Mirror>,
     },
+    /// A session its agent keeps in a store of its own (a locator), read
+    /// whole again at each call (not followed live).
+    Stored {
+        agent: Agent,
+        path: PathBuf,
+        setup: Box<FollowSetup>,
+        session: Box<Session>,
+    },
     Own {
         store: SessionStore,
         id: String,
@@ -74,6 +84,9 @@ impl Source {
                 before,
             });
         };
+        if let Some((agent, _)) = discover::stored(path, false) {
+            return Self::followed(setup, workspace, agent, path.to_path_buf());
+        }
         let homes = crate::agents::Homes::from_env();
         if let Err(e) = std::fs::metadata(path) {
             return Err(SourceError::Failed(format!("{}: {e}", path.display())));
@@ -93,6 +106,16 @@ impl Source {
         agent: Agent,
         path: PathBuf,
     ) -> Result<Source, SourceError> {
+        if agent.stored_session(&path, false).is_some() {
+            let session = follow::stored_session(agent, &path, &setup.env())
+                .map_err(|e| SourceError::Failed(e.to_string()))?;
+            return Ok(Source::Stored {
+                agent,
+                path,
+                setup: Box::new(setup),
+                session: Box::new(session),
+            });
+        }
         let store = SessionStore::new(setup.config.sessions_dir(), Durability::Flush);
         let (open, mirror) =
             follow::follow_read_only(&store, agent, &path, workspace, &setup.env())
@@ -125,7 +148,7 @@ impl Source {
                 "session of the agent that launched it, in {} (found at the first call)",
                 workspace.display()
             ),
-            Source::Followed { agent, path, .. } => {
+            Source::Followed { agent, path, .. } | Source::Stored { agent, path, .. } => {
                 format!("{} session {}", agent.display_name(), path.display())
             }
             Source::Own { id, .. } => format!("compactd session {id}"),
@@ -156,6 +179,16 @@ impl Source {
                     .poll(open, &setup.env())
                     .map_err(|e| format!("reading the transcript: {e}"))?;
                 Ok(&open.session)
+            }
+            Source::Stored {
+                agent,
+                path,
+                setup,
+                session,
+            } => {
+                **session = follow::stored_session(*agent, path, &setup.env())
+                    .map_err(|e| format!("reading the session: {e}"))?;
+                Ok(session)
             }
             Source::Own {
                 store,

@@ -125,6 +125,10 @@ impl Following {
         match (path, agent) {
             (Some(path), _) => {
                 let path = std::path::absolute(path).unwrap_or_else(|_| PathBuf::from(path));
+                // A session an agent keeps in a store (a locator, no file).
+                if let Some((stored, _)) = discover::stored(&path, false) {
+                    return Ok((agent.unwrap_or(stored), path));
+                }
                 std::fs::metadata(&path).map_err(|e| {
                     RpcError::invalid_params(format!("path: {}: {e}", path.display()))
                 })?;

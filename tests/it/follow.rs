@@ -946,7 +946,7 @@ fn a_followed_session_is_read_only_and_compacts_into_compactds_own_log() {
     assert!(
         error
             .message
-            .contains("not a Claude Code, Codex, pi or Gemini CLI transcript"),
+            .contains("not a Claude Code, Codex, pi, Gemini CLI or opencode transcript"),
         "{error:?}"
     );
     server.shutdown_and_exit();

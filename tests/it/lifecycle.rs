@@ -37,6 +37,7 @@ fn initialize_advertises_compactd_capabilities() {
             {"name": "codex", "displayName": "Codex", "supports": supports(true, true, false)},
             {"name": "pi", "displayName": "pi", "supports": supports(true, false, false)},
             {"name": "gemini", "displayName": "Gemini CLI", "supports": supports(true, true, false)},
+            {"name": "opencode", "displayName": "opencode", "supports": supports(true, true, false)},
         ])
     );
     let unique: std::collections::HashSet<_> = notifications.iter().collect();

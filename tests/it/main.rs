@@ -22,6 +22,7 @@ mod lifecycle;
 mod llm;
 mod locking;
 mod mcp;
+mod opencode;
 mod overhead;
 mod parts;
 mod parts_images;

@@ -22,7 +22,7 @@ use crate::support::{Server, PATIENCE};
 
 type Client = RunningService<RoleClient, ()>;
 
-async fn start(home: &Path, cwd: &Path, args: &[&str]) -> Client {
+pub(crate) async fn start(home: &Path, cwd: &Path, args: &[&str]) -> Client {
     let command = tokio::process::Command::new(env!("CARGO_BIN_EXE_compactd")).configure(|c| {
         c.arg("--no-user-config")
             .arg("mcp")
@@ -38,7 +38,7 @@ async fn start(home: &Path, cwd: &Path, args: &[&str]) -> Client {
 }
 
 /// One `check()` for the tools: a call's text.
-async fn call(client: &Client, tool: &'static str, arguments: Value) -> String {
+pub(crate) async fn call(client: &Client, tool: &'static str, arguments: Value) -> String {
     let params =
         CallToolRequestParams::new(tool).with_arguments(arguments.as_object().unwrap().clone());
     let result = client.call_tool(params).await.unwrap();

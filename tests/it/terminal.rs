@@ -524,7 +524,7 @@ fn sessions_lists_the_workspaces_agent_sessions() {
         .unwrap();
     assert!(out.status.success());
     assert!(String::from_utf8_lossy(&out.stdout)
-        .starts_with("no Claude Code, Codex, pi, Gemini CLI session of"));
+        .starts_with("no Claude Code, Codex, pi, Gemini CLI, opencode session of"));
     std::fs::copy(
         crate::support::fixture(&format!("claude-code/{}", FIXTURE)),
         dir.join(FIXTURE),

@@ -213,7 +213,7 @@ describe(':CompactFollow', function()
       return #compactd.agents() > 0
     end)
     assert.are.same(
-      { 'Claude Code', 'Codex', 'pi', 'Gemini CLI' },
+      { 'Claude Code', 'Codex', 'pi', 'Gemini CLI', 'opencode' },
       vim.tbl_map(function(agent)
         return agent.displayName
       end, compactd.agents())
@@ -222,7 +222,7 @@ describe(':CompactFollow', function()
     assert.are.same({ 'claude-code', 'codex', 'claude/' }, vim.fn.getcompletion('CompactFollow c', 'cmdline'))
     assert.are.same({ 'pi' }, vim.fn.getcompletion('CompactFollow p', 'cmdline'))
     vim.cmd('CompactFollow')
-    H.wait_notice('no Claude Code, Codex, pi or Gemini CLI session for ')
+    H.wait_notice('no Claude Code, Codex, pi, Gemini CLI or opencode session for ')
     vim.cmd('CompactFollow claude-code')
     local notice = H.wait_notice('conversation/follow: ')
     assert.are.equal(vim.log.levels.ERROR, notice.level)

@@ -1,22 +1,184 @@
-//! opencode: compactd takes part in its compactions through a plugin
+//! opencode: its sessions live in its SQLite database (`store.rs`), not in
+//! a file each, so a session is named by a locator, `<database>#<session
+//! id>` (`locator`), which `sessions` gives and `stored_session` reads
+//! (its metadata, or its whole conversation through `session.rs`'s
+//! reader); there is no live follow of one yet (`engine::follow` refuses
+//! it). compactd takes part in its compactions through a plugin
 //! (`integrations/opencode/compactd.ts`, plugin API V1 as opencode-ai
 //! 1.18.33 loads it), which mirrors each opencode session into compactd
 //! over JSON-RPC and asks `conversation/recap` what opencode's summary must
-//! keep. compactd does not read opencode's storage (a SQLite database), so
-//! opencode is no `AgentKind`: nothing here follows or imports it. This
-//! module knows where the plugin goes (`compactd setup opencode`).
+//! keep; `compactd setup opencode` writes it.
 
-use std::path::Path;
+mod auto_compact;
+pub(crate) mod session;
+pub(crate) mod store;
 
-use super::setup::OwnedFile;
-use super::Homes;
+use std::io;
+use std::path::{Path, PathBuf};
 
-/// Its name for `compactd setup`.
+use serde_json::{json, Value};
+
+use super::folders::Cwds;
+use super::limits::AutoCompactPoint;
+use super::setup::{OwnedFile, Setup};
+use super::{AgentKind, Homes, LimitsInput, StoredSession, Supports};
+use crate::transcript::{Format, Imported, Line, Reader};
+use auto_compact::CONFIG_HOME;
+
+/// Its name on the wire and for `compactd setup`.
 pub const NAME: &str = "opencode";
-/// Where its configuration lives (`$XDG_CONFIG_HOME/opencode`).
-const CONFIG_HOME: &str = "XDG_CONFIG_HOME";
+/// Its format's name.
+const FORMAT: Format = Format::named(NAME);
 /// The variables that move its folders (`Homes::from_env` reads them).
-pub(super) const ENV_VARS: &[&str] = &[CONFIG_HOME];
+const ENV_VARS: &[&str] = &[CONFIG_HOME, store::DATA_HOME, store::DB_VAR];
+/// What separates the database from the session id in a locator.
+const LOCATOR_MARK: char = '#';
+/// How opencode's session ids start.
+const SESSION_ID_PREFIX: &str = "ses_";
+
+/// opencode, as compactd knows it.
+pub struct OpenCode;
+
+/// The locator of session `id` of the database at `db`.
+pub fn locator(db: &Path, id: &str) -> PathBuf {
+    PathBuf::from(format!("{}{LOCATOR_MARK}{id}", db.display()))
+}
+
+/// The database and session id a locator names; `None` for any other
+/// path (a transcript file).
+fn parse_locator(path: &Path) -> Option<(PathBuf, &str)> {
+    let (db, id) = path.to_str()?.rsplit_once(LOCATOR_MARK)?;
+    let plain = id.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+    (id.starts_with(SESSION_ID_PREFIX) && plain && !db.is_empty()).then(|| (PathBuf::from(db), id))
+}
+
+impl AgentKind for OpenCode {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+
+    fn display_name(&self) -> &'static str {
+        "opencode"
+    }
+
+    fn format_description(&self) -> &'static str {
+        "opencode messages JSONL (each with its parts)"
+    }
+
+    fn env_vars(&self) -> &'static [&'static str] {
+        ENV_VARS
+    }
+
+    /// The sessions opencode ran in `workspace` (not a subagent's), as
+    /// locators; none when it has no database.
+    fn sessions(&self, homes: &Homes, _: &Cwds, workspace: &Path, limit: usize) -> Vec<PathBuf> {
+        let db = store::db_path(homes);
+        let Ok(store) = store::Store::open(&db) else {
+            return Vec::new();
+        };
+        store
+            .sessions(workspace, limit)
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|s| s.parent_id.is_none())
+            .map(|s| locator(&db, &s.id))
+            .collect()
+    }
+
+    /// The database's folder: a new session is a write to it.
+    fn session_dir(&self, homes: &Homes, _: &Path) -> PathBuf {
+        let db = store::db_path(homes);
+        db.parent().map_or(db.clone(), Path::to_path_buf)
+    }
+
+    fn searched_dir(&self, homes: &Homes, _: &Path) -> PathBuf {
+        store::db_path(homes)
+    }
+
+    fn owns(&self, homes: &Homes, path: &Path) -> bool {
+        parse_locator(path).is_some_and(|(db, _)| db == store::db_path(homes))
+    }
+
+    /// Its sessions are no JSONL file.
+    fn classify(&self, _: &Value) -> bool {
+        false
+    }
+
+    fn reader(&self, _: Option<&Path>) -> io::Result<Box<dyn Reader + Send>> {
+        Ok(Box::new(session::Reader::default()))
+    }
+
+    fn import(&self, lines: &[Line]) -> Imported {
+        crate::transcript::read_all(&mut session::Reader::default(), FORMAT, lines)
+    }
+
+    fn stored_session(&self, path: &Path, whole: bool) -> Option<Result<StoredSession, String>> {
+        let (db, id) = parse_locator(path)?;
+        Some(read_session(&db, id, whole).map_err(|e| e.to_string()))
+    }
+
+    fn limits(&self, input: &LimitsInput) -> (u64, AutoCompactPoint) {
+        let settings = input
+            .model
+            .map(|model| auto_compact::settings(input.homes, input.workspace, model))
+            .unwrap_or_default();
+        let fallback = input.table_window.unwrap_or(input.default_window);
+        let window = auto_compact::window(&settings, input.stated_window.unwrap_or(fallback));
+        (window, auto_compact::point(&settings, window))
+    }
+
+    fn supports(&self) -> Supports {
+        Supports {
+            setup: true,
+            hooks: true,
+            status_line: false,
+        }
+    }
+
+    fn setup(
+        &self,
+        homes: &Homes,
+        project: Option<&Path>,
+        compactd: &Path,
+    ) -> Result<Vec<Setup>, String> {
+        Ok(vec![Setup::File(setup(homes, project, compactd))])
+    }
+}
+
+/// Session `id` of the database at `db`: its metadata, and with `whole`
+/// its conversation (each message with its parts, one entry for the
+/// reader).
+fn read_session(db: &Path, id: &str, whole: bool) -> Result<StoredSession, store::StoreError> {
+    let store = store::Store::open(db)?;
+    let Some(found) = store.session(id)? else {
+        return Err(store::StoreError::Io {
+            path: db.to_path_buf(),
+            source: io::Error::new(io::ErrorKind::NotFound, format!("no session {id}")),
+        });
+    };
+    let size = store.size(id)?;
+    let conversation = match whole {
+        false => None,
+        true => {
+            let (messages, _) = store.messages(id)?;
+            let lines: Vec<Line> = messages
+                .into_iter()
+                .enumerate()
+                .map(|(at, m)| Line {
+                    number: at + 1,
+                    value: Ok(json!({"id": m.id, "data": m.data, "parts": m.parts})),
+                })
+                .collect();
+            Some(OpenCode.import(&lines))
+        }
+    };
+    Ok(StoredSession {
+        modified_ms: u64::try_from(found.time_updated).unwrap_or(0),
+        size,
+        title: Some(found.title).filter(|t| !t.trim().is_empty()),
+        conversation,
+    })
+}
 
 /// The plugin, as `compactd setup opencode` writes it.
 const PLUGIN: &str = include_str!("../../../integrations/opencode/compactd.ts");
@@ -28,7 +190,7 @@ pub const MARK: &str = "compactd-opencode-plugin";
 /// opencode's plugin folder: the project's `.opencode/plugins/`, else the
 /// user's `$XDG_CONFIG_HOME/opencode/plugins/` (`~/.config` without it, or
 /// with a relative one, as the XDG rules say).
-pub(super) fn setup(homes: &Homes, project: Option<&Path>, compactd: &Path) -> OwnedFile {
+fn setup(homes: &Homes, project: Option<&Path>, compactd: &Path) -> OwnedFile {
     let dir = match project {
         Some(root) => root.join(".opencode"),
         None => homes
@@ -55,6 +217,160 @@ fn plugin(compactd: &Path) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::agents::{discover, Agent};
+    use crate::conversation::Role;
+
+    /// An opencode database in `home`'s data folder, in opencode's shape:
+    /// two sessions of `ws` (the newer with a request and a read), a
+    /// subagent's session under the newer, a session of another folder.
+    fn database(home: &Path, ws: &Path) -> PathBuf {
+        let db = home.join(".local/share/opencode/opencode.db");
+        std::fs::create_dir_all(db.parent().unwrap()).unwrap();
+        let connection = rusqlite::Connection::open(&db).unwrap();
+        connection
+            .execute_batch("PRAGMA journal_mode = WAL;")
+            .unwrap();
+        connection.execute_batch(store::TABLES).unwrap();
+        let ws = ws.to_str().unwrap();
+        for (id, parent, directory, title, updated) in [
+            ("ses_old", None, ws, "Fix the parser", 10),
+            ("ses_new", None, ws, "Run the tests", 20),
+            ("ses_sub", Some("ses_new"), ws, "A subagent", 30),
+            ("ses_far", None, "/elsewhere", "Elsewhere", 40),
+        ] {
+            connection
+                .execute(
+                    "INSERT INTO session VALUES (?1, 'global', ?2, 's', ?3, ?4, '1.18.33', 1, ?5)",
+                    rusqlite::params![id, parent, directory, title, updated],
+                )
+                .unwrap();
+        }
+        for (id, at, data) in [
+            ("msg_1", 1, r#"{"role":"user","time":{"created":1}}"#),
+            (
+                "msg_2",
+                2,
+                r#"{"role":"assistant","modelID":"scripted","providerID":"local","tokens":{"input":1500,"output":20,"reasoning":0,"cache":{"write":0,"read":0}}}"#,
+            ),
+        ] {
+            connection
+                .execute(
+                    "INSERT INTO message VALUES (?1, 'ses_new', ?2, ?2, ?3)",
+                    rusqlite::params![id, at, data],
+                )
+                .unwrap();
+        }
+        for (id, message, at, data) in [
+            (
+                "prt_1",
+                "msg_1",
+                1,
+                r#"{"type":"text","text":"Run the tests. ZQX-OC-1"}"#,
+            ),
+            (
+                "prt_2",
+                "msg_2",
+                2,
+                r#"{"type":"tool","tool":"read","callID":"call_1","state":{"status":"completed","input":{"filePath":"/w/src/b.py"},"output":"print('b')"}}"#,
+            ),
+            ("prt_3", "msg_2", 3, r#"{"type":"text","text":"Read it."}"#),
+        ] {
+            connection
+                .execute(
+                    "INSERT INTO part VALUES (?1, ?2, 'ses_new', ?3, ?3, ?4)",
+                    rusqlite::params![id, message, at, data],
+                )
+                .unwrap();
+        }
+        db
+    }
+
+    #[test]
+    fn its_sessions_of_a_workspace_are_listed_newest_first_with_their_titles() {
+        let home = tempfile::tempdir().unwrap();
+        let ws = home.path().join("ws");
+        std::fs::create_dir_all(&ws).unwrap();
+        let ws = ws.canonicalize().unwrap();
+        let db = database(home.path(), &ws);
+        let homes = Homes::under(home.path());
+        let agent = Agent::from_name(NAME).unwrap();
+        let found = discover::sessions(&homes, &Cwds::default(), agent, &ws, 10);
+        let paths: Vec<PathBuf> = found.iter().map(|s| s.path.clone()).collect();
+        assert_eq!(
+            paths,
+            [locator(&db, "ses_new"), locator(&db, "ses_old")],
+            "{found:?}"
+        );
+        assert_eq!(found[0].modified_ms, 20);
+        assert!(found[0].size > 100, "{found:?}");
+        assert_eq!(found[1].size, 0);
+        assert_eq!(
+            discover::title(agent, &found[0].path).as_deref(),
+            Some("Run the tests")
+        );
+        assert_eq!(discover::agent_of(&homes, &found[0].path), Some(agent));
+        let all = discover::all_sessions(&homes, &Cwds::default(), &ws, 10);
+        assert_eq!(all.len(), 2, "{all:?}");
+        // No database: no session, and no error.
+        let elsewhere = tempfile::tempdir().unwrap();
+        let none = Homes::under(elsewhere.path());
+        assert!(discover::sessions(&none, &Cwds::default(), agent, &ws, 10).is_empty());
+    }
+
+    #[test]
+    fn a_session_read_whole_is_its_conversation() {
+        let home = tempfile::tempdir().unwrap();
+        let db = database(home.path(), Path::new("/w"));
+        let (agent, read) = discover::stored(&locator(&db, "ses_new"), true).unwrap();
+        assert_eq!(agent.name(), NAME);
+        let imported = read.unwrap().conversation.unwrap();
+        let messages: Vec<(Role, &str)> =
+            imported.messages().map(|m| (m.role(), m.text())).collect();
+        assert_eq!(
+            messages,
+            [
+                (Role::User, "Run the tests. ZQX-OC-1"),
+                (Role::Assistant, "Read it."),
+                (Role::Tool, "print('b')"),
+            ]
+        );
+        let missing = OpenCode.stored_session(&locator(&db, "ses_none"), false);
+        let why = missing.unwrap().err().unwrap();
+        assert!(why.contains("no session ses_none"), "{why}");
+    }
+
+    /// Auto-follow (`engine::follow::auto_pick`) passes over its sessions:
+    /// they are not followed live yet.
+    #[test]
+    fn auto_follow_passes_over_its_sessions() {
+        let session = |agent: &str, path: &str| discover::AgentSession {
+            agent: Agent::from_name(agent).unwrap(),
+            path: PathBuf::from(path),
+            modified_ms: 1,
+            size: 1,
+        };
+        let found = [
+            session(NAME, "/nowhere/opencode.db#ses_1"),
+            session("claude-code", "/h/.claude/projects/p/a.jsonl"),
+        ];
+        let none = std::collections::HashSet::new();
+        let pick = crate::engine::follow::auto_pick(&found, &none, true).unwrap();
+        assert_eq!(pick.path, found[1].path);
+        let seen = [found[1].path.clone()].into();
+        assert!(crate::engine::follow::auto_pick(&found, &seen, false).is_none());
+    }
+
+    #[test]
+    fn a_transcript_file_is_no_locator() {
+        assert_eq!(parse_locator(Path::new("/h/a.jsonl")), None);
+        assert_eq!(parse_locator(Path::new("/h/a#b.jsonl")), None);
+        assert_eq!(parse_locator(Path::new("#ses_1")), None);
+        let (db, id) = parse_locator(Path::new("/h/opencode.db#ses_1a")).unwrap();
+        assert_eq!((db.as_path(), id), (Path::new("/h/opencode.db"), "ses_1a"));
+        assert!(OpenCode
+            .stored_session(Path::new("/h/a.jsonl"), true)
+            .is_none());
+    }
 
     #[test]
     fn the_plugin_names_this_binary_and_carries_the_mark() {

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Literal, Optional, TypedDict, Union
 
-#: A coding agent whose transcripts compactd follows: `claude-code`: Claude Code; `codex`: Codex; `pi`: pi; `gemini`: Gemini CLI.
-Agent = Literal["claude-code", "codex", "pi", "gemini"]
+#: A coding agent whose transcripts compactd follows: `claude-code`: Claude Code; `codex`: Codex; `pi`: pi; `gemini`: Gemini CLI; `opencode`: opencode.
+Agent = Literal["claude-code", "codex", "pi", "gemini", "opencode"]
 
 #: How far an agent's auto-compaction point can be trusted.
 Basis = Literal["exact", "estimate", "off"]
@@ -30,8 +30,8 @@ FileStatus = Literal["modified", "read", "created", "deleted"]
 #: Whether the server follows the workspace's agent sessions by itself.
 FollowMode = Literal["auto", "off"]
 
-#: A conversation format compactd reads: `compactd`: compactd session JSONL; `claude-code`: Claude Code JSONL; `codex`: Codex rollout JSONL; `pi`: pi session JSONL; `gemini`: Gemini CLI session JSONL; `openai`: OpenAI chat message array (incl. SWE-agent .traj).
-Format = Literal["compactd", "claude-code", "codex", "pi", "gemini", "openai"]
+#: A conversation format compactd reads: `compactd`: compactd session JSONL; `claude-code`: Claude Code JSONL; `codex`: Codex rollout JSONL; `pi`: pi session JSONL; `gemini`: Gemini CLI session JSONL; `opencode`: opencode messages JSONL (each with its parts); `openai`: OpenAI chat message array (incl. SWE-agent .traj).
+Format = Literal["compactd", "claude-code", "codex", "pi", "gemini", "opencode", "openai"]
 
 MeterSource = Literal["usage", "estimate"]
 

@@ -63,9 +63,9 @@ export type Strategy = 'checkpoint' | 'incremental' | 'prune' | 'handoff';
  */
 export type ProgressToken = number | string;
 /**
- * A coding agent whose transcripts compactd follows: `claude-code`: Claude Code; `codex`: Codex; `pi`: pi; `gemini`: Gemini CLI.
+ * A coding agent whose transcripts compactd follows: `claude-code`: Claude Code; `codex`: Codex; `pi`: pi; `gemini`: Gemini CLI; `opencode`: opencode.
  */
-export type Agent = 'claude-code' | 'codex' | 'pi' | 'gemini';
+export type Agent = 'claude-code' | 'codex' | 'pi' | 'gemini' | 'opencode';
 /**
  * Why a compaction ran.
  */
@@ -87,9 +87,9 @@ export type Origin = 'lsp' | 'tool' | 'explicit' | 'disk';
  */
 export type FileStatus = 'modified' | 'read' | 'created' | 'deleted';
 /**
- * A conversation format compactd reads: `compactd`: compactd session JSONL; `claude-code`: Claude Code JSONL; `codex`: Codex rollout JSONL; `pi`: pi session JSONL; `gemini`: Gemini CLI session JSONL; `openai`: OpenAI chat message array (incl. SWE-agent .traj).
+ * A conversation format compactd reads: `compactd`: compactd session JSONL; `claude-code`: Claude Code JSONL; `codex`: Codex rollout JSONL; `pi`: pi session JSONL; `gemini`: Gemini CLI session JSONL; `opencode`: opencode messages JSONL (each with its parts); `openai`: OpenAI chat message array (incl. SWE-agent .traj).
  */
-export type Format = 'compactd' | 'claude-code' | 'codex' | 'pi' | 'gemini' | 'openai';
+export type Format = 'compactd' | 'claude-code' | 'codex' | 'pi' | 'gemini' | 'opencode' | 'openai';
 /**
  * One message of a conversation. Fields not listed here are kept and
  * given back as they came.
