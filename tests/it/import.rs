@@ -608,7 +608,7 @@ fn import_over_rpc_reports_bad_input_and_skips_bad_lines() {
         ),
         (
             json!({"content": "x", "format": "aider"}),
-            "unknown format `aider`, expected one of compactd, claude-code, codex, pi, gemini, openai",
+            "unknown format `aider`, expected one of compactd, claude-code, codex, pi, gemini, opencode, openai",
         ),
         (
             json!({"path": data.path().join("missing.jsonl")}),
