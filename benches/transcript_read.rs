@@ -17,7 +17,10 @@
 //! Each figure is the best of `COMPACTD_BENCH_RUNS` runs (3; 1 at 400 MB),
 //! floor and reads alternating in the same run (`COMPACTD_BENCH_ONLY`:
 //! `floor`, `follow` or `import` alone, to profile). `COMPACTD_BENCH_SIZES`
-//! (megabytes, comma-separated: `10,100`) chooses the sizes. Under
+//! (megabytes, comma-separated: `10,100`) chooses the sizes;
+//! `COMPACTD_BENCH_FILE=<transcript>` measures that Claude Code transcript
+//! instead (a real one holds compactions, responses written over many
+//! lines and large tool inputs, which the generated one does not). Under
 //! `cargo test` (no `--bench`) it runs once on 1 MB, as a smoke check.
 
 #[allow(dead_code)]
@@ -142,45 +145,56 @@ fn main() {
         "{:>7} {:>8} {:>9} {:>8} {:>8} {:>6} {:>8} {:>6}",
         "size", "lines", "messages", "floor", "follow", "ratio", "import", "ratio"
     );
+    if let Ok(file) = std::env::var("COMPACTD_BENCH_FILE") {
+        // A transcript of one's own (real ones hold what the generated one
+        // does not: compactions, responses over many lines, large tool
+        // inputs).
+        let path = std::path::PathBuf::from(file);
+        row("file", &path, runs, only, dir.path());
+        return;
+    }
     for mb in sizes {
         let path = dir.path().join(format!("t-{mb}mb.jsonl"));
         transcript(&path, mb << 20);
-        let bytes = std::fs::metadata(&path).unwrap().len();
         let runs = if mb >= 400 { 1 } else { runs };
-        // Alternating, so the page cache and the machine are the same for
-        // each.
-        let (mut floor_t, mut whole_t, mut import_t) =
-            (Duration::MAX, Duration::MAX, Duration::MAX);
-        let (mut lines, mut messages) = (0, 0);
-        for _ in 0..runs {
-            if only.is_none_or(|o| o == "floor") {
-                let (t, n) = timed(|| floor(&path));
-                (floor_t, lines) = (floor_t.min(t), n);
-            }
-            if only.is_none_or(|o| o == "follow") {
-                let (t, n) = timed(|| whole(&path, dir.path()));
-                (whole_t, messages) = (whole_t.min(t), n);
-            }
-            if only.is_none_or(|o| o == "import") {
-                let (t, _) = timed(|| import(&path));
-                import_t = import_t.min(t);
-            }
-        }
-        let (f, w, i) = (
-            per_mb(floor_t, bytes),
-            per_mb(whole_t, bytes),
-            per_mb(import_t, bytes),
-        );
-        println!(
-            "{:>5}MB {lines:>8} {messages:>9} {f:>8.2} {w:>8.2} {:>5.2}x {i:>8.2} {:>5.2}x",
-            mb,
-            w / f,
-            i / f
-        );
+        row(&format!("{mb}MB"), &path, runs, only, dir.path());
     }
     if only.is_none() {
         torn_last_line(dir.path(), if benching { 256 } else { 2 });
     }
+}
+
+/// One line of the table: the floor and the reads of `path`, best of
+/// `runs`, alternating so that the page cache and the machine are the same
+/// for each.
+fn row(label: &str, path: &Path, runs: usize, only: Option<&str>, dir: &Path) {
+    let bytes = std::fs::metadata(path).unwrap().len();
+    let (mut floor_t, mut whole_t, mut import_t) = (Duration::MAX, Duration::MAX, Duration::MAX);
+    let (mut lines, mut messages) = (0, 0);
+    for _ in 0..runs {
+        if only.is_none_or(|o| o == "floor") {
+            let (t, n) = timed(|| floor(path));
+            (floor_t, lines) = (floor_t.min(t), n);
+        }
+        if only.is_none_or(|o| o == "follow") {
+            let (t, n) = timed(|| whole(path, dir));
+            (whole_t, messages) = (whole_t.min(t), n);
+        }
+        if only.is_none_or(|o| o == "import") {
+            let (t, _) = timed(|| import(path));
+            import_t = import_t.min(t);
+        }
+    }
+    let (f, w, i) = (
+        per_mb(floor_t, bytes),
+        per_mb(whole_t, bytes),
+        per_mb(import_t, bytes),
+    );
+    println!(
+        "{label:>7} {lines:>8} {messages:>9} {f:>8.2} {w:>8.2} {:>5.2}x {i:>8.2} {:>5.2}x",
+        w / f,
+        i / f
+    );
 }
 
 /// A transcript of `mb` whose last line (all but 8 MB of it) has no

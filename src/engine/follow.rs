@@ -26,7 +26,7 @@ use crate::store::{self, FollowedTranscript, LogEntry, SessionHeader, SessionSet
 use crate::store::{SessionLock, SessionLog, SessionStore, StoreError, LOG_VERSION};
 use crate::tokens::{self, Meter};
 use crate::transcript::tail::{Step, Tail};
-use crate::transcript::{self, Emitter, Event, Format, Reader, Skips};
+use crate::transcript::{self, Emitter, Event, ForeignCompaction, Format, Reader, Skips};
 
 /// What following needs from where it runs.
 pub struct FollowEnv<'a> {
@@ -157,6 +157,9 @@ struct Applying {
     stated_window: Option<u64>,
     max_output: Option<u64>,
     restart: bool,
+    /// The files each tool call changed, for placing the agent's
+    /// compactions.
+    changed: transcript::ChangedFiles,
 }
 
 impl Reading {
@@ -173,6 +176,7 @@ impl Reading {
                 stated_window: None,
                 max_output: None,
                 restart: false,
+                changed: Default::default(),
             },
         })
     }
@@ -199,6 +203,33 @@ impl Reading {
 }
 
 impl Applying {
+    /// The agent's compaction, placed in the session (or skipped, saying
+    /// why).
+    fn place(
+        &mut self,
+        session: &mut Session,
+        foreign: &ForeignCompaction,
+        polled: &mut Polled,
+        skipped: &mut Skips,
+        live: bool,
+    ) {
+        let number = self.placed + 1;
+        match transcript::place(session, foreign, self.format, number, &mut self.changed) {
+            Ok(record) => {
+                self.placed += 1;
+                self.attaching = true;
+                polled.changed = true;
+                if live {
+                    polled.compactions.push(record);
+                }
+            }
+            Err((kind, why)) => {
+                self.attaching = false;
+                skipped.add(foreign.line, kind, why)
+            }
+        }
+    }
+
     fn apply(
         &mut self,
         event: Event,
@@ -241,23 +272,7 @@ impl Applying {
                 );
                 polled.changed = true;
             }
-            Event::Compaction(foreign) => {
-                let format = self.format;
-                match transcript::place(session, &foreign, format, self.placed + 1) {
-                    Ok(record) => {
-                        self.placed += 1;
-                        self.attaching = true;
-                        polled.changed = true;
-                        if live {
-                            polled.compactions.push(record);
-                        }
-                    }
-                    Err((kind, why)) => {
-                        self.attaching = false;
-                        skipped.add(foreign.line, kind, why)
-                    }
-                }
-            }
+            Event::Compaction(foreign) => self.place(session, &foreign, polled, skipped, live),
             Event::Attached(text) if self.attaching => {
                 session.attach_unseen(&text);
                 polled.changed = true;

@@ -42,7 +42,12 @@ impl Session {
             let before = self.estimated_tokens() - from_it;
             self.calibrate_against(&message, before);
         }
-        let tokens = tokens::count_message(self.encoding, &message);
+        let tokens = tokens::recount_message(
+            self.encoding,
+            &self.messages[i].message,
+            self.messages[i].tokens,
+            &message,
+        );
         let old = std::mem::replace(&mut self.messages[i].tokens, tokens);
         self.messages[i].message = std::sync::Arc::new(message);
         if from_it.is_some() && !self.pruned.contains_key(&i) {

@@ -310,6 +310,12 @@ impl Session {
         self.messages.iter().map(|c| c.message.as_ref())
     }
 
+    /// `all_messages`, shared: a later version of a message (an amended
+    /// response) is another `Arc`.
+    pub(crate) fn all_shared_messages(&self) -> impl ExactSizeIterator<Item = &Arc<Message>> {
+        self.messages.iter().map(|c| &c.message)
+    }
+
     /// The messages the agent's own compactions replaced since compactd's
     /// last summary (or the last `/clear`), when the newest summary is the
     /// agent's: its summary may have dropped what they hold (an approved

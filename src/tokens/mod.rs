@@ -181,8 +181,7 @@ pub fn count_message(encoding: Encoding, message: &Message) -> u64 {
                 total += encoding.count(thinking);
             }
             for call in tool_calls {
-                total += PER_TOOL_CALL_OVERHEAD + encoding.count(&call.name);
-                total += count_json(encoding, &call.arguments);
+                total += count_call(encoding, call);
             }
         }
         MessageBody::Tool {
@@ -195,6 +194,84 @@ pub fn count_message(encoding: Encoding, message: &Message) -> u64 {
         }
     }
     total
+}
+
+/// `count_message(encoding, new)` for `new`, a later version of `old`
+/// (an agent's response written over several lines, each adding a block)
+/// that `count_message` gave `old_tokens`: only what changed is counted
+/// again, so a response of many blocks costs its length, not its length
+/// times its blocks. The count is a sum over the message's text, thinking,
+/// calls and parts, so it is the same figure.
+pub fn recount_message(encoding: Encoding, old: &Message, old_tokens: u64, new: &Message) -> u64 {
+    let mut total = old_tokens as i128;
+    let text = |total: &mut i128, old: &str, new: &str| {
+        if old != new {
+            *total += encoding.count(new) as i128 - encoding.count(old) as i128;
+        }
+    };
+    match (&old.body, &new.body) {
+        (MessageBody::System { content: a }, MessageBody::System { content: b })
+        | (MessageBody::User { content: a }, MessageBody::User { content: b }) => {
+            text(&mut total, a, b)
+        }
+        (
+            MessageBody::Assistant {
+                content: a,
+                thinking: a_thinking,
+                tool_calls: a_calls,
+                ..
+            },
+            MessageBody::Assistant {
+                content: b,
+                thinking: b_thinking,
+                tool_calls: b_calls,
+                ..
+            },
+        ) => {
+            text(&mut total, a, b);
+            text(
+                &mut total,
+                a_thinking.as_deref().unwrap_or(""),
+                b_thinking.as_deref().unwrap_or(""),
+            );
+            total += changed_tail(a_calls, b_calls, |call| count_call(encoding, call));
+        }
+        (
+            MessageBody::Tool {
+                content: a,
+                tool_name: a_name,
+                ..
+            },
+            MessageBody::Tool {
+                content: b,
+                tool_name: b_name,
+                ..
+            },
+        ) => {
+            text(&mut total, a, b);
+            text(
+                &mut total,
+                a_name.as_deref().unwrap_or(""),
+                b_name.as_deref().unwrap_or(""),
+            );
+        }
+        _ => return count_message(encoding, new),
+    }
+    total += changed_tail(old.parts(), new.parts(), |p| count_part(encoding, p));
+    total.max(0) as u64
+}
+
+/// What `new`'s items count beyond `old`'s: the items past the prefix
+/// both share, new counted in and old counted out.
+fn changed_tail<T: PartialEq>(old: &[T], new: &[T], count: impl Fn(&T) -> u64) -> i128 {
+    let same = old.iter().zip(new).take_while(|(a, b)| a == b).count();
+    let sum = |items: &[T]| items.iter().map(|i| count(i) as i128).sum::<i128>();
+    sum(&new[same..]) - sum(&old[same..])
+}
+
+/// One tool call as `count_message` counts it.
+fn count_call(encoding: Encoding, call: &crate::conversation::ToolCall) -> u64 {
+    PER_TOOL_CALL_OVERHEAD + encoding.count(&call.name) + count_json(encoding, &call.arguments)
 }
 
 /// The most tokens `count_message` can give the message with any
@@ -325,6 +402,65 @@ pub fn human(n: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A response written block by block (thinking, then text, then one
+    /// call after another, a call's arguments rewritten, a user message
+    /// edited) is recounted to what a whole count gives each version.
+    #[test]
+    fn a_message_recounted_from_its_earlier_version_counts_as_counted_whole() {
+        use crate::conversation::ToolCall;
+        let encoding = Encoding::for_model(Some("claude-opus-4-5"));
+        let call = |id: &str, path: &str| ToolCall {
+            id: id.into(),
+            name: "Read".into(),
+            arguments: serde_json::json!({"file_path": path}),
+        };
+        let with_thinking = |mut m: Message, thinking: &str| {
+            if let MessageBody::Assistant { thinking: t, .. } = &mut m.body {
+                *t = Some(thinking.into());
+            }
+            m
+        };
+        let versions = [
+            with_thinking(
+                Message::assistant("a", "", vec![]),
+                "Let me look at the parser first.",
+            ),
+            with_thinking(
+                Message::assistant("a", "Reading it.", vec![]),
+                "Let me look at the parser first.",
+            ),
+            with_thinking(
+                Message::assistant("a", "Reading it.", vec![call("c1", "src/parser.rs")]),
+                "Let me look at the parser first.",
+            ),
+            with_thinking(
+                Message::assistant(
+                    "a",
+                    "Reading it.",
+                    vec![call("c1", "src/parser.rs"), call("c2", "src/lexer.rs")],
+                ),
+                "Let me look at the parser first.",
+            ),
+            with_thinking(
+                Message::assistant(
+                    "a",
+                    "Reading them.",
+                    vec![call("c1", "src/main.rs"), call("c2", "src/lexer.rs")],
+                ),
+                "Something else entirely.",
+            ),
+            Message::assistant("a", "", vec![]),
+            Message::user("a", "a user message instead"),
+            Message::user("a", "a user message, edited"),
+            Message::tool_result("a", "c1", "fn main() {}", false),
+        ];
+        let mut tokens = count_message(encoding, &versions[0]);
+        for pair in versions.windows(2) {
+            tokens = recount_message(encoding, &pair[0], tokens, &pair[1]);
+            assert_eq!(tokens, count_message(encoding, &pair[1]), "{:?}", pair[1]);
+        }
+    }
 
     #[test]
     fn model_picks_vocabulary() {

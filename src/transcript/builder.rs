@@ -11,10 +11,11 @@ use super::imported::{Imported, Skips};
 use crate::compaction::retention;
 use crate::compaction::CompactionRecord;
 use crate::compaction::{Strategy, Trigger};
-use crate::conversation::{Message, MessageBody};
+use crate::conversation::Message;
 use crate::files::FileTools;
 use crate::session::Session;
 use crate::store::{LogEntry, SessionSettings};
+use std::sync::Arc;
 
 enum Item {
     Message { message: Message, line: usize },
@@ -49,6 +50,7 @@ pub(crate) fn collect(format: Format, events: Vec<Event>, mut skipped: Skips) ->
     let mut entries = Vec::with_capacity(items.len());
     let mut message_lines = Vec::new();
     let mut compactions = 0usize;
+    let mut changed = ChangedFiles::default();
     // The latest item was a compaction placed: what is attached next is
     // its own.
     let mut placed = false;
@@ -70,7 +72,7 @@ pub(crate) fn collect(format: Format, events: Vec<Event>, mut skipped: Skips) ->
             }
             Item::Compaction(foreign) => {
                 let session = session.as_mut().expect("created when compactions exist");
-                match place(session, &foreign, format, compactions + 1) {
+                match place(session, &foreign, format, compactions + 1, &mut changed) {
                     Ok(record) => {
                         compactions += 1;
                         placed = true;
@@ -147,8 +149,9 @@ pub(crate) fn place(
     foreign: &ForeignCompaction,
     format: Format,
     number: usize,
+    changed: &mut ChangedFiles,
 ) -> Result<CompactionRecord, (&'static str, Option<String>)> {
-    let mut record = record(session, foreign, foreign.first_kept.clone(), format, number)
+    let mut record = record(session, foreign, changed, format, number)
         .map_err(|why| ("compactions that could not be placed", Some(why)))?;
     session.apply_compaction(record.clone());
     // As the meter shows it: with the overhead the usage so far shows; the
@@ -240,10 +243,11 @@ fn carried_rules(session: &Session, replaced: &[&Message], cleared: bool) -> Vec
 fn record(
     session: &Session,
     foreign: &ForeignCompaction,
-    first_kept_id: Option<String>,
+    changed: &mut ChangedFiles,
     format: Format,
     number: usize,
 ) -> Result<CompactionRecord, String> {
+    let first_kept_id = foreign.first_kept.clone();
     let view: Vec<&Message> = session.view_messages().collect();
     let summarized = match &first_kept_id {
         Some(id) => view
@@ -260,15 +264,14 @@ fn record(
     // files changed so far, the rules, the task and the latest request it
     // replaced (the summary alone: the same whether the rest of the
     // transcript is read yet or not).
-    let all: Vec<&Message> = session.all_messages().collect();
     let required = if foreign.cleared {
         Vec::new()
     } else {
         retention::required(
-            &modified_files(&all),
+            &modified_files(session, changed),
             retention::latest_request(view[..summarized].iter().copied()),
             &retained_rules,
-            retention::first_request(all.iter().copied()),
+            retention::first_request(session.all_messages()),
             &[],
         )
     };
@@ -308,31 +311,90 @@ fn record(
 /// The files the messages' tool calls changed (by the shipped tool
 /// mapping, a call whose result is no error), by file name: an agent's
 /// summary names a file as it likes, the name is what it cannot leave out.
-fn modified_files(messages: &[&Message]) -> Vec<String> {
-    let tools = FileTools::default();
-    let failed: std::collections::HashSet<&str> = messages
+fn modified_files(session: &Session, changed: &mut ChangedFiles) -> Vec<String> {
+    changed.update(session.all_shared_messages());
+    let failed: std::collections::HashSet<&str> = changed
+        .seen
         .iter()
-        .filter(|m| m.is_error_result())
-        .filter_map(|m| m.answers())
+        .filter_map(|seen| seen.failed.as_deref())
         .collect();
     let mut files: Vec<String> = Vec::new();
-    for message in messages {
-        let MessageBody::Assistant { tool_calls, .. } = &message.body else {
+    for (call, names) in changed.seen.iter().flat_map(|seen| &seen.calls) {
+        if failed.contains(call.as_str()) {
             continue;
-        };
-        for call in tool_calls
-            .iter()
-            .filter(|c| !failed.contains(c.id.as_str()))
-        {
-            for (op, path) in tools.ops(call) {
-                let name = path.rsplit(['/', '\\']).next().unwrap_or(&path).to_string();
-                if op.is_modification() && !files.contains(&name) {
-                    files.push(name);
-                }
+        }
+        for name in names {
+            if !files.contains(name) {
+                files.push(name.clone());
             }
         }
     }
     files
+}
+
+/// What each message of the session says of changed files, worked out
+/// once per message: every compaction of an agent is checked against all
+/// the files changed before it, and working each call out again at each
+/// one (a shell command is parsed to find its files) made a transcript
+/// with many compactions cost its length times their number.
+#[derive(Default)]
+pub(crate) struct ChangedFiles {
+    tools: FileTools,
+    /// By position in the session's messages.
+    seen: Vec<Seen>,
+}
+
+struct Seen {
+    /// The message as it was worked out (held, so that a later version,
+    /// an amended response, is told apart by its address).
+    message: Arc<Message>,
+    /// Its calls that change files: the call's id and the files' names.
+    calls: Vec<(String, Vec<String>)>,
+    /// The call it answers with an error.
+    failed: Option<String>,
+}
+
+impl ChangedFiles {
+    fn update<'a>(&mut self, messages: impl ExactSizeIterator<Item = &'a Arc<Message>>) {
+        self.seen.truncate(messages.len());
+        for (i, message) in messages.enumerate() {
+            if self
+                .seen
+                .get(i)
+                .is_some_and(|seen| Arc::ptr_eq(&seen.message, message))
+            {
+                continue;
+            }
+            let seen = Seen {
+                message: message.clone(),
+                calls: message
+                    .tool_calls()
+                    .iter()
+                    .map(|call| (call.id.clone(), self.names(call)))
+                    .filter(|(_, names)| !names.is_empty())
+                    .collect(),
+                failed: message
+                    .is_error_result()
+                    .then(|| message.answers().map(str::to_string))
+                    .flatten(),
+            };
+            match self.seen.get_mut(i) {
+                Some(slot) => *slot = seen,
+                None => self.seen.push(seen),
+            }
+        }
+    }
+
+    fn names(&self, call: &crate::conversation::ToolCall) -> Vec<String> {
+        let mut names: Vec<String> = Vec::new();
+        for (op, path) in self.tools.ops(call) {
+            let name = path.rsplit(['/', '\\']).next().unwrap_or(&path).to_string();
+            if op.is_modification() && !names.contains(&name) {
+                names.push(name);
+            }
+        }
+        names
+    }
 }
 
 fn merge_settings(base: &mut SessionSettings, change: SessionSettings) {

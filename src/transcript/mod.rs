@@ -18,7 +18,7 @@ pub(crate) mod time;
 
 use serde_json::Value;
 
-pub(crate) use builder::{place, place_clearing};
+pub(crate) use builder::{place, place_clearing, ChangedFiles};
 pub use emit::{Emitter, Event, ForeignCompaction, Reader};
 pub use format::Format;
 pub use imported::{Imported, Skips};

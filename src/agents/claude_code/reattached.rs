@@ -42,9 +42,11 @@ const BUDGET_CHARS: usize = 50_000 * 4;
 #[derive(Debug, Clone)]
 struct Seen {
     path: String,
-    /// Its content, numbered as the Read tool gives it; `None` when it is
-    /// too large to be attached whole.
-    text: Option<String>,
+    /// Its content and the number of its first line, numbered as the Read
+    /// tool gives it only when a compaction needs it (most files read are
+    /// never attached again); `None` when it is too large to be attached
+    /// whole.
+    text: Option<(String, usize)>,
 }
 
 /// The files touched last, newest first.
@@ -80,7 +82,11 @@ impl Reattached {
         let mut out = Vec::new();
         let mut spent = 0;
         for seen in &self.recent {
-            match &seen.text {
+            match seen
+                .text
+                .as_ref()
+                .map(|(text, first)| numbered(text, *first))
+            {
                 Some(text) if spent + text.len() <= BUDGET_CHARS => {
                     spent += text.len();
                     out.push(format!("{}\n{text}", seen.path));
@@ -95,7 +101,7 @@ impl Reattached {
 }
 
 /// The file a result shows and its content as it would be attached.
-fn seen(result: &Value) -> Option<(String, Option<String>)> {
+fn seen(result: &Value) -> Option<(String, Option<(String, usize)>)> {
     let str_of = |v: &Value, key: &str| v.get(key).and_then(Value::as_str).map(str::to_string);
     if let Some(file) = result
         .get("file")
@@ -104,7 +110,7 @@ fn seen(result: &Value) -> Option<(String, Option<String>)> {
         let path = str_of(file, "filePath")?;
         let content = file.get("content").and_then(Value::as_str)?;
         let first = file.get("startLine").and_then(Value::as_u64).unwrap_or(1) as usize;
-        return Some((path, numbered(content, first)));
+        return Some((path, attachable(content, first)));
     }
     let path = str_of(result, "filePath")?;
     if let Some(original) = result.get("originalFile").and_then(Value::as_str) {
@@ -116,28 +122,38 @@ fn seen(result: &Value) -> Option<(String, Option<String>)> {
             .get("newString")
             .and_then(Value::as_str)
             .unwrap_or("");
+        let edited_length = match old.is_empty() || !original.contains(old) {
+            true => original.len(),
+            false => original.len() - old.len() + new.len(),
+        };
+        if edited_length > FILE_CHARS {
+            return Some((path, None));
+        }
         let edited = if old.is_empty() {
             original.to_string()
         } else {
             original.replacen(old, new, 1)
         };
-        return Some((path, numbered(&edited, 1)));
+        return Some((path, attachable(&edited, 1)));
     }
     let content = result.get("content").and_then(Value::as_str)?;
-    Some((path, numbered(content, 1)))
+    Some((path, attachable(content, 1)))
 }
 
-/// `content` numbered from line `first` as the Read tool gives it;
-/// `None` when it is too large to be attached.
-fn numbered(content: &str, first: usize) -> Option<String> {
-    if content.len() > FILE_CHARS {
-        return None;
-    }
+/// `content` from line `first`, kept to be numbered when a compaction
+/// attaches it; `None` when it is too large to be attached.
+fn attachable(content: &str, first: usize) -> Option<(String, usize)> {
+    (content.len() <= FILE_CHARS).then(|| (content.to_string(), first))
+}
+
+/// `content` numbered from line `first` as the Read tool gives it.
+fn numbered(content: &str, first: usize) -> String {
+    use std::fmt::Write;
     let mut text = String::with_capacity(content.len() + content.len() / 4);
     for (n, line) in content.lines().enumerate() {
-        text.push_str(&format!("{:>6}\t{line}\n", first.max(1) + n));
+        let _ = writeln!(text, "{:>6}\t{line}", first.max(1) + n);
     }
-    Some(text)
+    text
 }
 
 /// The plan file and memory files, which Claude Code attaches otherwise
