@@ -129,7 +129,10 @@ pub fn kind_name(kind: FileType) -> &'static str {
             return "a socket";
         }
     }
-    if kind.is_dir() {
+    if kind.is_symlink() {
+        // Only where the caller looked without following links.
+        "a symlink"
+    } else if kind.is_dir() {
         "a directory"
     } else {
         "a special file"

@@ -191,17 +191,53 @@ fn request_opening(request: &str) -> String {
     normalize(&request.chars().take(200).collect::<String>())
 }
 
+/// The words of `text`, quotes and backticks trimmed, one space apart,
+/// lowercased. Written word by word into one string: a list of the words
+/// cost 16 bytes a word, over three times a long message's text, and the
+/// joined and lowercased copies two more. Lowercasing word by word is the
+/// same as lowercasing the whole (a final sigma looks no further than the
+/// space after its word).
 fn normalize(text: &str) -> String {
-    text.split_whitespace()
-        .map(|w| w.trim_matches(|c: char| c == '"' || c == '`'))
-        .collect::<Vec<_>>()
-        .join(" ")
-        .to_lowercase()
+    let mut out = String::with_capacity(text.len());
+    for (i, word) in text.split_whitespace().enumerate() {
+        if i > 0 {
+            out.push(' ');
+        }
+        let word = word.trim_matches(|c: char| c == '"' || c == '`');
+        if word.is_ascii() {
+            out.extend(word.bytes().map(|b| char::from(b.to_ascii_lowercase())));
+        } else {
+            out.push_str(&word.to_lowercase());
+        }
+    }
+    out
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The same as joining the trimmed words and lowercasing the whole,
+    /// on text with quotes, empty words and letters beyond ASCII.
+    #[test]
+    fn normalize_is_the_joined_lowercased_words() {
+        let slow = |text: &str| {
+            text.split_whitespace()
+                .map(|w| w.trim_matches(|c: char| c == '"' || c == '`'))
+                .collect::<Vec<_>>()
+                .join(" ")
+                .to_lowercase()
+        };
+        for text in [
+            "",
+            "  Fix  the \"Parser\"  now ",
+            "`` \" a\tB\nC",
+            "ΟΔΟΣ ΟΔΟΣ. ΣΑΣ Σ ΑΣ\"Σ `ΑΣ` İstanbul ǅemal ẞ",
+            "MixED ascii and ÜMLAUTS\u{a0}nbsp\u{2003}em",
+        ] {
+            assert_eq!(normalize(text), slow(text), "{text:?}");
+        }
+    }
 
     #[test]
     fn finds_rules_in_user_lines_only() {

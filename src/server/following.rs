@@ -129,9 +129,13 @@ impl Following {
                 if let Some((stored, _)) = discover::stored(&path, false) {
                     return Ok((agent.unwrap_or(stored), path));
                 }
-                std::fs::metadata(&path).map_err(|e| {
-                    RpcError::invalid_params(format!("path: {}: {e}", path.display()))
-                })?;
+                // A FIFO or a device is named for what it is, not taken
+                // for a transcript of no agent (nothing opens it here).
+                std::fs::metadata(&path)
+                    .and_then(|meta| crate::regular_file::check_regular(&meta))
+                    .map_err(|e| {
+                        RpcError::invalid_params(format!("path: {}: {e}", path.display()))
+                    })?;
                 let agent = agent
                     .or_else(|| discover::agent_of(homes, &path))
                     .ok_or_else(|| {

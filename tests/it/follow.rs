@@ -1201,3 +1201,54 @@ fn a_large_transcript_is_read_while_other_sessions_are_served() {
     let messages = server.history_ids(id).len();
     assert_eq!(messages, 1 + 2 * turns);
 }
+
+/// A followed transcript replaced by a FIFO (issue #39): each poll opens
+/// it again, and a blocking open would hold the state owner until
+/// something wrote to the FIFO. Another followed transcript's next line,
+/// read in the same poll, still reaches its meter, requests are still
+/// answered, the session keeps what it had, and asked to follow the FIFO
+/// the server says what it is. Once a file again, what is added is read.
+#[cfg(unix)]
+#[test]
+fn a_followed_transcript_replaced_by_a_fifo_freezes_nothing() {
+    let ws = workspace();
+    let mut server = start(&ws, json!({"fileWatcher": "off"}));
+    let other = server.open(json!({}));
+    let follow = |server: &mut Server, path: &Path| {
+        server.request("conversation/follow", json!({"path": path}))
+    };
+    let mut text = prompt("u0", "read a.txt");
+    let block = tool_use("t0", "Read", json!({"file_path": ws.root.join("a.txt")}));
+    text.push_str(&response_line("a0", "msg_0", block, FIRST));
+    text.push_str(&tool_result("r0", "t0", "alpha"));
+    let [a, b] = ["a.jsonl", "b.jsonl"].map(|name| ws.root.join(name));
+    let [id_a, id_b] = [&a, &b].map(|path| {
+        write(path, &text);
+        let followed = follow(&mut server, path).unwrap();
+        followed["sessionId"].as_str().unwrap().to_string()
+    });
+    assert_eq!(server.history_ids(&id_a).len(), 3);
+    std::fs::remove_file(&a).unwrap();
+    crate::support::mkfifo(&a);
+    let second = json!({"type": "text", "text": "done"});
+    write(&b, &response_line("a1", "msg_1", second, SECOND));
+    assert_eq!(
+        next_meter(&mut server, &id_b)["contextTokens"],
+        total(SECOND)
+    );
+    server.append(&other, json!([{"role": "user", "content": "still served"}]));
+    let refused = follow(&mut server, &a).unwrap_err();
+    assert!(
+        refused
+            .message
+            .contains("not a regular file (a FIFO or pipe)"),
+        "{refused:?}"
+    );
+    assert_eq!(server.history_ids(&id_a).len(), 3);
+    // A file again: the agent's next line is read.
+    std::fs::remove_file(&a).unwrap();
+    text.push_str(&prompt("u1", "thanks"));
+    write(&a, &text);
+    assert_eq!(follow(&mut server, &a).unwrap()["sessionId"], id_a.as_str());
+    assert_eq!(server.history_ids(&id_a).len(), 4);
+}

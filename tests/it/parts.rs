@@ -363,6 +363,65 @@ fn a_damaged_blob_is_not_served_and_a_re_append_repairs_it() {
     assert_eq!(messages[1]["content"][0]["data"], picture["data"]);
 }
 
+/// A blob that is a symlink to a 2 GiB sparse file (issue #39: it was
+/// read whole, 24 GB before the machine ran out) is refused by its type,
+/// never read: history keeps the reference and the server's log names the
+/// blob, its memory stays small, and appending the image again puts a
+/// regular file back in place of the link, leaving its target untouched.
+#[cfg(unix)]
+#[test]
+fn a_blob_that_is_a_symlink_is_never_followed() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut server = Server::start(dir.path(), json!({}));
+    let session = server.open(json!({"sessionId": "s"}));
+    let picture = image(640, 480, 20_000, 9);
+    server.append(
+        &session,
+        [json!({"role": "user", "content": [picture.clone()]})],
+    );
+    let blob = walk_files(&dir.path().join("blobs")).pop().unwrap();
+    let sparse = dir.path().join("sparse");
+    std::fs::File::create(&sparse)
+        .unwrap()
+        .set_len(2 << 30)
+        .unwrap();
+    std::fs::remove_file(&blob).unwrap();
+    std::os::unix::fs::symlink(&sparse, &blob).unwrap();
+    let name = blob.file_name().unwrap().to_str().unwrap().to_string();
+    let messages = history(&mut server, "s");
+    assert!(
+        messages[0]["content"][0].get("$stored").is_some(),
+        "{}",
+        messages[0]
+    );
+    let read = server
+        .request(
+            "conversation/messages",
+            json!({"sessionId": "s", "ids": [messages[0]["id"]]}),
+        )
+        .unwrap();
+    assert!(
+        read["messages"][0]["message"]["content"][0]
+            .get("$stored")
+            .is_some(),
+        "{read}"
+    );
+    let refusal = format!("blob {name} is a symlink, not a regular file");
+    let stderr = server.stderr_after_containing(0, &refusal);
+    assert!(stderr.contains(&refusal), "{stderr}");
+    let peak = crate::support::peak_rss_kib(server.pid());
+    assert!(peak < 300 * 1024, "the blob was read: peak RSS {peak} KiB");
+    server.append(
+        &session,
+        [json!({"role": "user", "content": [picture.clone()]})],
+    );
+    assert!(std::fs::symlink_metadata(&blob).unwrap().is_file());
+    let messages = history(&mut server, "s");
+    assert_eq!(messages[0]["content"][0]["data"], picture["data"]);
+    let target = std::fs::metadata(&sparse).unwrap();
+    assert_eq!(target.len(), 2 << 30, "the link's target was written");
+}
+
 fn walk_files(dir: &Path) -> Vec<std::path::PathBuf> {
     let mut out = Vec::new();
     for entry in std::fs::read_dir(dir).unwrap() {

@@ -153,7 +153,7 @@ fn session_logs_and_lock_files_that_are_not_regular_files_are_refused() {
         warnings.contains("starts with byte 0x00, 1073741824 bytes"),
         "{warnings}"
     );
-    let peak = peak_rss_kib(server.pid());
+    let peak = crate::support::peak_rss_kib(server.pid());
     assert!(peak < 400 * 1024, "the NULs were held: peak RSS {peak} KiB");
     // The server still serves, and the sparse session takes appends.
     server.append(
@@ -161,15 +161,4 @@ fn session_logs_and_lock_files_that_are_not_regular_files_are_refused() {
         json!([{"id": "m1", "role": "user", "content": "hi"}]),
     );
     server.open(json!({"sessionId": "fine"}));
-}
-
-/// The process's peak resident set (`VmHWM`), in KiB.
-#[cfg(unix)]
-fn peak_rss_kib(pid: u32) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .unwrap()
 }

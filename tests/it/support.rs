@@ -540,6 +540,17 @@ fn set_rlimit(
     }
 }
 
+/// The process's peak resident set (`VmHWM`), in KiB.
+#[cfg(unix)]
+pub fn peak_rss_kib(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap()
+}
+
 /// Makes a FIFO (named pipe) at `path` with the system's `mkfifo`.
 pub fn mkfifo(path: &Path) {
     let status = Command::new("mkfifo").arg(path).status().unwrap();

@@ -565,7 +565,16 @@ fn quoted(text: &str) -> String {
 
 /// The key of a request (or the task) in `sources`.
 pub(super) fn request_key(request: &str) -> String {
-    format!("r:{request}")
+    // A long request is keyed by its digest, not a copy of it: a message
+    // of one 100 MB line was held once more as its own key.
+    const LONG: usize = 4096;
+    if request.len() <= LONG {
+        return format!("r:{request}");
+    }
+    use sha2::{Digest as _, Sha256};
+    let hash = Sha256::digest(request.as_bytes());
+    let hex: String = hash.iter().map(|b| format!("{b:02x}")).collect();
+    format!("r#{}:{hex}", request.len())
 }
 
 /// The key of a user rule in `sources`.
