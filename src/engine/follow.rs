@@ -17,7 +17,9 @@ use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
 use super::{append, now_ms, EngineError, EngineResult, OpenSession, SessionEnv};
-use crate::agents::{Agent, AgentSession, AutoCompactPoint, Basis, Homes, LimitsInput};
+use crate::agents::{
+    Agent, AgentSession, AutoCompactPoint, Basis, FeedStep, Homes, LimitsInput, StoredFeed,
+};
 use crate::compaction::CompactionRecord;
 use crate::config::Config;
 use crate::files::{disk, FileTools};
@@ -131,10 +133,31 @@ pub struct Mirror {
     pub auto_compact: AutoCompactPoint,
     /// compactd's own compactions of the transcript, oldest first.
     pub own: Vec<CompactionRecord>,
-    tail: Tail,
+    source: Source,
     reading: Reading,
     /// What the agent's point was last computed from.
     limits_from: Option<(Option<String>, Option<u64>, Option<u64>)>,
+}
+
+/// Where the agent's entries come from: a transcript file's new lines, or
+/// a session an agent keeps in a store of its own (opencode's database),
+/// what changed in it.
+enum Source {
+    File(Tail),
+    Store(Box<dyn StoredFeed>),
+}
+
+impl Source {
+    fn new(agent: Agent, path: &Path) -> EngineResult<Source> {
+        match agent.stored_feed(path) {
+            None => Ok(Source::File(Tail::new(path))),
+            Some(Ok(feed)) => Ok(Source::Store(feed)),
+            Some(Err(why)) => Err(EngineError::Invalid(format!(
+                "path: {}: {why}",
+                path.display()
+            ))),
+        }
+    }
 }
 
 /// The reader's side, apart from the file's, so a step can feed one while
@@ -177,11 +200,11 @@ impl Reading {
         })
     }
 
-    /// The lines `tail` has not read yet: through the reader, their events
+    /// What `source` has not given yet: through the reader, their events
     /// applied to the session.
     fn step(
         &mut self,
-        tail: &mut Tail,
+        source: &mut Source,
         session: &mut Session,
         env: &FollowEnv,
         live: bool,
@@ -191,10 +214,31 @@ impl Reading {
         if state.restart {
             return Ok((Step::Read, polled)); // the rest is read again anyway
         }
-        let step = tail.feed(reader.as_mut(), out, |event, skipped| {
-            state.apply(event, skipped, session, env, live, &mut polled)
-        })?;
-        Ok((step, polled))
+        let feed = match source {
+            Source::File(tail) => {
+                let step = tail.feed(reader.as_mut(), out, |event, skipped| {
+                    state.apply(event, skipped, session, env, live, &mut polled)
+                })?;
+                return Ok((step, polled));
+            }
+            Source::Store(feed) => feed,
+        };
+        let lines = match feed.step().map_err(std::io::Error::other)? {
+            FeedStep::Changed(why) => return Ok((Step::Changed(why), polled)),
+            FeedStep::Read(lines) => lines,
+        };
+        for line in lines {
+            if state.restart {
+                break;
+            }
+            if let Some(value) = out.readable(&line) {
+                reader.line(line.number, value, out);
+            }
+            for event in out.drain() {
+                state.apply(event, &mut out.skipped, session, env, live, &mut polled);
+            }
+        }
+        Ok((Step::Read, polled))
     }
 }
 
@@ -316,13 +360,15 @@ fn follow_with(
     env: &FollowEnv,
     write: bool,
 ) -> EngineResult<(OpenSession, Mirror)> {
-    refuse_stored(agent, path)?;
-    let meta = std::fs::metadata(path).map_err(|e| read_error(path, e))?;
-    if !meta.is_file() {
-        return Err(EngineError::Invalid(format!(
-            "path: {}: not a regular file",
-            path.display()
-        )));
+    // A session an agent keeps in a store is no file; its feed checks it.
+    if agent.stored_session(path, false).is_none() {
+        let meta = std::fs::metadata(path).map_err(|e| read_error(path, e))?;
+        if !meta.is_file() {
+            return Err(EngineError::Invalid(format!(
+                "path: {}: not a regular file",
+                path.display()
+            )));
+        }
     }
     let id = session_id(agent, path);
     let followed = FollowedTranscript {
@@ -343,20 +389,6 @@ fn follow_with(
     Ok((open, mirror))
 }
 
-/// A session an agent keeps in a store of its own (a locator, not a
-/// transcript file: `AgentKind::stored_session`) is not followed live yet:
-/// refused, saying so, before anything is read or written.
-fn refuse_stored(agent: Agent, path: &Path) -> EngineResult<()> {
-    match agent.stored_session(path, false) {
-        None => Ok(()),
-        Some(_) => Err(EngineError::Invalid(format!(
-            "path: {}: live follow of {} sessions is not supported yet",
-            path.display(),
-            agent.display_name()
-        ))),
-    }
-}
-
 /// A mirror of the transcript read from its start, and its session.
 fn mirror_of(
     agent: Agent,
@@ -365,7 +397,6 @@ fn mirror_of(
     own: Vec<CompactionRecord>,
     env: &FollowEnv,
 ) -> EngineResult<(Session, Mirror)> {
-    refuse_stored(agent, path)?;
     let mut mirror = Mirror {
         agent,
         path: path.to_path_buf(),
@@ -377,7 +408,7 @@ fn mirror_of(
             rule: String::new(),
         },
         own,
-        tail: Tail::new(path),
+        source: Source::new(agent, path)?,
         reading: Reading::new(agent, path)?,
         limits_from: None,
     };
@@ -528,11 +559,11 @@ impl Mirror {
     /// Reads the transcript from its start into `session`, which must be
     /// fresh.
     fn read_from_start(&mut self, session: &mut Session, env: &FollowEnv) -> EngineResult<()> {
-        self.tail = Tail::new(&self.path);
+        self.source = Source::new(self.agent, &self.path)?;
         self.reading = Reading::new(self.agent, &self.path)?;
         self.limits_from = None;
         self.reading
-            .step(&mut self.tail, session, env, false)
+            .step(&mut self.source, session, env, false)
             .map_err(|e| read_error(&self.path, e))?;
         self.reading.reader.caught_up();
         self.refresh_limits(session, env);
@@ -545,7 +576,7 @@ impl Mirror {
     pub fn poll(&mut self, open: &mut OpenSession, env: &FollowEnv) -> EngineResult<Polled> {
         let (step, polled) = self
             .reading
-            .step(&mut self.tail, &mut open.session, env, true)
+            .step(&mut self.source, &mut open.session, env, true)
             .map_err(|e| read_error(&self.path, e))?;
         let reread = match step {
             Step::Changed(why) => Some(why.to_string()),
@@ -605,17 +636,17 @@ impl Mirror {
 /// Which session auto-follow follows, of the workspace's sessions (newest
 /// first, as `agents::discover` lists them): at the first look the
 /// newest; after that the newest one not seen before, a session that
-/// started since (`None`: nothing new, stay). A session an agent keeps
-/// in a store of its own is passed over: it is not followed live yet.
+/// started since (`None`: nothing new, stay). A session an agent keeps in
+/// a store of its own (opencode's) is picked like a transcript: the folder
+/// where its new sessions appear is watched for auto-follow anyway.
 pub fn auto_pick<'a>(
     found: &'a [AgentSession],
     seen: &HashSet<PathBuf>,
     first_look: bool,
 ) -> Option<&'a AgentSession> {
-    found.iter().find(|session| {
-        (first_look || !seen.contains(&session.path))
-            && session.agent.stored_session(&session.path, false).is_none()
-    })
+    found
+        .iter()
+        .find(|session| first_look || !seen.contains(&session.path))
 }
 
 /// A followed session's meter: the agent's usage in the agent's window,
