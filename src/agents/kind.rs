@@ -101,6 +101,13 @@ pub trait AgentKind: Send + Sync + 'static {
     fn stored_feed(&self, _path: &Path) -> Option<Result<Box<dyn StoredFeed>, String>> {
         None
     }
+    /// For a session its plugin mirrors into compactd (opencode's), the id
+    /// of compactd's session the plugin uses and the agent's own id of the
+    /// session, which that session's log records (`MirroredSession`):
+    /// a follow of the session is then that session, not a second one.
+    fn mirrored_as(&self, _path: &Path) -> Option<(String, String)> {
+        None
+    }
     /// Its context window and where it compacts by itself.
     fn limits(&self, input: &LimitsInput) -> (u64, AutoCompactPoint);
     /// What compactd does for it besides following its sessions.

@@ -24,7 +24,8 @@ use crate::compaction::CompactionRecord;
 use crate::config::Config;
 use crate::files::{disk, FileTools};
 use crate::session::Session;
-use crate::store::{self, FollowedTranscript, LogEntry, SessionHeader, SessionSettings};
+use crate::store::SessionSettings;
+use crate::store::{self, FollowedTranscript, LogEntry, MirroredSession, SessionHeader};
 use crate::store::{SessionLock, SessionLog, SessionStore, StoreError, LOG_VERSION};
 use crate::tokens::{self, Meter};
 use crate::transcript::tail::{Step, Tail};
@@ -112,6 +113,25 @@ pub fn session_id(agent: Agent, path: &Path) -> String {
     )
 }
 
+/// The session a follow of `path` is kept under, and whether it is a
+/// session a plugin of the agent mirrors it into: the plugin's session
+/// when compactd's store holds it and its log records that it mirrors
+/// this agent session (`AgentKind::mirrored_as`; one conversation, one
+/// session), else `session_id`'s. The plugin's compactd writes that log;
+/// a follow only reads it, never locks it.
+pub fn followed_id(store: &SessionStore, agent: Agent, path: &Path) -> (String, bool) {
+    if let Some((id, session_id)) = agent.mirrored_as(path) {
+        let wanted = MirroredSession {
+            agent: agent.name().to_string(),
+            session_id,
+        };
+        if store.mirrors(&id).ok().flatten() == Some(wanted) {
+            return (id, true);
+        }
+    }
+    (session_id(agent, path), false)
+}
+
 /// What one look at the transcript changed.
 #[derive(Debug, Default)]
 pub struct Polled {
@@ -133,6 +153,9 @@ pub struct Mirror {
     pub auto_compact: AutoCompactPoint,
     /// compactd's own compactions of the transcript, oldest first.
     pub own: Vec<CompactionRecord>,
+    /// The session is one a plugin of the agent mirrors it into
+    /// (`followed_id`): its log is the plugin's, never written here.
+    pub mirrored: bool,
     source: Source,
     reading: Reading,
     /// What the agent's point was last computed from.
@@ -370,18 +393,18 @@ fn follow_with(
             )));
         }
     }
-    let id = session_id(agent, path);
+    let (id, mirrored) = followed_id(store, agent, path);
     let followed = FollowedTranscript {
         agent: agent.name().to_string(),
         path: path.to_path_buf(),
     };
-    let lock = match write.then(|| store.lock(&id)) {
+    let lock = match (write && !mirrored).then(|| store.lock(&id)) {
         Some(Ok(lock)) => Some(lock),
         None | Some(Err(StoreError::Locked { .. })) => None,
         Some(Err(e)) => return Err(e.into()),
     };
     let (own, log) = own_log(store, &id, &followed, lock)?;
-    let (session, mirror) = mirror_of(agent, path, workspace, own, env)?;
+    let (session, mirror) = mirror_of(agent, path, workspace, (&id, own, mirrored), env)?;
     let open = OpenSession {
         follows: Some(followed),
         ..OpenSession::new(session, log)
@@ -389,12 +412,13 @@ fn follow_with(
     Ok((open, mirror))
 }
 
-/// A mirror of the transcript read from its start, and its session.
+/// A mirror of the transcript read from its start, and its session (`id`,
+/// compactd's own compactions of it, whether a plugin mirrors it).
 fn mirror_of(
     agent: Agent,
     path: &Path,
     workspace: &Path,
-    own: Vec<CompactionRecord>,
+    (id, own, mirrored): (&str, Vec<CompactionRecord>, bool),
     env: &FollowEnv,
 ) -> EngineResult<(Session, Mirror)> {
     let mut mirror = Mirror {
@@ -408,11 +432,12 @@ fn mirror_of(
             rule: String::new(),
         },
         own,
+        mirrored,
         source: Source::new(agent, path)?,
         reading: Reading::new(agent, path)?,
         limits_from: None,
     };
-    let mut session = mirror.fresh_session(&session_id(agent, path), env);
+    let mut session = mirror.fresh_session(id, env);
     mirror.read_from_start(&mut session, env)?;
     Ok((session, mirror))
 }
@@ -428,7 +453,8 @@ pub fn transcript_meter(
     workspace: &Path,
     env: &FollowEnv,
 ) -> EngineResult<Meter> {
-    let (session, mirror) = mirror_of(agent, path, workspace, Vec::new(), env)?;
+    let id = session_id(agent, path);
+    let (session, mirror) = mirror_of(agent, path, workspace, (&id, Vec::new(), false), env)?;
     Ok(meter(env.config, &session, &mirror))
 }
 
@@ -440,7 +466,8 @@ pub fn transcript_session(
     workspace: &Path,
     env: &FollowEnv,
 ) -> EngineResult<Session> {
-    mirror_of(agent, path, workspace, Vec::new(), env).map(|(session, _)| session)
+    let id = session_id(agent, path);
+    mirror_of(agent, path, workspace, (&id, Vec::new(), false), env).map(|(session, _)| session)
 }
 
 /// A session an agent keeps in a store of its own (`path`, a locator:
@@ -499,6 +526,7 @@ fn own_log(
             created_at: now_ms(),
             settings: SessionSettings::default(),
             follows: Some(followed.clone()),
+            mirrors: None,
         });
         log.append(&[header], true)?;
         return Ok((own, log));
@@ -527,6 +555,14 @@ pub fn take_log(
 ) -> EngineResult<()> {
     if !open.log.is_read_only() {
         return Ok(());
+    }
+    if mirror.mirrored {
+        return Err(EngineError::Invalid(format!(
+            "sessionId: {} is {}'s session as compactd's {} plugin mirrors it, whose log only that plugin's compactd writes: compact it there",
+            open.session.id,
+            mirror.agent.display_name(),
+            mirror.agent.display_name()
+        )));
     }
     let followed = open
         .follows

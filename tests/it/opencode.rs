@@ -356,3 +356,86 @@ async fn compactd_mcp_serves_one_whole() {
     assert!(files.contains("src/b.py"), "{files}");
     client.cancel().await.unwrap();
 }
+
+/// With compactd's opencode plugin, one opencode session is one compactd
+/// session: the plugin's session records opencode's id, and a follow of
+/// the opencode session (an editor's, from the database) is that session,
+/// its log only read (the plugin's compactd writes it); a session whose
+/// log records no opencode id is followed as a session of its own.
+#[test]
+fn a_session_the_plugin_mirrors_is_followed_as_the_plugin_s_session() {
+    let home = tempfile::tempdir().unwrap();
+    let (ws, db) = database(home.path());
+    let data = home.path().join("sessions");
+    // The plugin's compactd, as the plugin drives it (it stays open).
+    let mut plugin = Server::spawn_at(&data, home.path(), &ws, &[], &[]);
+    plugin.initialize(json!({}));
+    let mirrors = json!({"agent": "opencode", "sessionId": "ses_new"});
+    plugin
+        .request(
+            "conversation/open",
+            json!({"sessionId": "opencode-ses_new", "mirrors": mirrors}),
+        )
+        .unwrap();
+    plugin.append(
+        "opencode-ses_new",
+        json!([{"role": "user", "content": "Run the tests. Marker OC-ZQX-5150."}]),
+    );
+    // A session opened without the record is no mirror of `ses_old`.
+    plugin
+        .request(
+            "conversation/open",
+            json!({"sessionId": "opencode-ses_old"}),
+        )
+        .unwrap();
+
+    let mut editor = Server::spawn_at(&data, home.path(), &ws, &[], &[]);
+    editor.initialize_params(json!({}), json!({"rootUri": file_uri(&ws)}));
+    let followed = editor
+        .request(
+            "conversation/follow",
+            json!({"path": locator(&db, "ses_new")}),
+        )
+        .unwrap();
+    assert_eq!(followed["sessionId"], "opencode-ses_new", "{followed}");
+    assert!(followed["meter"]["contextTokens"].as_u64().unwrap() > 1500);
+    // One entry for it in the editors' list, naming that session.
+    let listed = editor
+        .request("conversation/listAgentSessions", json!({}))
+        .unwrap();
+    let sessions = listed["sessions"].as_array().unwrap();
+    assert_eq!(sessions.len(), 2, "{listed}");
+    assert_eq!(sessions[0]["path"], locator(&db, "ses_new"));
+    assert_eq!(sessions[0]["sessionId"], "opencode-ses_new");
+    // Its log is the plugin's: a compaction is not recorded by the follow.
+    let refused = editor
+        .request(
+            "conversation/compact",
+            json!({"sessionId": "opencode-ses_new"}),
+        )
+        .unwrap_err();
+    assert!(
+        refused.message.contains("mirrors it") && refused.message.contains("compact it there"),
+        "{refused:?}"
+    );
+    let other = editor
+        .request(
+            "conversation/follow",
+            json!({"path": locator(&db, "ses_old")}),
+        )
+        .unwrap();
+    assert!(
+        other["sessionId"]
+            .as_str()
+            .unwrap()
+            .starts_with("follow-opencode-"),
+        "{other}"
+    );
+    // The plugin goes on writing its session.
+    plugin.append(
+        "opencode-ses_new",
+        json!([{"role": "assistant", "content": "On it."}]),
+    );
+    assert_eq!(editor.shutdown_and_exit(), 0);
+    assert_eq!(plugin.shutdown_and_exit(), 0);
+}

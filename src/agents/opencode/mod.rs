@@ -34,6 +34,9 @@ const FORMAT: Format = Format::named(NAME);
 const ENV_VARS: &[&str] = &[CONFIG_HOME, store::DATA_HOME, store::DB_VAR];
 /// What separates the database from the session id in a locator.
 const LOCATOR_MARK: char = '#';
+/// How the plugin's compactd sessions are named: this, then opencode's
+/// session id.
+const PLUGIN_SESSION_PREFIX: &str = "opencode-";
 /// How opencode's session ids start.
 const SESSION_ID_PREFIX: &str = "ses_";
 
@@ -123,6 +126,14 @@ impl AgentKind for OpenCode {
         // A session that is not there is refused now, not followed empty.
         let found = read_session(&db, id, false).map_err(|e| e.to_string());
         Some(found.map(|_| Box::new(live::Feed::new(&db, id)) as Box<dyn StoredFeed>))
+    }
+
+    /// The plugin mirrors session `ses_…` as `opencode-ses_…`
+    /// (`compactdSessionId` in `integrations/opencode/compactd.ts`; a
+    /// locator's id has nothing that function replaces).
+    fn mirrored_as(&self, path: &Path) -> Option<(String, String)> {
+        let (_, id) = parse_locator(path)?;
+        Some((format!("{PLUGIN_SESSION_PREFIX}{id}"), id.to_string()))
     }
 
     fn limits(&self, input: &LimitsInput) -> (u64, AutoCompactPoint) {
