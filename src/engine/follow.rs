@@ -383,14 +383,24 @@ fn follow_with(
     env: &FollowEnv,
     write: bool,
 ) -> EngineResult<(OpenSession, Mirror)> {
-    // A session an agent keeps in a store is no file; its feed checks it.
-    if agent.stored_session(path, false).is_none() {
-        let meta = std::fs::metadata(path).map_err(|e| read_error(path, e))?;
-        if !meta.is_file() {
+    // A session an agent keeps in a store is no file: the store must hold
+    // it, before compactd's own log of it is started.
+    match agent.stored_session(path, false) {
+        Some(Err(why)) => {
             return Err(EngineError::Invalid(format!(
-                "path: {}: not a regular file",
+                "path: {}: {why}",
                 path.display()
-            )));
+            )))
+        }
+        Some(Ok(_)) => {}
+        None => {
+            let meta = std::fs::metadata(path).map_err(|e| read_error(path, e))?;
+            if !meta.is_file() {
+                return Err(EngineError::Invalid(format!(
+                    "path: {}: not a regular file",
+                    path.display()
+                )));
+            }
         }
     }
     let (id, mirrored) = followed_id(store, agent, path);

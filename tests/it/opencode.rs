@@ -329,7 +329,14 @@ fn compactd_follow_shows_its_meter() {
         "{stdout}"
     );
     assert!(stdout.contains("⛁ 1.5k/"), "{stdout}");
-    // A session that is not in the database is refused, saying so.
+    // A session that is not in the database is refused, saying so, and
+    // no log of compactd's is started for it.
+    let logs = || {
+        std::fs::read_dir(home.path().join("data/compactd/sessions"))
+            .unwrap()
+            .count()
+    };
+    let before = logs();
     let out = compactd(home.path(), &ws)
         .args(["follow", &locator(&db, "ses_gone"), "--once"])
         .output()
@@ -337,6 +344,7 @@ fn compactd_follow_shows_its_meter() {
     assert_eq!(out.status.code(), Some(1), "{out:?}");
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("no session ses_gone"), "{stderr}");
+    assert_eq!(logs(), before);
 }
 
 #[tokio::test(flavor = "multi_thread")]
