@@ -480,25 +480,6 @@ pub fn transcript_session(
     mirror_of(agent, path, workspace, (&id, Vec::new(), false), env).map(|(session, _)| session)
 }
 
-/// A session an agent keeps in a store of its own (`path`, a locator:
-/// `AgentKind::stored_session`), read whole as the agent has it now, with
-/// the file ledger of its tool calls (no log, no lock, nothing written;
-/// not followed live): what `compactd mcp` serves of it.
-pub fn stored_session(agent: Agent, path: &Path, env: &FollowEnv) -> EngineResult<Session> {
-    let invalid = |why: String| EngineError::Invalid(format!("path: {}: {why}", path.display()));
-    let stored = agent
-        .stored_session(path, true)
-        .ok_or_else(|| invalid(format!("not a session {} keeps", agent.display_name())))?
-        .map_err(invalid)?;
-    let mut imported = stored
-        .conversation
-        .ok_or_else(|| invalid("its conversation was not read".into()))?;
-    imported.track_files(env.tools, &env.session_env.workspace);
-    let id = session_id(agent, path);
-    let entries = imported.into_log_entries(&id, now_ms());
-    Ok(super::create::replay(&id, entries, env.session_env))
-}
-
 /// compactd's log of a followed transcript: its own compactions, and the
 /// log, created with its header when new. The log is written under its
 /// lock like any other; when another compactd process (a second editor

@@ -1,8 +1,8 @@
 //! opencode's sessions, which live in its SQLite database, each named by a
 //! locator `<database>#<session id>`: listed by `compactd sessions` and
 //! `conversation/listAgentSessions`, followed live as opencode writes them
-//! (`conversation/follow`, `compactd follow`), and served whole by
-//! `compactd mcp`; each from a database in the shape opencode 1.18.33
+//! (`conversation/follow`, `compactd follow`), and served by `compactd
+//! mcp` as it grows; each from a database in the shape opencode 1.18.33
 //! writes.
 
 use std::path::{Path, PathBuf};
@@ -348,7 +348,7 @@ fn compactd_follow_shows_its_meter() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn compactd_mcp_serves_one_whole() {
+async fn compactd_mcp_serves_one_as_it_grows() {
     let home = tempfile::tempdir().unwrap();
     let (ws, db) = database(home.path());
     let client = start(
@@ -362,6 +362,17 @@ async fn compactd_mcp_serves_one_whole() {
     assert!(found.contains("Marker OC-ZQX-5150"), "{found}");
     let files = call(&client, "list_files", json!({})).await;
     assert!(files.contains("src/b.py"), "{files}");
+    // opencode goes on: the next call reads what it wrote since.
+    let writer = rusqlite::Connection::open(&db).unwrap();
+    write_message(
+        &writer,
+        "msg_3",
+        10,
+        json!({"role": "user"}),
+        &[json!({"type": "text", "text": "Then deploy. Marker OC-LATER-31."})],
+    );
+    let later = call(&client, "search_history", json!({"query": "OC-LATER-31"})).await;
+    assert!(later.contains("Then deploy."), "{later}");
     client.cancel().await.unwrap();
 }
 
