@@ -104,7 +104,8 @@ pub trait AgentKind: Send + Sync + 'static {
     /// For a session its plugin mirrors into compactd (opencode's), the id
     /// of compactd's session the plugin uses and the agent's own id of the
     /// session, which that session's log records (`MirroredSession`):
-    /// a follow of the session is then that session, not a second one.
+    /// a follow of the session is then that session, not a second one
+    /// (and a follow without one is named after the agent's id).
     fn mirrored_as(&self, _path: &Path) -> Option<(String, String)> {
         None
     }

@@ -87,10 +87,16 @@ impl FollowSetup {
 /// The session id of a followed transcript: the same for the same file,
 /// so following it again finds compactd's own log of it.
 pub fn session_id(agent: Agent, path: &Path) -> String {
-    let stem: String = path
-        .file_stem()
-        .map(|s| s.to_string_lossy().into_owned())
-        .unwrap_or_default()
+    // A session an agent keeps in a store is named by the agent's id of it
+    // (a locator's file stem is the store's).
+    let name = match agent.mirrored_as(path) {
+        Some((_, id)) => id,
+        None => path
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default(),
+    };
+    let stem: String = name
         .chars()
         .map(|c| match c {
             'a'..='z' | 'A'..='Z' | '0'..='9' | '.' | '_' | '-' => c,

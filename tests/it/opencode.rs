@@ -219,6 +219,7 @@ fn a_session_followed_live_grows_as_opencode_writes_it() {
         .unwrap();
     assert_eq!(followed["agent"], "opencode");
     let id = followed["sessionId"].as_str().unwrap().to_string();
+    assert!(id.starts_with("follow-opencode-ses_new-"), "{id}");
     // The provider's 1,520, and the read's result after it.
     let first = followed["meter"]["contextTokens"].as_u64().unwrap();
     assert!((1520..1600).contains(&first), "{followed}");
@@ -447,7 +448,7 @@ fn a_session_the_plugin_mirrors_is_followed_as_the_plugin_s_session() {
         other["sessionId"]
             .as_str()
             .unwrap()
-            .starts_with("follow-opencode-"),
+            .starts_with("follow-opencode-ses_old-"),
         "{other}"
     );
     // The plugin goes on writing its session.
