@@ -281,11 +281,9 @@ fn a_session_followed_live_grows_as_opencode_writes_it() {
         &[json!({"type": "text", "text": "Marker OC-LIVE-7."})],
     );
     let asked = std::time::Instant::now();
+    // By agent: its newest session of the workspace, the one followed.
     let again = server
-        .request(
-            "conversation/follow",
-            json!({"path": locator(&db, "ses_new")}),
-        )
+        .request("conversation/follow", json!({"agent": "opencode"}))
         .unwrap();
     assert_eq!(again["sessionId"], id.as_str());
     assert!(
