@@ -7,7 +7,9 @@
 //
 // - It mirrors each opencode session into a compactd session
 //   (`opencode-<session id>`, over JSON-RPC on compactd's stdio) as messages
-//   complete, so compactd's log, file ledger and meter follow it.
+//   complete, so compactd's log, file ledger and meter follow it; the
+//   session records opencode's id (`mirrors`), so a follow of the opencode
+//   session (`compactd follow`, an editor) is that session, not a second.
 // - Before opencode compacts (`experimental.session.compacting`) it adds
 //   compactd's instructions to the summarization prompt: the task, the
 //   latest request, the user's rules verbatim, the files modified and read.
@@ -232,7 +234,8 @@ export const CompactdPlugin: Plugin = async ({ client }) => {
     const id = compactdSessionId(sessionID);
     let held = mirrored.get(sessionID);
     if (!held) {
-      await server.request('conversation/open', { sessionId: id });
+      // The session records opencode's id, so a follow of opencode's session (its database) is this one.
+      await server.request('conversation/open', { sessionId: id, mirrors: { agent: 'opencode', sessionId: sessionID } });
       // opencode decides when to compact; compactd only mirrors, so its history lists every message it holds.
       await server.request('conversation/setAutoCompact', { sessionId: id, enabled: false });
       const history: Loose = await server.request('conversation/history', { sessionId: id });

@@ -95,6 +95,20 @@ pub trait AgentKind: Send + Sync + 'static {
     fn stored_session(&self, _path: &Path, _whole: bool) -> Option<Result<StoredSession, String>> {
         None
     }
+    /// A session it keeps in a store of its own (a locator), read as it
+    /// grows, for a live follow (`engine::follow`); `None` (the default)
+    /// for a transcript file, which compactd tails itself.
+    fn stored_feed(&self, _path: &Path) -> Option<Result<Box<dyn StoredFeed>, String>> {
+        None
+    }
+    /// For a session its plugin mirrors into compactd (opencode's), the id
+    /// of compactd's session the plugin uses and the agent's own id of the
+    /// session, which that session's log records (`MirroredSession`):
+    /// a follow of the session is then that session, not a second one
+    /// (and a follow without one is named after the agent's id).
+    fn mirrored_as(&self, _path: &Path) -> Option<(String, String)> {
+        None
+    }
     /// Its context window and where it compacts by itself.
     fn limits(&self, input: &LimitsInput) -> (u64, AutoCompactPoint);
     /// What compactd does for it besides following its sessions.
@@ -151,6 +165,26 @@ pub struct StoredSession {
     pub title: Option<String>,
     /// Its whole conversation, when asked for.
     pub conversation: Option<Imported>,
+}
+
+/// A session an agent keeps in a store of its own, read as it grows
+/// (`AgentKind::stored_feed`): what a followed transcript's tail is for a
+/// file.
+pub trait StoredFeed: Send {
+    /// What the agent wrote since the last step (at the first, the whole
+    /// session), as entries for its reader: each entry added or changed
+    /// since, given again whole when it changed (the reader amends what it
+    /// gave), and a row the store could not read as a line that says why.
+    /// `Changed` when what was read is no longer there (removed, or the
+    /// store replaced): read it again from the start, with a new feed. An
+    /// error changes nothing: the next step tries again.
+    fn step(&mut self) -> Result<FeedStep, String>;
+}
+
+/// What one `StoredFeed::step` found.
+pub enum FeedStep {
+    Read(Vec<Line>),
+    Changed(&'static str),
 }
 
 /// What a status line is drawn with, from the command's front end.

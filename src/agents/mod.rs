@@ -34,7 +34,8 @@ pub use discover::AgentSession;
 pub use folders::Cwds;
 pub(crate) use kind::read_json;
 pub use kind::{
-    Agent, AgentKind, FollowMeter, Homes, LimitsInput, StatusLineEnv, StoredSession, Supports,
+    Agent, AgentKind, FeedStep, FollowMeter, Homes, LimitsInput, StatusLineEnv, StoredFeed,
+    StoredSession, Supports,
 };
 pub use limits::{AutoCompactPoint, Basis};
 

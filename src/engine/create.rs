@@ -41,6 +41,7 @@ pub fn header(id: &str, created_at: u64, settings: SessionSettings) -> LogEntry 
         created_at,
         settings,
         follows: None,
+        mirrors: None,
     })
 }
 
@@ -116,13 +117,18 @@ pub fn open(
     store: &SessionStore,
     id: &str,
     settings: SessionSettings,
+    mirrors: Option<crate::store::MirroredSession>,
     env: &SessionEnv,
 ) -> EngineResult<Opened> {
     refuse_follow_log(store, id)?;
     let lock = store.lock(id)?;
     let Some(resumed) = store.resume(id, env.summary_prefix.clone())? else {
         let log = store.open_log(id, lock, false)?;
-        let entries = vec![header(id, now_ms(), settings)];
+        let mut entries = vec![header(id, now_ms(), settings)];
+        // A new session records the agent's session it mirrors.
+        if let Some(LogEntry::Header(header)) = entries.first_mut() {
+            header.mirrors = mirrors;
+        }
         return Ok(Opened {
             open: write_new(log, id, entries, env)?,
             resumed: false,

@@ -17,12 +17,15 @@ use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
 use super::{append, now_ms, EngineError, EngineResult, OpenSession, SessionEnv};
-use crate::agents::{Agent, AgentSession, AutoCompactPoint, Basis, Homes, LimitsInput};
+use crate::agents::{
+    Agent, AgentSession, AutoCompactPoint, Basis, FeedStep, Homes, LimitsInput, StoredFeed,
+};
 use crate::compaction::CompactionRecord;
 use crate::config::Config;
 use crate::files::{disk, FileTools};
 use crate::session::Session;
-use crate::store::{self, FollowedTranscript, LogEntry, SessionHeader, SessionSettings};
+use crate::store::SessionSettings;
+use crate::store::{self, FollowedTranscript, LogEntry, MirroredSession, SessionHeader};
 use crate::store::{SessionLock, SessionLog, SessionStore, StoreError, LOG_VERSION};
 use crate::tokens::{self, Meter};
 use crate::transcript::tail::{Step, Tail};
@@ -84,10 +87,16 @@ impl FollowSetup {
 /// The session id of a followed transcript: the same for the same file,
 /// so following it again finds compactd's own log of it.
 pub fn session_id(agent: Agent, path: &Path) -> String {
-    let stem: String = path
-        .file_stem()
-        .map(|s| s.to_string_lossy().into_owned())
-        .unwrap_or_default()
+    // A session an agent keeps in a store is named by the agent's id of it
+    // (a locator's file stem is the store's).
+    let name = match agent.mirrored_as(path) {
+        Some((_, id)) => id,
+        None => path
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default(),
+    };
+    let stem: String = name
         .chars()
         .map(|c| match c {
             'a'..='z' | 'A'..='Z' | '0'..='9' | '.' | '_' | '-' => c,
@@ -108,6 +117,25 @@ pub fn session_id(agent: Agent, path: &Path) -> String {
         stem.replace("..", "-"),
         hash as u32
     )
+}
+
+/// The session a follow of `path` is kept under, and whether it is a
+/// session a plugin of the agent mirrors it into: the plugin's session
+/// when compactd's store holds it and its log records that it mirrors
+/// this agent session (`AgentKind::mirrored_as`; one conversation, one
+/// session), else `session_id`'s. The plugin's compactd writes that log;
+/// a follow only reads it, never locks it.
+pub fn followed_id(store: &SessionStore, agent: Agent, path: &Path) -> (String, bool) {
+    if let Some((id, session_id)) = agent.mirrored_as(path) {
+        let wanted = MirroredSession {
+            agent: agent.name().to_string(),
+            session_id,
+        };
+        if store.mirrors(&id).ok().flatten() == Some(wanted) {
+            return (id, true);
+        }
+    }
+    (session_id(agent, path), false)
 }
 
 /// What one look at the transcript changed.
@@ -131,10 +159,34 @@ pub struct Mirror {
     pub auto_compact: AutoCompactPoint,
     /// compactd's own compactions of the transcript, oldest first.
     pub own: Vec<CompactionRecord>,
-    tail: Tail,
+    /// The session is one a plugin of the agent mirrors it into
+    /// (`followed_id`): its log is the plugin's, never written here.
+    pub mirrored: bool,
+    source: Source,
     reading: Reading,
     /// What the agent's point was last computed from.
     limits_from: Option<(Option<String>, Option<u64>, Option<u64>)>,
+}
+
+/// Where the agent's entries come from: a transcript file's new lines, or
+/// a session an agent keeps in a store of its own (opencode's database),
+/// what changed in it.
+enum Source {
+    File(Tail),
+    Store(Box<dyn StoredFeed>),
+}
+
+impl Source {
+    fn new(agent: Agent, path: &Path) -> EngineResult<Source> {
+        match agent.stored_feed(path) {
+            None => Ok(Source::File(Tail::new(path))),
+            Some(Ok(feed)) => Ok(Source::Store(feed)),
+            Some(Err(why)) => Err(EngineError::Invalid(format!(
+                "path: {}: {why}",
+                path.display()
+            ))),
+        }
+    }
 }
 
 /// The reader's side, apart from the file's, so a step can feed one while
@@ -181,11 +233,11 @@ impl Reading {
         })
     }
 
-    /// The lines `tail` has not read yet: through the reader, their events
+    /// What `source` has not given yet: through the reader, their events
     /// applied to the session.
     fn step(
         &mut self,
-        tail: &mut Tail,
+        source: &mut Source,
         session: &mut Session,
         env: &FollowEnv,
         live: bool,
@@ -195,10 +247,31 @@ impl Reading {
         if state.restart {
             return Ok((Step::Read, polled)); // the rest is read again anyway
         }
-        let step = tail.feed(reader.as_mut(), out, |event, skipped| {
-            state.apply(event, skipped, session, env, live, &mut polled)
-        })?;
-        Ok((step, polled))
+        let feed = match source {
+            Source::File(tail) => {
+                let step = tail.feed(reader.as_mut(), out, |event, skipped| {
+                    state.apply(event, skipped, session, env, live, &mut polled)
+                })?;
+                return Ok((step, polled));
+            }
+            Source::Store(feed) => feed,
+        };
+        let lines = match feed.step().map_err(std::io::Error::other)? {
+            FeedStep::Changed(why) => return Ok((Step::Changed(why), polled)),
+            FeedStep::Read(lines) => lines,
+        };
+        for line in lines {
+            if state.restart {
+                break;
+            }
+            if let Some(value) = out.readable(&line) {
+                reader.line(line.number, value, out);
+            }
+            for event in out.drain() {
+                state.apply(event, &mut out.skipped, session, env, live, &mut polled);
+            }
+        }
+        Ok((Step::Read, polled))
     }
 }
 
@@ -331,26 +404,38 @@ fn follow_with(
     env: &FollowEnv,
     write: bool,
 ) -> EngineResult<(OpenSession, Mirror)> {
-    refuse_stored(agent, path)?;
-    let meta = std::fs::metadata(path).map_err(|e| read_error(path, e))?;
-    if !meta.is_file() {
-        return Err(EngineError::Invalid(format!(
-            "path: {}: not a regular file",
-            path.display()
-        )));
+    // A session an agent keeps in a store is no file: the store must hold
+    // it, before compactd's own log of it is started.
+    match agent.stored_session(path, false) {
+        Some(Err(why)) => {
+            return Err(EngineError::Invalid(format!(
+                "path: {}: {why}",
+                path.display()
+            )))
+        }
+        Some(Ok(_)) => {}
+        None => {
+            let meta = std::fs::metadata(path).map_err(|e| read_error(path, e))?;
+            if !meta.is_file() {
+                return Err(EngineError::Invalid(format!(
+                    "path: {}: not a regular file",
+                    path.display()
+                )));
+            }
+        }
     }
-    let id = session_id(agent, path);
+    let (id, mirrored) = followed_id(store, agent, path);
     let followed = FollowedTranscript {
         agent: agent.name().to_string(),
         path: path.to_path_buf(),
     };
-    let lock = match write.then(|| store.lock(&id)) {
+    let lock = match (write && !mirrored).then(|| store.lock(&id)) {
         Some(Ok(lock)) => Some(lock),
         None | Some(Err(StoreError::Locked { .. })) => None,
         Some(Err(e)) => return Err(e.into()),
     };
     let (own, log) = own_log(store, &id, &followed, lock)?;
-    let (session, mirror) = mirror_of(agent, path, workspace, own, env)?;
+    let (session, mirror) = mirror_of(agent, path, workspace, (&id, own, mirrored), env)?;
     let open = OpenSession {
         follows: Some(followed),
         ..OpenSession::new(session, log)
@@ -358,29 +443,15 @@ fn follow_with(
     Ok((open, mirror))
 }
 
-/// A session an agent keeps in a store of its own (a locator, not a
-/// transcript file: `AgentKind::stored_session`) is not followed live yet:
-/// refused, saying so, before anything is read or written.
-fn refuse_stored(agent: Agent, path: &Path) -> EngineResult<()> {
-    match agent.stored_session(path, false) {
-        None => Ok(()),
-        Some(_) => Err(EngineError::Invalid(format!(
-            "path: {}: live follow of {} sessions is not supported yet",
-            path.display(),
-            agent.display_name()
-        ))),
-    }
-}
-
-/// A mirror of the transcript read from its start, and its session.
+/// A mirror of the transcript read from its start, and its session (`id`,
+/// compactd's own compactions of it, whether a plugin mirrors it).
 fn mirror_of(
     agent: Agent,
     path: &Path,
     workspace: &Path,
-    own: Vec<CompactionRecord>,
+    (id, own, mirrored): (&str, Vec<CompactionRecord>, bool),
     env: &FollowEnv,
 ) -> EngineResult<(Session, Mirror)> {
-    refuse_stored(agent, path)?;
     let mut mirror = Mirror {
         agent,
         path: path.to_path_buf(),
@@ -392,11 +463,12 @@ fn mirror_of(
             rule: String::new(),
         },
         own,
-        tail: Tail::new(path),
+        mirrored,
+        source: Source::new(agent, path)?,
         reading: Reading::new(agent, path)?,
         limits_from: None,
     };
-    let mut session = mirror.fresh_session(&session_id(agent, path), env);
+    let mut session = mirror.fresh_session(id, env);
     mirror.read_from_start(&mut session, env)?;
     Ok((session, mirror))
 }
@@ -412,7 +484,8 @@ pub fn transcript_meter(
     workspace: &Path,
     env: &FollowEnv,
 ) -> EngineResult<Meter> {
-    let (session, mirror) = mirror_of(agent, path, workspace, Vec::new(), env)?;
+    let id = session_id(agent, path);
+    let (session, mirror) = mirror_of(agent, path, workspace, (&id, Vec::new(), false), env)?;
     Ok(meter(env.config, &session, &mirror))
 }
 
@@ -424,26 +497,8 @@ pub fn transcript_session(
     workspace: &Path,
     env: &FollowEnv,
 ) -> EngineResult<Session> {
-    mirror_of(agent, path, workspace, Vec::new(), env).map(|(session, _)| session)
-}
-
-/// A session an agent keeps in a store of its own (`path`, a locator:
-/// `AgentKind::stored_session`), read whole as the agent has it now, with
-/// the file ledger of its tool calls (no log, no lock, nothing written;
-/// not followed live): what `compactd mcp` serves of it.
-pub fn stored_session(agent: Agent, path: &Path, env: &FollowEnv) -> EngineResult<Session> {
-    let invalid = |why: String| EngineError::Invalid(format!("path: {}: {why}", path.display()));
-    let stored = agent
-        .stored_session(path, true)
-        .ok_or_else(|| invalid(format!("not a session {} keeps", agent.display_name())))?
-        .map_err(invalid)?;
-    let mut imported = stored
-        .conversation
-        .ok_or_else(|| invalid("its conversation was not read".into()))?;
-    imported.track_files(env.tools, &env.session_env.workspace);
     let id = session_id(agent, path);
-    let entries = imported.into_log_entries(&id, now_ms());
-    Ok(super::create::replay(&id, entries, env.session_env))
+    mirror_of(agent, path, workspace, (&id, Vec::new(), false), env).map(|(session, _)| session)
 }
 
 /// compactd's log of a followed transcript: its own compactions, and the
@@ -483,6 +538,7 @@ fn own_log(
             created_at: now_ms(),
             settings: SessionSettings::default(),
             follows: Some(followed.clone()),
+            mirrors: None,
         });
         log.append(&[header], true)?;
         return Ok((own, log));
@@ -511,6 +567,14 @@ pub fn take_log(
 ) -> EngineResult<()> {
     if !open.log.is_read_only() {
         return Ok(());
+    }
+    if mirror.mirrored {
+        return Err(EngineError::Invalid(format!(
+            "sessionId: {} is {}'s session as compactd's {} plugin mirrors it, whose log only that plugin's compactd writes: compact it there",
+            open.session.id,
+            mirror.agent.display_name(),
+            mirror.agent.display_name()
+        )));
     }
     let followed = open
         .follows
@@ -543,11 +607,11 @@ impl Mirror {
     /// Reads the transcript from its start into `session`, which must be
     /// fresh.
     fn read_from_start(&mut self, session: &mut Session, env: &FollowEnv) -> EngineResult<()> {
-        self.tail = Tail::new(&self.path);
+        self.source = Source::new(self.agent, &self.path)?;
         self.reading = Reading::new(self.agent, &self.path)?;
         self.limits_from = None;
         self.reading
-            .step(&mut self.tail, session, env, false)
+            .step(&mut self.source, session, env, false)
             .map_err(|e| read_error(&self.path, e))?;
         self.reading.reader.caught_up();
         self.refresh_limits(session, env);
@@ -560,7 +624,7 @@ impl Mirror {
     pub fn poll(&mut self, open: &mut OpenSession, env: &FollowEnv) -> EngineResult<Polled> {
         let (step, polled) = self
             .reading
-            .step(&mut self.tail, &mut open.session, env, true)
+            .step(&mut self.source, &mut open.session, env, true)
             .map_err(|e| read_error(&self.path, e))?;
         let reread = match step {
             Step::Changed(why) => Some(why.to_string()),
@@ -620,17 +684,17 @@ impl Mirror {
 /// Which session auto-follow follows, of the workspace's sessions (newest
 /// first, as `agents::discover` lists them): at the first look the
 /// newest; after that the newest one not seen before, a session that
-/// started since (`None`: nothing new, stay). A session an agent keeps
-/// in a store of its own is passed over: it is not followed live yet.
+/// started since (`None`: nothing new, stay). A session an agent keeps in
+/// a store of its own (opencode's) is picked like a transcript: the folder
+/// where its new sessions appear is watched for auto-follow anyway.
 pub fn auto_pick<'a>(
     found: &'a [AgentSession],
     seen: &HashSet<PathBuf>,
     first_look: bool,
 ) -> Option<&'a AgentSession> {
-    found.iter().find(|session| {
-        (first_look || !seen.contains(&session.path))
-            && session.agent.stored_session(&session.path, false).is_none()
-    })
+    found
+        .iter()
+        .find(|session| first_look || !seen.contains(&session.path))
 }
 
 /// A followed session's meter: the agent's usage in the agent's window,

@@ -354,6 +354,7 @@ mod invariants {
                 created_at: 0,
                 settings: store::SessionSettings { system_prompt: Some("sys".into()), ..Default::default() },
                 follows: None,
+                mirrors: None,
             })];
             let mut next = 0;
             let mut appended = 0;
@@ -533,6 +534,7 @@ mod overhead {
             created_at: 0,
             settings,
             follows: None,
+            mirrors: None,
         })
     }
 
@@ -716,7 +718,7 @@ mod access {
     }
 
     fn open(store: &SessionStore, id: &str) -> Result<Opened, EngineError> {
-        create::open(store, id, SessionSettings::default(), &env())
+        create::open(store, id, SessionSettings::default(), None, &env())
     }
 
     fn is_read_only_refusal(result: Result<(), EngineError>) -> bool {

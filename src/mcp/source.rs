@@ -1,8 +1,7 @@
 //! The session `compactd mcp` serves, kept current: an agent's transcript
 //! followed as it grows (`engine::follow`, read incrementally; compactd's
-//! own log of it only read, never locked), a session an agent keeps in a
-//! store of its own (a locator: `AgentKind::stored_session`) read whole
-//! again at each call, or
+//! own log of it only read, never locked; a session an agent keeps in a
+//! store of its own, a locator, the same way through its feed), or
 //! compactd's own session read from its log (again when the log grew;
 //! without its lock, so a session another process holds is read too).
 //!
@@ -45,14 +44,6 @@ pub enum Source {
         setup: Box<FollowSetup>,
         open: Box<OpenSession>,
         mirror: Box<Mirror>,
-    },
-    /// A session its agent keeps in a store of its own (a locator), read
-    /// whole again at each call (not followed live).
-    Stored {
-        agent: Agent,
-        path: PathBuf,
-        setup: Box<FollowSetup>,
-        session: Box<Session>,
     },
     Own {
         store: SessionStore,
@@ -106,16 +97,6 @@ impl Source {
         agent: Agent,
         path: PathBuf,
     ) -> Result<Source, SourceError> {
-        if agent.stored_session(&path, false).is_some() {
-            let session = follow::stored_session(agent, &path, &setup.env())
-                .map_err(|e| SourceError::Failed(e.to_string()))?;
-            return Ok(Source::Stored {
-                agent,
-                path,
-                setup: Box::new(setup),
-                session: Box::new(session),
-            });
-        }
         let store = SessionStore::new(setup.config.sessions_dir(), Durability::Flush);
         let (open, mirror) =
             follow::follow_read_only(&store, agent, &path, workspace, &setup.env())
@@ -148,7 +129,7 @@ impl Source {
                 "session of the agent that launched it, in {} (found at the first call)",
                 workspace.display()
             ),
-            Source::Followed { agent, path, .. } | Source::Stored { agent, path, .. } => {
+            Source::Followed { agent, path, .. } => {
                 format!("{} session {}", agent.display_name(), path.display())
             }
             Source::Own { id, .. } => format!("compactd session {id}"),
@@ -179,16 +160,6 @@ impl Source {
                     .poll(open, &setup.env())
                     .map_err(|e| format!("reading the transcript: {e}"))?;
                 Ok(&open.session)
-            }
-            Source::Stored {
-                agent,
-                path,
-                setup,
-                session,
-            } => {
-                **session = follow::stored_session(*agent, path, &setup.env())
-                    .map_err(|e| format!("reading the session: {e}"))?;
-                Ok(session)
             }
             Source::Own {
                 store,

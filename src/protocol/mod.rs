@@ -14,7 +14,7 @@ pub use crate::conversation::{Content, Message, MessageBody, Part, Role, ToolCal
 pub use crate::files::watch::WatchMode;
 pub use crate::files::{FileToolRule, ToolOperation};
 pub use crate::import::Format;
-pub use crate::store::Durability;
+pub use crate::store::{Durability, MirroredSession};
 
 mod compaction;
 pub(crate) mod error_codes;

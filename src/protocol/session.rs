@@ -4,7 +4,7 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::{Message, MeterInfo, TriggerKind};
+use super::{Message, MeterInfo, MirroredSession, TriggerKind};
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
@@ -34,6 +34,12 @@ pub struct OpenParams {
     /// fail with error -32011. Settings given here are not applied.
     #[serde(default)]
     pub read_only: bool,
+    /// The agent's session this one mirrors, message by message (the
+    /// opencode plugin gives `{agent: "opencode", sessionId}`), recorded
+    /// in a new session's log: a follow of that agent session
+    /// (`conversation/follow`) is then this session, not a second one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mirrors: Option<MirroredSession>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]

@@ -176,7 +176,7 @@ impl Following {
         asker: Asker,
         effects: &mut Effects,
     ) -> Vec<String> {
-        let id = follow::session_id(agent, path);
+        let id = follow::followed_id(&sessions.store, agent, path).0;
         let explicit = matches!(asker, Asker::Client(_));
         if explicit {
             // The connection that asked watches it (on the shared sidecar).
@@ -322,12 +322,17 @@ impl Following {
     }
 
     /// The agents' recent sessions of a workspace.
-    pub fn list(&self, workspace: &Path, limit: usize) -> ListAgentSessionsResult {
+    pub fn list(
+        &self,
+        store: &SessionStore,
+        workspace: &Path,
+        limit: usize,
+    ) -> ListAgentSessionsResult {
         let sessions = discover::all_sessions(&self.homes, &self.cwds, workspace, limit)
             .into_iter()
             .map(|s| AgentSessionInfo {
                 title: discover::title(s.agent, &s.path),
-                session_id: Some(follow::session_id(s.agent, &s.path))
+                session_id: Some(follow::followed_id(store, s.agent, &s.path).0)
                     .filter(|id| self.is_followed(id)),
                 agent: s.agent,
                 agent_name: s.agent.display_name().to_string(),

@@ -212,7 +212,7 @@ impl Sessions {
         if let Some(how) = self.residency.was_evicted(id) {
             let opened = match how {
                 Reopen::Write => {
-                    engine::create::open(&self.store, id, SessionSettings::default(), env)
+                    engine::create::open(&self.store, id, SessionSettings::default(), None, env)
                 }
                 Reopen::ReadOnly => engine::create::open_read_only(&self.store, id, env),
             };

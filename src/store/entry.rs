@@ -83,6 +83,23 @@ pub struct SessionHeader {
     /// compactd's own entries about it (its compactions, pins).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub follows: Option<FollowedTranscript>,
+    /// The agent's session this one mirrors (the opencode plugin's
+    /// sessions name opencode's): a follow of that agent session is kept
+    /// under this session's id (`engine::follow::followed_id`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mirrors: Option<MirroredSession>,
+}
+
+/// An agent's session that a client mirrors into one of compactd's
+/// sessions, message by message (the opencode plugin: `opencode`, and
+/// opencode's session id).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct MirroredSession {
+    /// The agent's name (`opencode`).
+    pub agent: String,
+    /// The agent's id of the session (opencode's `sessionID`).
+    pub session_id: String,
 }
 
 /// An agent's transcript, as a followed session's log names it.

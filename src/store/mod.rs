@@ -22,7 +22,8 @@ use crate::session::Session;
 
 pub use blobs::Blobs;
 pub use entry::{
-    FollowedTranscript, LogEntry, SessionHeader, SessionSettings, TokenCount, LOG_VERSION,
+    FollowedTranscript, LogEntry, MirroredSession, SessionHeader, SessionSettings, TokenCount,
+    LOG_VERSION,
 };
 use error::io_error;
 pub use error::StoreError;
@@ -135,6 +136,17 @@ impl SessionStore {
     /// The agent transcript a log follows, from its header (the first
     /// line only); `None` for a session of its own or no log.
     pub fn follows(&self, id: &str) -> Result<Option<FollowedTranscript>, StoreError> {
+        Ok(self.header(id)?.and_then(|h| h.follows))
+    }
+
+    /// The agent's session the log of `id` says it mirrors, if any (from
+    /// its first line).
+    pub fn mirrors(&self, id: &str) -> Result<Option<MirroredSession>, StoreError> {
+        Ok(self.header(id)?.and_then(|h| h.mirrors))
+    }
+
+    /// The header of the log of `id`, read from its first line alone.
+    fn header(&self, id: &str) -> Result<Option<SessionHeader>, StoreError> {
         let path = self.path_for(id)?;
         let file = match regular_file::open_read(&path) {
             Ok(file) => file,
@@ -147,7 +159,7 @@ impl SessionStore {
             .read_line(&mut first)
             .map_err(io_error(&path))?;
         Ok(match serde_json::from_str::<LogEntry>(&first) {
-            Ok(LogEntry::Header(header)) => header.follows,
+            Ok(LogEntry::Header(header)) => Some(header),
             _ => None,
         })
     }

@@ -140,6 +140,7 @@ impl Imported {
             created_at,
             settings: self.settings.clone(),
             follows: None,
+            mirrors: None,
         })
     }
 

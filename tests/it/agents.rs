@@ -1022,6 +1022,9 @@ struct OpencodeRun {
     next: String,
     log: String,
     data: PathBuf,
+    /// Its HOME and workspace.
+    home: PathBuf,
+    ws: PathBuf,
 }
 
 /// Runs the real opencode (`opencode run`) reading and editing
@@ -1107,7 +1110,41 @@ fn opencode_compaction(plugin: bool, compactd_bin: Option<&str>) -> Option<Openc
         next,
         log: stderr,
         data,
+        home: temp,
+        ws,
     })
+}
+
+/// `compactd` as a terminal runs it where opencode ran (`run`'s HOME, data
+/// folder and workspace).
+fn compactd_after(run: &OpencodeRun) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_compactd"));
+    command
+        .arg("--no-user-config")
+        .current_dir(&run.ws)
+        .env("HOME", &run.home)
+        .env("XDG_DATA_HOME", &run.data)
+        .env_remove("OPENCODE_DB");
+    command
+}
+
+/// The locator of the session opencode wrote in `run`, as `compactd
+/// sessions` lists it (the only one of the workspace).
+fn opencode_locator(run: &OpencodeRun) -> String {
+    let out = output_within(
+        compactd_after(run).args(["sessions", "opencode"]),
+        MODEL_PATIENCE,
+    );
+    assert!(out.status.success(), "{out:?}");
+    let listed = String::from_utf8_lossy(&out.stdout).into_owned();
+    let lines: Vec<&str> = listed.lines().collect();
+    assert_eq!(lines.len(), 1, "{listed}");
+    assert!(lines[0].starts_with("opencode "), "{listed}");
+    lines[0]
+        .split_whitespace()
+        .find(|word| word.contains("opencode.db#ses_"))
+        .unwrap_or_else(|| panic!("no locator in {listed}"))
+        .to_string()
 }
 
 #[test]
@@ -1161,6 +1198,48 @@ fn real_opencode_goes_on_after_compacting_with_what_compactd_knows() {
         "{}",
         with.log
     );
+    // What opencode wrote, read from its own store without the plugin:
+    // listed, followed, and served over MCP.
+    let locator = opencode_locator(&without);
+    let followed = output_within(
+        compactd_after(&without).args(["follow", &locator, "--once"]),
+        MODEL_PATIENCE,
+    );
+    assert!(followed.status.success(), "{followed:?}");
+    let meter = String::from_utf8_lossy(&followed.stdout);
+    assert!(
+        meter.contains(&format!("following opencode {locator}"))
+            && meter.contains("opencode compacts at 7k")
+            && meter.contains("1 files changed"),
+        "{meter}"
+    );
+    let mcp = [
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "test", "version": "1"}}}),
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+            "name": "search_history", "arguments": {"query": "sudo"}}}),
+    ]
+    .map(|m| m.to_string() + "\n")
+    .concat();
+    let served = crate::support::output_with_stdin(
+        compactd_after(&without).args(["mcp", "--transcript", &locator]),
+        &mcp,
+    );
+    let answers = String::from_utf8_lossy(&served.stdout);
+    assert!(answers.contains("Never use sudo."), "{served:?}");
+    // With the plugin, following opencode's session is following the
+    // plugin's session of it: one session, not two.
+    let with_locator = opencode_locator(&with);
+    let mut editor = Server::spawn_at(&sessions, &with.home, &with.ws, &[], &[]);
+    editor.initialize(json!({}));
+    let one = editor
+        .request("conversation/follow", json!({"path": with_locator}))
+        .unwrap();
+    let plugin_session = mirror.file_stem().unwrap().to_string_lossy().into_owned();
+    assert_eq!(one["sessionId"], plugin_session.as_str(), "{one}");
+    assert_eq!(editor.shutdown_and_exit(), 0);
     // Without a compactd to run, opencode compacts as it would alone.
     let broken = opencode_compaction(true, Some("/nonexistent/compactd"))
         .expect("opencode compacted without compactd");

@@ -1,13 +1,14 @@
 //! opencode's sessions, which live in its SQLite database, each named by a
 //! locator `<database>#<session id>`: listed by `compactd sessions` and
-//! `conversation/listAgentSessions`, served whole by `compactd mcp`, and
-//! refused by a live follow (not supported yet) with a message saying so;
-//! each from a database in the shape opencode 1.18.33 writes.
+//! `conversation/listAgentSessions`, followed live as opencode writes them
+//! (`conversation/follow`, `compactd follow`), and served by `compactd
+//! mcp` as it grows; each from a database in the shape opencode 1.18.33
+//! writes.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use serde_json::json;
+use serde_json::{json, Value};
 
 use crate::mcp::{call, start};
 use crate::support::{file_uri, Server};
@@ -146,18 +147,9 @@ fn compactd_sessions_lists_its_sessions_of_the_workspace_newest_first() {
 }
 
 #[test]
-fn the_editors_list_them_and_a_live_follow_of_one_is_refused_saying_so() {
+fn the_editors_list_them() {
     let home = tempfile::tempdir().unwrap();
     let (ws, db) = database(home.path());
-    let refused = "live follow of opencode sessions is not supported yet";
-    let out = compactd(home.path(), &ws)
-        .args(["follow", &locator(&db, "ses_new"), "--once"])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(1), "{out:?}");
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(stderr.contains(refused), "{stderr}");
-
     let mut server = Server::spawn_at(&home.path().join("sessions"), home.path(), &ws, &[], &[]);
     server.initialize_params(json!({}), json!({"rootUri": file_uri(&ws)}));
     // The editors' list has them, as `compactd sessions` does.
@@ -170,18 +162,192 @@ fn the_editors_list_them_and_a_live_follow_of_one_is_refused_saying_so() {
     assert_eq!(sessions[0]["path"], locator(&db, "ses_new"));
     assert_eq!(sessions[0]["title"], "Run the tests");
     assert_eq!(sessions[1]["path"], locator(&db, "ses_old"));
-    for params in [
-        json!({"path": locator(&db, "ses_new")}),
-        json!({"agent": "opencode"}),
-    ] {
-        let error = server.request("conversation/follow", params).unwrap_err();
-        assert!(error.message.contains(refused), "{error:?}");
-    }
     assert_eq!(server.shutdown_and_exit(), 0);
 }
 
+/// opencode writing to its database, as it does: a message row, then its
+/// parts, each in a transaction of its own.
+fn write_message(db: &rusqlite::Connection, id: &str, at: i64, data: Value, parts: &[Value]) {
+    db.execute(
+        "INSERT INTO message VALUES (?1, 'ses_new', ?2, ?2, ?3)",
+        rusqlite::params![id, at, data.to_string()],
+    )
+    .unwrap();
+    for (n, part) in parts.iter().enumerate() {
+        db.execute(
+            "INSERT INTO part VALUES (?1, ?2, 'ses_new', ?3, ?3, ?4)",
+            rusqlite::params![format!("prt_{id}_{n}"), id, at + n as i64, part.to_string()],
+        )
+        .unwrap();
+    }
+}
+
+fn meter_of(server: &mut Server, id: &str) -> Value {
+    crate::follow::next_meter(server, id)
+}
+
+/// The history's messages as (role, text).
+fn history(server: &mut Server, id: &str) -> Vec<(String, String)> {
+    let history = server
+        .request("conversation/history", json!({"sessionId": id}))
+        .unwrap();
+    history["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| {
+            let text = match &m["content"] {
+                Value::String(s) => s.clone(),
+                other => other.to_string(),
+            };
+            (m["role"].as_str().unwrap().to_string(), text)
+        })
+        .collect()
+}
+
+#[test]
+fn a_session_followed_live_grows_as_opencode_writes_it() {
+    let home = tempfile::tempdir().unwrap();
+    let (ws, db) = database(home.path());
+    let mut server = Server::spawn_at(&home.path().join("sessions"), home.path(), &ws, &[], &[]);
+    server.initialize_params(json!({}), json!({"rootUri": file_uri(&ws)}));
+    let followed = server
+        .request(
+            "conversation/follow",
+            json!({"path": locator(&db, "ses_new")}),
+        )
+        .unwrap();
+    assert_eq!(followed["agent"], "opencode");
+    let id = followed["sessionId"].as_str().unwrap().to_string();
+    assert!(id.starts_with("follow-opencode-ses_new-"), "{id}");
+    // The provider's 1,520, and the read's result after it.
+    let first = followed["meter"]["contextTokens"].as_u64().unwrap();
+    assert!((1520..1600).contains(&first), "{followed}");
+    let writer = rusqlite::Connection::open(&db).unwrap();
+    writer
+        .busy_timeout(std::time::Duration::from_secs(5))
+        .unwrap();
+
+    // A new request, then a response that streams: its text part grows
+    // in place, then its usage comes.
+    write_message(
+        &writer,
+        "msg_3",
+        10,
+        json!({"role": "user"}),
+        &[json!({"type": "text", "text": "Now fix the failing test."})],
+    );
+    let after_request = meter_of(&mut server, &id);
+    assert!(
+        after_request["contextTokens"].as_u64().unwrap() > first,
+        "{after_request}"
+    );
+    write_message(
+        &writer,
+        "msg_4",
+        20,
+        json!({"role": "assistant", "modelID": "scripted", "providerID": "local"}),
+        &[json!({"type": "text", "text": "Fixing"})],
+    );
+    meter_of(&mut server, &id);
+    writer
+        .execute_batch(
+            r#"UPDATE part SET data = '{"type":"text","text":"Fixing it: the test expected 4."}', time_updated = 21 WHERE id = 'prt_msg_4_0';
+            UPDATE message SET data = '{"role":"assistant","modelID":"scripted","providerID":"local","tokens":{"input":2600,"output":30,"reasoning":0,"cache":{"write":0,"read":0}}}', time_updated = 22 WHERE id = 'msg_4';"#,
+        )
+        .unwrap();
+    let mut meter = meter_of(&mut server, &id);
+    while meter["contextTokens"] != 2630 {
+        meter = meter_of(&mut server, &id);
+    }
+    assert_eq!(meter["source"], "usage", "{meter}");
+    let messages = history(&mut server, &id);
+    let roles: Vec<&str> = messages.iter().map(|(r, _)| r.as_str()).collect();
+    assert_eq!(
+        roles,
+        ["user", "assistant", "tool", "user", "assistant"],
+        "{messages:?}"
+    );
+    assert_eq!(messages[4].1, "Fixing it: the test expected 4.");
+
+    // opencode holds its write lock, mid-transaction: compactd answers at
+    // once, and sees the message once it is committed.
+    writer.execute_batch("BEGIN IMMEDIATE").unwrap();
+    write_message(
+        &writer,
+        "msg_5",
+        30,
+        json!({"role": "user"}),
+        &[json!({"type": "text", "text": "Marker OC-LIVE-7."})],
+    );
+    let asked = std::time::Instant::now();
+    // By agent: its newest session of the workspace, the one followed.
+    let again = server
+        .request("conversation/follow", json!({"agent": "opencode"}))
+        .unwrap();
+    assert_eq!(again["sessionId"], id.as_str());
+    assert!(
+        asked.elapsed() < std::time::Duration::from_millis(900),
+        "{:?}",
+        asked.elapsed()
+    );
+    assert_eq!(history(&mut server, &id).len(), 5);
+    writer.execute_batch("COMMIT").unwrap();
+    meter_of(&mut server, &id);
+    let messages = history(&mut server, &id);
+    assert_eq!(messages.len(), 6, "{messages:?}");
+    assert_eq!(
+        messages[5],
+        ("user".to_string(), "Marker OC-LIVE-7.".to_string())
+    );
+
+    // opencode reverts its last message: the session is read again, the
+    // message gone.
+    writer
+        .execute_batch(
+            "DELETE FROM part WHERE message_id = 'msg_5'; DELETE FROM message WHERE id = 'msg_5';",
+        )
+        .unwrap();
+    meter_of(&mut server, &id);
+    assert_eq!(history(&mut server, &id).len(), 5);
+    assert_eq!(server.shutdown_and_exit(), 0);
+}
+
+#[test]
+fn compactd_follow_shows_its_meter() {
+    let home = tempfile::tempdir().unwrap();
+    let (ws, db) = database(home.path());
+    let out = compactd(home.path(), &ws)
+        .args(["follow", &locator(&db, "ses_new"), "--once"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains(&format!("following opencode {}", locator(&db, "ses_new"))),
+        "{stdout}"
+    );
+    assert!(stdout.contains("⛁ 1.5k/"), "{stdout}");
+    // A session that is not in the database is refused, saying so, and
+    // no log of compactd's is started for it.
+    let logs = || {
+        std::fs::read_dir(home.path().join("data/compactd/sessions"))
+            .unwrap()
+            .count()
+    };
+    let before = logs();
+    let out = compactd(home.path(), &ws)
+        .args(["follow", &locator(&db, "ses_gone"), "--once"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("no session ses_gone"), "{stderr}");
+    assert_eq!(logs(), before);
+}
+
 #[tokio::test(flavor = "multi_thread")]
-async fn compactd_mcp_serves_one_whole() {
+async fn compactd_mcp_serves_one_as_it_grows() {
     let home = tempfile::tempdir().unwrap();
     let (ws, db) = database(home.path());
     let client = start(
@@ -195,5 +361,99 @@ async fn compactd_mcp_serves_one_whole() {
     assert!(found.contains("Marker OC-ZQX-5150"), "{found}");
     let files = call(&client, "list_files", json!({})).await;
     assert!(files.contains("src/b.py"), "{files}");
+    // opencode goes on: the next call reads what it wrote since.
+    let writer = rusqlite::Connection::open(&db).unwrap();
+    write_message(
+        &writer,
+        "msg_3",
+        10,
+        json!({"role": "user"}),
+        &[json!({"type": "text", "text": "Then deploy. Marker OC-LATER-31."})],
+    );
+    let later = call(&client, "search_history", json!({"query": "OC-LATER-31"})).await;
+    assert!(later.contains("Then deploy."), "{later}");
     client.cancel().await.unwrap();
+}
+
+/// With compactd's opencode plugin, one opencode session is one compactd
+/// session: the plugin's session records opencode's id, and a follow of
+/// the opencode session (an editor's, from the database) is that session,
+/// its log only read (the plugin's compactd writes it); a session whose
+/// log records no opencode id is followed as a session of its own.
+#[test]
+fn a_session_the_plugin_mirrors_is_followed_as_the_plugin_s_session() {
+    let home = tempfile::tempdir().unwrap();
+    let (ws, db) = database(home.path());
+    let data = home.path().join("sessions");
+    // The plugin's compactd, as the plugin drives it (it stays open).
+    let mut plugin = Server::spawn_at(&data, home.path(), &ws, &[], &[]);
+    plugin.initialize(json!({}));
+    let mirrors = json!({"agent": "opencode", "sessionId": "ses_new"});
+    plugin
+        .request(
+            "conversation/open",
+            json!({"sessionId": "opencode-ses_new", "mirrors": mirrors}),
+        )
+        .unwrap();
+    plugin.append(
+        "opencode-ses_new",
+        json!([{"role": "user", "content": "Run the tests. Marker OC-ZQX-5150."}]),
+    );
+    // A session opened without the record is no mirror of `ses_old`.
+    plugin
+        .request(
+            "conversation/open",
+            json!({"sessionId": "opencode-ses_old"}),
+        )
+        .unwrap();
+
+    let mut editor = Server::spawn_at(&data, home.path(), &ws, &[], &[]);
+    editor.initialize_params(json!({}), json!({"rootUri": file_uri(&ws)}));
+    let followed = editor
+        .request(
+            "conversation/follow",
+            json!({"path": locator(&db, "ses_new")}),
+        )
+        .unwrap();
+    assert_eq!(followed["sessionId"], "opencode-ses_new", "{followed}");
+    assert!(followed["meter"]["contextTokens"].as_u64().unwrap() > 1500);
+    // One entry for it in the editors' list, naming that session.
+    let listed = editor
+        .request("conversation/listAgentSessions", json!({}))
+        .unwrap();
+    let sessions = listed["sessions"].as_array().unwrap();
+    assert_eq!(sessions.len(), 2, "{listed}");
+    assert_eq!(sessions[0]["path"], locator(&db, "ses_new"));
+    assert_eq!(sessions[0]["sessionId"], "opencode-ses_new");
+    // Its log is the plugin's: a compaction is not recorded by the follow.
+    let refused = editor
+        .request(
+            "conversation/compact",
+            json!({"sessionId": "opencode-ses_new"}),
+        )
+        .unwrap_err();
+    assert!(
+        refused.message.contains("mirrors it") && refused.message.contains("compact it there"),
+        "{refused:?}"
+    );
+    let other = editor
+        .request(
+            "conversation/follow",
+            json!({"path": locator(&db, "ses_old")}),
+        )
+        .unwrap();
+    assert!(
+        other["sessionId"]
+            .as_str()
+            .unwrap()
+            .starts_with("follow-opencode-ses_old-"),
+        "{other}"
+    );
+    // The plugin goes on writing its session.
+    plugin.append(
+        "opencode-ses_new",
+        json!([{"role": "assistant", "content": "On it."}]),
+    );
+    assert_eq!(editor.shutdown_and_exit(), 0);
+    assert_eq!(plugin.shutdown_and_exit(), 0);
 }

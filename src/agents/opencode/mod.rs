@@ -2,26 +2,27 @@
 //! a file each, so a session is named by a locator, `<database>#<session
 //! id>` (`locator`), which `sessions` gives and `stored_session` reads
 //! (its metadata, or its whole conversation through `session.rs`'s
-//! reader); there is no live follow of one yet (`engine::follow` refuses
-//! it). compactd takes part in its compactions through a plugin
+//! reader), and `stored_feed` reads as it grows for a live follow
+//! (`live.rs`). compactd takes part in its compactions through a plugin
 //! (`integrations/opencode/compactd.ts`, plugin API V1 as opencode-ai
 //! 1.18.33 loads it), which mirrors each opencode session into compactd
 //! over JSON-RPC and asks `conversation/recap` what opencode's summary must
 //! keep; `compactd setup opencode` writes it.
 
 mod auto_compact;
+mod live;
 pub(crate) mod session;
 pub(crate) mod store;
 
 use std::io;
 use std::path::{Path, PathBuf};
 
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use super::folders::Cwds;
 use super::limits::AutoCompactPoint;
 use super::setup::{OwnedFile, Setup};
-use super::{AgentKind, Homes, LimitsInput, StoredSession, Supports};
+use super::{AgentKind, Homes, LimitsInput, StoredFeed, StoredSession, Supports};
 use crate::transcript::{Format, Imported, Line, Reader};
 use auto_compact::CONFIG_HOME;
 
@@ -33,6 +34,9 @@ const FORMAT: Format = Format::named(NAME);
 const ENV_VARS: &[&str] = &[CONFIG_HOME, store::DATA_HOME, store::DB_VAR];
 /// What separates the database from the session id in a locator.
 const LOCATOR_MARK: char = '#';
+/// How the plugin's compactd sessions are named: this, then opencode's
+/// session id.
+const PLUGIN_SESSION_PREFIX: &str = "opencode-";
 /// How opencode's session ids start.
 const SESSION_ID_PREFIX: &str = "ses_";
 
@@ -117,6 +121,21 @@ impl AgentKind for OpenCode {
         Some(read_session(&db, id, whole).map_err(|e| e.to_string()))
     }
 
+    fn stored_feed(&self, path: &Path) -> Option<Result<Box<dyn StoredFeed>, String>> {
+        let (db, id) = parse_locator(path)?;
+        // A session that is not there is refused now, not followed empty.
+        let found = read_session(&db, id, false).map_err(|e| e.to_string());
+        Some(found.map(|_| Box::new(live::Feed::new(&db, id)) as Box<dyn StoredFeed>))
+    }
+
+    /// The plugin mirrors session `ses_…` as `opencode-ses_…`
+    /// (`compactdSessionId` in `integrations/opencode/compactd.ts`; a
+    /// locator's id has nothing that function replaces).
+    fn mirrored_as(&self, path: &Path) -> Option<(String, String)> {
+        let (_, id) = parse_locator(path)?;
+        Some((format!("{PLUGIN_SESSION_PREFIX}{id}"), id.to_string()))
+    }
+
     fn limits(&self, input: &LimitsInput) -> (u64, AutoCompactPoint) {
         let settings = input
             .model
@@ -160,15 +179,15 @@ fn read_session(db: &Path, id: &str, whole: bool) -> Result<StoredSession, store
     let conversation = match whole {
         false => None,
         true => {
-            let (messages, _) = store.messages(id)?;
-            let lines: Vec<Line> = messages
-                .into_iter()
-                .enumerate()
-                .map(|(at, m)| Line {
-                    number: at + 1,
-                    value: Ok(json!({"id": m.id, "data": m.data, "parts": m.parts})),
-                })
-                .collect();
+            let (messages, skipped) = store.messages(id)?;
+            let mut lines: Vec<Line> = Vec::with_capacity(messages.len());
+            for message in messages {
+                lines.push(live::entry(lines.len() + 1, message));
+            }
+            // Rows it could not read are reported, as a torn line would be.
+            for row in &skipped.rows {
+                lines.push(live::skipped_line(lines.len() + 1, row));
+            }
             Some(OpenCode.import(&lines))
         }
     };
@@ -339,10 +358,10 @@ mod tests {
         assert!(why.contains("no session ses_none"), "{why}");
     }
 
-    /// Auto-follow (`engine::follow::auto_pick`) passes over its sessions:
-    /// they are not followed live yet.
+    /// Auto-follow (`engine::follow::auto_pick`) picks its sessions like
+    /// any agent's: the newest at first, then a new one.
     #[test]
-    fn auto_follow_passes_over_its_sessions() {
+    fn auto_follow_picks_its_sessions() {
         let session = |agent: &str, path: &str| discover::AgentSession {
             agent: Agent::from_name(agent).unwrap(),
             path: PathBuf::from(path),
@@ -355,9 +374,149 @@ mod tests {
         ];
         let none = std::collections::HashSet::new();
         let pick = crate::engine::follow::auto_pick(&found, &none, true).unwrap();
-        assert_eq!(pick.path, found[1].path);
+        assert_eq!(pick.path, found[0].path);
         let seen = [found[1].path.clone()].into();
-        assert!(crate::engine::follow::auto_pick(&found, &seen, false).is_none());
+        let pick = crate::engine::follow::auto_pick(&found, &seen, false).unwrap();
+        assert_eq!(pick.path, found[0].path);
+    }
+
+    /// Rows opencode's store holds but compactd cannot read are in the
+    /// read's report of what it skipped, each saying which row and why.
+    #[test]
+    fn rows_it_cannot_read_are_reported_skipped() {
+        let home = tempfile::tempdir().unwrap();
+        let db = database(home.path(), Path::new("/w"));
+        let writer = rusqlite::Connection::open(&db).unwrap();
+        writer
+            .execute(
+                "INSERT INTO part VALUES ('prt_bad', 'msg_2', 'ses_new', 4, 4, 'not json')",
+                [],
+            )
+            .unwrap();
+        writer
+            .execute(
+                "INSERT INTO message VALUES ('msg_bad', 'ses_new', 5, 5, '[1]')",
+                [],
+            )
+            .unwrap();
+        let (_, read) = discover::stored(&locator(&db, "ses_new"), true).unwrap();
+        let imported = read.unwrap().conversation.unwrap();
+        assert_eq!(imported.message_count(), 3);
+        assert_eq!(imported.skipped.total(), 2, "{:?}", imported.skipped);
+        let reasons = imported.skipped.reasons().join("\n");
+        assert!(
+            reasons.contains("unreadable lines: 2")
+                && reasons.contains("opencode's message msg_bad: its data is not a JSON object"),
+            "{reasons}"
+        );
+    }
+
+    /// A session followed live: only what changed is read again, a message
+    /// growing as it streams is amended (never given twice), a database
+    /// unchanged is not queried, and messages removed read it again.
+    #[test]
+    fn a_live_read_gives_what_changed_once() {
+        use crate::transcript::{Emitter, Event, Reader as _};
+        let home = tempfile::tempdir().unwrap();
+        let db = database(home.path(), Path::new("/w"));
+        let mut feed = OpenCode
+            .stored_feed(&locator(&db, "ses_new"))
+            .unwrap()
+            .unwrap();
+        let mut reader = session::Reader::default();
+        let mut out = Emitter::new(FORMAT);
+        let mut step = |feed: &mut Box<dyn StoredFeed>| -> Option<Vec<Event>> {
+            let lines = match feed.step().unwrap() {
+                crate::agents::FeedStep::Read(lines) => lines,
+                crate::agents::FeedStep::Changed(_) => return None,
+            };
+            for line in &lines {
+                if let Some(value) = out.readable(line) {
+                    reader.line(line.number, value, &mut out);
+                }
+            }
+            Some(out.drain())
+        };
+        let first = step(&mut feed).unwrap();
+        assert_eq!(
+            first
+                .iter()
+                .filter(|e| matches!(e, Event::Message { .. }))
+                .count(),
+            3
+        );
+        // Nothing committed since: nothing read.
+        assert!(step(&mut feed).unwrap().is_empty());
+        let writer = rusqlite::Connection::open(&db).unwrap();
+        // A new response starts streaming: a step-start, then a text part
+        // that grows in place.
+        writer
+            .execute_batch(
+                r#"INSERT INTO message VALUES ('msg_3', 'ses_new', 6, 6, '{"role":"assistant","modelID":"scripted","providerID":"local"}');
+                INSERT INTO part VALUES ('prt_4', 'msg_3', 'ses_new', 6, 6, '{"type":"text","text":"Run"}');"#,
+            )
+            .unwrap();
+        let started = step(&mut feed).unwrap();
+        let new: Vec<&crate::conversation::Message> = started
+            .iter()
+            .filter_map(|e| match e {
+                Event::Message { message, .. } => Some(message),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(new.len(), 1, "{started:?}");
+        assert_eq!(new[0].text(), "Run");
+        writer
+            .execute(
+                r#"UPDATE part SET data = '{"type":"text","text":"Running the tests."}', time_updated = 7 WHERE id = 'prt_4'"#,
+                [],
+            )
+            .unwrap();
+        let grown = step(&mut feed).unwrap();
+        assert!(
+            grown.iter().all(|e| !matches!(e, Event::Message { .. })),
+            "{grown:?}"
+        );
+        let amended: Vec<&str> = grown
+            .iter()
+            .filter_map(|e| match e {
+                Event::Amend(message) => Some(message.text()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(amended, ["Running the tests."]);
+        // opencode reverts the last message: read again from the start.
+        writer
+            .execute_batch("DELETE FROM part WHERE message_id = 'msg_3'; DELETE FROM message WHERE id = 'msg_3';")
+            .unwrap();
+        assert!(step(&mut feed).is_none());
+    }
+
+    #[test]
+    fn its_model_is_named_as_its_configuration_names_it() {
+        let home = tempfile::tempdir().unwrap();
+        let db = database(home.path(), Path::new("/w"));
+        let (_, read) = discover::stored(&locator(&db, "ses_new"), true).unwrap();
+        let imported = read.unwrap().conversation.unwrap();
+        let model = imported.messages().find_map(|m| match &m.body {
+            crate::conversation::MessageBody::Assistant { model, .. } => model.clone(),
+            _ => None,
+        });
+        assert_eq!(model.as_deref(), Some("local/scripted"));
+        // `auto_compact::settings` finds the model's limits by that name.
+        let config = home.path().join(".config/opencode");
+        std::fs::create_dir_all(&config).unwrap();
+        std::fs::write(
+            config.join("opencode.json"),
+            r#"{"provider":{"local":{"models":{"scripted":{"limit":{"context":8000,"output":1000}}}}}}"#,
+        )
+        .unwrap();
+        let homes = Homes::under(home.path());
+        let settings = auto_compact::settings(&homes, Path::new("/w"), model.as_deref().unwrap());
+        assert_eq!(
+            (settings.context, settings.output),
+            (Some(8000), Some(1000))
+        );
     }
 
     #[test]

@@ -101,8 +101,11 @@ impl Reader {
             Some(false) => Trigger::Manual,
             _ => Trigger::Threshold,
         };
-        for position in std::mem::take(&mut self.given).into_values() {
+        // What it summarized is closed: given again (a live read looks
+        // at recent messages again), it is not given twice.
+        for (id, position) in std::mem::take(&mut self.given) {
             out.close(position);
+            self.done.insert(id);
         }
         out.compaction(ForeignCompaction {
             summary: texts(parts),
@@ -145,6 +148,14 @@ impl Reader {
             }
         }
         match self.given.get(id).copied() {
+            // Read again unchanged (a live read looks at it again): nothing.
+            Some(position)
+                if out.open_message(position).is_some_and(|open| {
+                    Message {
+                        id: open.id.clone(),
+                        ..message.clone()
+                    } == *open
+                }) => {}
             Some(position) => {
                 if let Some(open) = out.message_mut(position) {
                     let given_id = std::mem::take(&mut open.id);
@@ -204,13 +215,21 @@ fn assistant(data: &Value, parts: &[Value]) -> Message {
         .collect();
     let mut message = Message::assistant("", texts(parts), calls);
     if let MessageBody::Assistant { model, .. } = &mut message.body {
-        *model = data
-            .get("modelID")
-            .and_then(Value::as_str)
-            .map(str::to_string);
+        *model = model_name(data);
     }
     message.usage = data.get("tokens").and_then(usage);
     message
+}
+
+/// The model as opencode names it in its configuration,
+/// `<providerID>/<modelID>` (what `auto_compact::settings` looks up), or
+/// the model's id alone when the provider is not said.
+fn model_name(data: &Value) -> Option<String> {
+    let model = data.get("modelID").and_then(Value::as_str)?;
+    Some(match data.get("providerID").and_then(Value::as_str) {
+        Some(provider) if !provider.is_empty() => format!("{provider}/{model}"),
+        _ => model.to_string(),
+    })
 }
 
 /// Its `tokens`, when the provider reported any: `input` is what was not

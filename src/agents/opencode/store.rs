@@ -38,6 +38,10 @@ const BUSY_TIMEOUT: Duration = Duration::from_millis(1000);
 /// The largest `data` of one message or part read; a larger one is
 /// skipped and counted (opencode keeps whole tool outputs in a part).
 pub const MAX_DATA_BYTES: i64 = 64 << 20;
+/// How long before the newest `time_updated` seen a live read still looks
+/// for updated rows: a row opencode stamped earlier may commit after a
+/// newer one (another opencode process on the same database).
+const LATE_MS: i64 = 5_000;
 
 /// What went wrong reading opencode's database.
 #[derive(Debug, thiserror::Error)]
@@ -87,12 +91,38 @@ pub struct StoredMessage {
 }
 
 /// What a read of a session's messages skipped.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Skipped {
     /// Rows whose `data` is over `MAX_DATA_BYTES`.
     pub too_large: usize,
     /// Rows whose `data` is not a JSON object.
     pub unreadable: usize,
+    /// Each row skipped, and why.
+    pub rows: Vec<SkippedRow>,
+}
+
+/// A row not read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SkippedRow {
+    /// `message` or `part`.
+    pub table: &'static str,
+    pub id: String,
+    pub why: String,
+}
+
+/// How far a live read of a session got (`Store::changes`); the default
+/// has read nothing.
+#[derive(Debug, Clone, Default)]
+pub struct Cursor {
+    /// The largest rowids of the session's messages and parts read (SQLite
+    /// gives a new row a larger one).
+    rowids: Option<(i64, i64)>,
+    /// How many message and part rows the session had then.
+    seen: (i64, i64),
+    /// The newest `time_updated` of its messages and parts then.
+    updated: i64,
+    /// The last message read, read again each time (it may still stream).
+    last: Option<(i64, String)>,
 }
 
 /// Where opencode keeps its database: `OPENCODE_DB` (absolute, or under
@@ -131,7 +161,14 @@ const SCHEMA: &[(&str, &[&str])] = &[
     ),
     (
         "part",
-        &["id", "message_id", "session_id", "time_created", "data"],
+        &[
+            "id",
+            "message_id",
+            "session_id",
+            "time_created",
+            "time_updated",
+            "data",
+        ],
     ),
 ];
 
@@ -275,42 +312,118 @@ impl Store {
     /// in one read transaction (a message and its parts as one snapshot,
     /// however opencode writes meanwhile), and what was skipped.
     pub fn messages(&self, id: &str) -> Result<(Vec<StoredMessage>, Skipped), StoreError> {
+        let read = self.changes(id, &mut Cursor::default())?;
+        Ok(read.unwrap_or_default())
+    }
+
+    /// A counter that moves when another connection (opencode) commits to
+    /// the database: unchanged, nothing was written since it was read.
+    pub fn data_version(&self) -> Result<i64, StoreError> {
+        self.connection
+            .query_row("PRAGMA data_version", [], |row| row.get(0))
+            .map_err(|e| self.sqlite(e))
+    }
+
+    /// What of session `id` changed since `cursor`, in one read
+    /// transaction: each message added or updated since, or whose parts
+    /// were (a part grows while it streams), read again whole with its
+    /// parts, and the last message read always; `cursor` moved past them.
+    /// `None` when rows read before are gone (opencode reverted or deleted
+    /// messages): the session must be read again from the start.
+    pub fn changes(
+        &self,
+        id: &str,
+        cursor: &mut Cursor,
+    ) -> Result<Option<(Vec<StoredMessage>, Skipped)>, StoreError> {
         let read = self
             .connection
             .unchecked_transaction()
             .map_err(|e| self.sqlite(e))?;
-        let mut skipped = Skipped::default();
-        let mut messages = self.message_rows(id, &mut skipped)?;
-        let parts = self.part_rows(id, &mut skipped)?;
-        // Dropping `read` ends the transaction; nothing was written.
-        drop(read);
-        let mut index = std::collections::HashMap::new();
-        for (at, message) in messages.iter().enumerate() {
-            index.insert(message.id.clone(), at);
-        }
-        for (message_id, part) in parts {
-            if let Some(&at) = index.get(&message_id) {
-                messages[at].parts.push(part);
+        if let Some((message_rowid, part_rowid)) = cursor.rowids {
+            let still: (i64, i64) = self
+                .connection
+                .query_row(
+                    "SELECT (SELECT count(*) FROM message WHERE session_id = ?1 AND rowid <= ?2), \
+                     (SELECT count(*) FROM part WHERE session_id = ?1 AND rowid <= ?3)",
+                    rusqlite::params![id, message_rowid, part_rowid],
+                    |row| Ok((row.get(0)?, row.get(1)?)),
+                )
+                .map_err(|e| self.sqlite(e))?;
+            if still.0 < cursor.seen.0 || still.1 < cursor.seen.1 {
+                return Ok(None);
             }
         }
-        Ok((messages, skipped))
+        // Where the rows are now, read in the same snapshot as the rows.
+        let tables = |table: &str| {
+            self.connection
+                .query_row(
+                    &format!(
+                        "SELECT coalesce(max(rowid), 0), count(*), coalesce(max(time_updated), 0) \
+                         FROM {table} WHERE session_id = ?1"
+                    ),
+                    [id],
+                    |row| {
+                        Ok((
+                            row.get::<_, i64>(0)?,
+                            row.get::<_, i64>(1)?,
+                            row.get::<_, i64>(2)?,
+                        ))
+                    },
+                )
+                .map_err(|e| self.sqlite(e))
+        };
+        let (messages_now, parts_now) = (tables("message")?, tables("part")?);
+        let mut skipped = Skipped::default();
+        let mut messages = self.changed_messages(id, cursor, &mut skipped)?;
+        for message in &mut messages {
+            message.parts = self.parts_of(&message.id, &mut skipped)?;
+        }
+        // Dropping `read` ends the transaction; nothing was written.
+        drop(read);
+        cursor.rowids = Some((messages_now.0, parts_now.0));
+        cursor.seen = (messages_now.1, parts_now.1);
+        cursor.updated = cursor.updated.max(messages_now.2).max(parts_now.2);
+        Ok(Some((messages, skipped)))
     }
 
-    fn message_rows(
+    /// The messages `changes` reads: those added since `cursor` (a larger
+    /// rowid), updated since (a `time_updated` within `LATE_MS` of the
+    /// newest seen, for a row committed after a newer one), with a part
+    /// added or updated since, and the last one read and any after it.
+    fn changed_messages(
         &self,
         id: &str,
+        cursor: &mut Cursor,
         skipped: &mut Skipped,
     ) -> Result<Vec<StoredMessage>, StoreError> {
+        let (message_rowid, part_rowid) = cursor.rowids.unwrap_or((i64::MIN, i64::MIN));
+        let since = match cursor.rowids {
+            None => i64::MIN,
+            Some(_) => cursor.updated.saturating_sub(LATE_MS),
+        };
+        let (last_created, last_id) = cursor.last.clone().unwrap_or((i64::MIN, String::new()));
         let mut statement = self
             .connection
             .prepare(
                 "SELECT id, time_created, time_updated, \
-                 CASE WHEN length(CAST(data AS BLOB)) <= ?2 THEN data END \
-                 FROM message WHERE session_id = ?1 ORDER BY time_created, id",
+                 CASE WHEN length(CAST(data AS BLOB)) <= ?6 THEN data END \
+                 FROM message WHERE session_id = ?1 AND (rowid > ?2 OR time_updated >= ?4 \
+                 OR (time_created, id) >= (?5, ?7) OR id IN (SELECT message_id FROM part \
+                 WHERE session_id = ?1 AND (rowid > ?3 OR time_updated >= ?4))) \
+                 ORDER BY time_created, id",
             )
             .map_err(|e| self.sqlite(e))?;
+        let params = rusqlite::params![
+            id,
+            message_rowid,
+            part_rowid,
+            since,
+            last_created,
+            MAX_DATA_BYTES,
+            last_id
+        ];
         let rows = statement
-            .query_map(rusqlite::params![id, MAX_DATA_BYTES], |row| {
+            .query_map(params, |row| {
                 Ok((
                     row.get::<_, String>(0)?,
                     row.get::<_, i64>(1)?,
@@ -322,7 +435,8 @@ impl Store {
             .map_err(|e| self.sqlite(e))?;
         let mut messages = Vec::with_capacity(rows.len());
         for (id, time_created, time_updated, data) in rows {
-            let Some(data) = object(data, skipped) else {
+            cursor.last = Some((time_created, id.clone()));
+            let Some(data) = object("message", &id, data, skipped) else {
                 continue;
             };
             messages.push(StoredMessage {
@@ -336,54 +450,63 @@ impl Store {
         Ok(messages)
     }
 
-    fn part_rows(
-        &self,
-        id: &str,
-        skipped: &mut Skipped,
-    ) -> Result<Vec<(String, Value)>, StoreError> {
+    /// A message's parts, in opencode's order, each with its id.
+    fn parts_of(&self, message: &str, skipped: &mut Skipped) -> Result<Vec<Value>, StoreError> {
         let mut statement = self
             .connection
-            .prepare(
-                "SELECT id, message_id, \
-                 CASE WHEN length(CAST(data AS BLOB)) <= ?2 THEN data END \
-                 FROM part WHERE session_id = ?1 ORDER BY time_created, id",
+            .prepare_cached(
+                "SELECT id, CASE WHEN length(CAST(data AS BLOB)) <= ?2 THEN data END \
+                 FROM part WHERE message_id = ?1 ORDER BY time_created, id",
             )
             .map_err(|e| self.sqlite(e))?;
         let rows = statement
-            .query_map(rusqlite::params![id, MAX_DATA_BYTES], |row| {
-                Ok((
-                    row.get::<_, String>(0)?,
-                    row.get::<_, String>(1)?,
-                    row.get::<_, Option<String>>(2)?,
-                ))
+            .query_map(rusqlite::params![message, MAX_DATA_BYTES], |row| {
+                Ok((row.get::<_, String>(0)?, row.get::<_, Option<String>>(1)?))
             })
             .and_then(|rows| rows.collect::<Result<Vec<_>, _>>())
             .map_err(|e| self.sqlite(e))?;
         let mut parts = Vec::with_capacity(rows.len());
-        for (id, message_id, data) in rows {
-            let Some(mut data) = object(data, skipped) else {
+        for (id, data) in rows {
+            let Some(mut data) = object("part", &id, data, skipped) else {
                 continue;
             };
             if let Some(fields) = data.as_object_mut() {
                 fields.insert("id".into(), Value::String(id));
             }
-            parts.push((message_id, data));
+            parts.push(data);
         }
         Ok(parts)
     }
 }
 
 /// A row's `data` as a JSON object, or why not (counted in `skipped`).
-fn object(data: Option<String>, skipped: &mut Skipped) -> Option<Value> {
+fn object(
+    table: &'static str,
+    id: &str,
+    data: Option<String>,
+    skipped: &mut Skipped,
+) -> Option<Value> {
+    let mut skip = |why: String| {
+        skipped.rows.push(SkippedRow {
+            table,
+            id: id.to_string(),
+            why,
+        });
+        None
+    };
     let Some(data) = data else {
         skipped.too_large += 1;
-        return None;
+        return skip(format!("its data is over the {MAX_DATA_BYTES} bytes read"));
     };
     match serde_json::from_str::<Value>(&data) {
         Ok(value) if value.is_object() => Some(value),
-        _ => {
+        Ok(_) => {
             skipped.unreadable += 1;
-            None
+            skip("its data is not a JSON object".into())
+        }
+        Err(e) => {
+            skipped.unreadable += 1;
+            skip(format!("its data is not JSON ({e})"))
         }
     }
 }

@@ -15,5 +15,7 @@ pub fn handle(
     let state = &*context.state;
     let workspace = state.agent_workspace(params.workspace.as_deref());
     let limit = params.limit.unwrap_or(DEFAULT_LIMIT);
-    Ok(state.following.list(&workspace, limit))
+    Ok(state
+        .following
+        .list(&state.sessions.store, &workspace, limit))
 }

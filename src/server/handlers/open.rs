@@ -33,7 +33,13 @@ pub fn handle(context: &mut Context, params: OpenParams) -> RpcResult<OpenResult
         } = if params.read_only {
             engine::create::open_read_only(&state.sessions.store, &id, &env)?
         } else {
-            engine::create::open(&state.sessions.store, &id, requested.clone(), &env)?
+            engine::create::open(
+                &state.sessions.store,
+                &id,
+                requested.clone(),
+                params.mirrors.clone(),
+                &env,
+            )?
         };
         state.insert_session(open, &mut context.effects);
         (resumed, warnings)

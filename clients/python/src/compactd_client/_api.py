@@ -39,9 +39,9 @@ class AsyncMethods:
         """`window/workDoneProgress/cancel`: The user cancelled a progress compactd created: the compaction stops as with `$/cancelRequest`."""
         await self._notify(m.WORK_DONE_PROGRESS_CANCEL, _params(token=token))
 
-    async def open(self, *, context_window: Optional[int] = None, model: Optional[str] = None, read_only: Optional[bool] = None, session_id: Optional[str] = None, system_prompt: Optional[str] = None, tool_definitions: Optional[List[Any]] = None) -> t.OpenResult:
+    async def open(self, *, context_window: Optional[int] = None, mirrors: Optional[t.MirroredSession] = None, model: Optional[str] = None, read_only: Optional[bool] = None, session_id: Optional[str] = None, system_prompt: Optional[str] = None, tool_definitions: Optional[List[Any]] = None) -> t.OpenResult:
         """`conversation/open`: Opens a new session, or resumes one from its log."""
-        return await self._request(m.OPEN, _params(contextWindow=context_window, model=model, readOnly=read_only, sessionId=session_id, systemPrompt=system_prompt, toolDefinitions=tool_definitions))
+        return await self._request(m.OPEN, _params(contextWindow=context_window, mirrors=mirrors, model=model, readOnly=read_only, sessionId=session_id, systemPrompt=system_prompt, toolDefinitions=tool_definitions))
 
     async def close_session(self, session_id: str) -> t.CloseResult:
         """`conversation/close`: Closes a session: releases its log and lock, cancels its running compaction (on a shared compactd, once no other connection uses it)."""
@@ -214,9 +214,9 @@ class SyncMethods:
         """`window/workDoneProgress/cancel`: The user cancelled a progress compactd created: the compaction stops as with `$/cancelRequest`."""
         self._notify(m.WORK_DONE_PROGRESS_CANCEL, _params(token=token))
 
-    def open(self, *, context_window: Optional[int] = None, model: Optional[str] = None, read_only: Optional[bool] = None, session_id: Optional[str] = None, system_prompt: Optional[str] = None, tool_definitions: Optional[List[Any]] = None, timeout: Optional[float] = None, cancel: Optional[Cancellation] = None) -> t.OpenResult:
+    def open(self, *, context_window: Optional[int] = None, mirrors: Optional[t.MirroredSession] = None, model: Optional[str] = None, read_only: Optional[bool] = None, session_id: Optional[str] = None, system_prompt: Optional[str] = None, tool_definitions: Optional[List[Any]] = None, timeout: Optional[float] = None, cancel: Optional[Cancellation] = None) -> t.OpenResult:
         """`conversation/open`: Opens a new session, or resumes one from its log."""
-        return self._request(m.OPEN, _params(contextWindow=context_window, model=model, readOnly=read_only, sessionId=session_id, systemPrompt=system_prompt, toolDefinitions=tool_definitions), timeout=timeout, cancel=cancel)
+        return self._request(m.OPEN, _params(contextWindow=context_window, mirrors=mirrors, model=model, readOnly=read_only, sessionId=session_id, systemPrompt=system_prompt, toolDefinitions=tool_definitions), timeout=timeout, cancel=cancel)
 
     def close_session(self, session_id: str, *, timeout: Optional[float] = None, cancel: Optional[Cancellation] = None) -> t.CloseResult:
         """`conversation/close`: Closes a session: releases its log and lock, cancels its running compaction (on a shared compactd, once no other connection uses it)."""

@@ -932,8 +932,23 @@ class MessagesResult(TypedDict):
     truncated: bool
 
 
+#: An agent's session that a client mirrors into one of compactd's
+#: sessions, message by message (the opencode plugin: `opencode`, and
+#: opencode's session id).
+class MirroredSession(TypedDict):
+    #: The agent's name (`opencode`).
+    agent: str
+    #: The agent's id of the session (opencode's `sessionID`).
+    sessionId: str
+
+
 class OpenParams(TypedDict, total=False):
     contextWindow: Optional[int]
+    #: The agent's session this one mirrors, message by message (the
+    #: opencode plugin gives `{agent: "opencode", sessionId}`), recorded
+    #: in a new session's log: a follow of that agent session
+    #: (`conversation/follow`) is then this session, not a second one.
+    mirrors: Optional[MirroredSession]
     #: The conversation's model: picks the tokenizer and context window.
     model: Optional[str]
     #: Open an existing session to read it only, without its lock (for

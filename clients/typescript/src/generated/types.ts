@@ -1090,6 +1090,13 @@ export interface RecalledMessage {
 export interface OpenParams {
   contextWindow?: number | null;
   /**
+   * The agent's session this one mirrors, message by message (the
+   * opencode plugin gives `{agent: "opencode", sessionId}`), recorded
+   * in a new session's log: a follow of that agent session
+   * (`conversation/follow`) is then this session, not a second one.
+   */
+  mirrors?: MirroredSession | null;
+  /**
    * The conversation's model: picks the tokenizer and context window.
    */
   model?: string | null;
@@ -1117,6 +1124,21 @@ export interface OpenParams {
    * learned from its usage.
    */
   toolDefinitions?: unknown[] | null;
+}
+/**
+ * An agent's session that a client mirrors into one of compactd's
+ * sessions, message by message (the opencode plugin: `opencode`, and
+ * opencode's session id).
+ */
+export interface MirroredSession {
+  /**
+   * The agent's name (`opencode`).
+   */
+  agent: string;
+  /**
+   * The agent's id of the session (opencode's `sessionID`).
+   */
+  sessionId: string;
 }
 export interface OpenResult {
   /**
