@@ -48,10 +48,10 @@ fn transcript(path: &Path, bytes: u64) -> usize {
         if n % 8 == 0 {
             let prompt = json!({"type": "user", "uuid": format!("p{n}"), "sessionId": "s",
                 "isSidechain": false, "cwd": "/work/ws",
-                "message": {"role": "user", "content": format!("Now look at part {n}: {}", &payload(n)[..600])}});
+                "message": {"role": "user", "content": format!("Now look at part {n}: {}", prefix(&payload(n), 600))}});
             let answer = json!({"type": "assistant", "uuid": format!("w{n}"), "sessionId": "s",
                 "isSidechain": false, "message": {"id": format!("msg_w{n:08}"), "role": "assistant",
-                "model": "claude-opus-5-5", "content": [{"type": "text", "text": payload(n + 2)[..2000].to_string()}],
+                "model": "claude-opus-5-5", "content": [{"type": "text", "text": prefix(&payload(n + 2), 2000).to_string()}],
                 "usage": {"input_tokens": 5, "cache_read_input_tokens": 10_000 + n as u64 * 40, "output_tokens": 500}}});
             text.push_str(&format!("{prompt}\n{answer}\n"));
         }
@@ -62,6 +62,16 @@ fn transcript(path: &Path, bytes: u64) -> usize {
     }
     file.flush().unwrap();
     n
+}
+
+/// At most the first `bytes` of `text`, cut at a character's start (the
+/// payload is this repository's own text, which is not all ASCII).
+fn prefix(text: &str, bytes: usize) -> &str {
+    let mut end = bytes.min(text.len());
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    &text[..end]
 }
 
 /// The floor: the bytes read, each line parsed as JSON. Returns the lines.

@@ -27,7 +27,15 @@ pub struct Line {
 /// its newline that does not parse is said to be torn).
 pub(crate) fn split_lines(bytes: &[u8]) -> Vec<Line> {
     let torn_tail = !bytes.ends_with(b"\n");
-    let raw: Vec<&[u8]> = bytes.split(|b| *b == b'\n').collect();
+    // The text between newlines, found with `memchr` (as `split` would
+    // cut it, the part after the last newline included).
+    let mut raw: Vec<&[u8]> = Vec::new();
+    let mut start = 0;
+    for end in memchr::memchr_iter(b'\n', bytes) {
+        raw.push(&bytes[start..end]);
+        start = end + 1;
+    }
+    raw.push(&bytes[start..]);
     let last = raw.len().saturating_sub(1);
     raw.iter()
         .enumerate()

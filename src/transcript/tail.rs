@@ -269,8 +269,12 @@ impl Tail {
             head.extend_from_slice(&complete[..complete.len().min(HEAD - head.len())]);
             self.head = head;
         }
-        let mut lines = complete[..complete.len() - 1].split(|b| *b == b'\n');
-        let first = lines.next().expect("a line before the newline");
+        // Each newline ends a line (found with `memchr`, many bytes at a
+        // time, where a byte-by-byte split cost as much as a tenth of
+        // reading the line's JSON).
+        let mut ends = memchr::memchr_iter(b'\n', complete);
+        let first_end = ends.next().expect("a newline ends the complete lines");
+        let first = &complete[..first_end];
         let joined;
         let first = if pending.is_empty() {
             first
@@ -281,7 +285,10 @@ impl Tail {
         };
         self.offset += (first.len() + 1) as u64;
         self.hand_over(first, each);
-        for raw in lines {
+        let mut start = first_end + 1;
+        for end in ends {
+            let raw = &complete[start..end];
+            start = end + 1;
             self.offset += (raw.len() + 1) as u64;
             self.hand_over(raw, each);
         }
