@@ -15,7 +15,8 @@ mod support;
 use std::io::BufReader;
 
 use serde_json::{json, Value};
-use support::{mb, read_message, status, write_message};
+use support::client::Client;
+use support::{mb, status};
 
 fn main() {
     let (_, size) = support::benching_and_size_default("COMPACTD_BENCH_APPEND_MB", 200, 4);
@@ -28,20 +29,11 @@ fn main() {
     for auto_compact in [false, true] {
         let dir = tempfile::tempdir().unwrap();
         let mut child = support::spawn(&bin);
-        let mut stdin = child.stdin.take().unwrap();
-        let mut stdout = BufReader::new(child.stdout.take().unwrap());
-        let mut request = |id: u64, method: &str, params: Value| -> Value {
-            write_message(
-                &mut stdin,
-                &json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}),
-            );
-            loop {
-                let message = read_message(&mut stdout).expect("compactd answered");
-                if message["id"] == id && message.get("method").is_none() {
-                    return message;
-                }
-            }
+        let mut client = Client {
+            stdin: child.stdin.take().unwrap(),
+            stdout: BufReader::new(child.stdout.take().unwrap()),
         };
+        let mut request = |id: i64, method: &str, params: Value| client.request(id, method, params);
         let options = json!({"dataDir": dir.path(), "autoCompact": auto_compact});
         request(
             1,
@@ -74,8 +66,8 @@ fn main() {
             peak.saturating_sub(before) as f64 / frame as f64
         );
         request(5, "shutdown", Value::Null);
-        write_message(&mut stdin, &json!({"jsonrpc": "2.0", "method": "exit"}));
-        drop(stdin);
+        client.send(json!({"jsonrpc": "2.0", "method": "exit"}));
+        drop(client);
         support::finish(child);
     }
 }

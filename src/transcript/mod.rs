@@ -14,6 +14,8 @@ mod imported;
 mod line;
 pub(crate) mod parts;
 pub(crate) mod tail;
+#[cfg(test)]
+pub(crate) mod testing;
 pub(crate) mod time;
 
 use serde_json::Value;

@@ -442,7 +442,7 @@ fn said(record: &Value) -> String {
 mod tests {
     use super::*;
     use crate::conversation::Role;
-    use crate::transcript::{split_lines, Event, Reader as _};
+    use crate::transcript::Event;
 
     /// Written by the real Gemini CLI 0.61.0 (tests/fixtures/README.md):
     /// `-p` with read_file, replace, write_file and a failing
@@ -452,33 +452,10 @@ mod tests {
         include_str!("../../../tests/fixtures/gemini/session-2026-11-28T22-01-5755dbc0.jsonl");
 
     fn events(text: &str) -> Vec<Event> {
-        let mut reader = Reader::default();
-        let mut out = Emitter::new(FORMAT);
-        let mut events = Vec::new();
-        for line in split_lines(text.as_bytes()) {
-            if let Some(value) = out.readable(&line) {
-                reader.line(line.number, value, &mut out);
-            }
-            events.extend(out.drain());
-        }
-        events
+        crate::transcript::testing::events(&mut Reader::default(), FORMAT, text)
     }
 
-    /// The messages as they stand after every amendment, in order.
-    fn messages(events: &[Event]) -> Vec<Message> {
-        let mut messages: Vec<Message> = Vec::new();
-        for event in events {
-            match event {
-                Event::Message { message, .. } => messages.push(message.clone()),
-                Event::Amend(message) => {
-                    let at = messages.iter().position(|m| m.id == message.id).unwrap();
-                    messages[at] = message.clone();
-                }
-                _ => {}
-            }
-        }
-        messages
-    }
+    use crate::transcript::testing::messages;
 
     #[test]
     fn a_real_session_reads_as_its_conversation_once_despite_the_resume() {

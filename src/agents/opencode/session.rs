@@ -282,7 +282,7 @@ mod tests {
     use crate::conversation::Role;
     use crate::files::ledger::FileOp;
     use crate::files::FileTools;
-    use crate::transcript::{split_lines, Event, Format, Reader as _};
+    use crate::transcript::{Event, Format};
 
     /// A session the real opencode 1.18.33 wrote (tests/fixtures/README.md):
     /// a read, an edit, a failing test run, a reply over its compaction
@@ -291,32 +291,10 @@ mod tests {
     const FIXTURE: &str = include_str!("../../../tests/fixtures/opencode/session.jsonl");
 
     fn events(text: &str) -> Vec<Event> {
-        let mut reader = Reader::default();
-        let mut out = Emitter::new(Format::named("opencode"));
-        let mut events = Vec::new();
-        for line in split_lines(text.as_bytes()) {
-            if let Some(value) = out.readable(&line) {
-                reader.line(line.number, value, &mut out);
-            }
-            events.extend(out.drain());
-        }
-        events
+        crate::transcript::testing::events(&mut Reader::default(), Format::named("opencode"), text)
     }
 
-    fn messages(events: &[Event]) -> Vec<Message> {
-        let mut messages: Vec<Message> = Vec::new();
-        for event in events {
-            match event {
-                Event::Message { message, .. } => messages.push(message.clone()),
-                Event::Amend(message) => {
-                    let at = messages.iter().position(|m| m.id == message.id).unwrap();
-                    messages[at] = message.clone();
-                }
-                _ => {}
-            }
-        }
-        messages
-    }
+    use crate::transcript::testing::messages;
 
     #[test]
     fn a_real_session_reads_as_its_conversation_with_its_compaction() {
