@@ -342,6 +342,10 @@ pub struct StatsArgs {
     /// Context window for the auto-compaction point (default: the model's).
     #[arg(long, value_name = "TOKENS")]
     pub window: Option<u64>,
+    /// Also list every reported turn: the meter, the provider's prompt, the
+    /// error and what came since the turn before (with --json, `turns`).
+    #[arg(long)]
+    pub turns: bool,
 }
 
 #[derive(Args, Debug, Clone)]

@@ -79,6 +79,30 @@ pub struct Accuracy {
     /// The first reported turn after each compaction the transcript
     /// recorded: where the meter has only the calibrated estimate.
     pub after_compactions: Vec<AfterCompaction>,
+    /// Every reported turn, with `--turns` (otherwise empty, and left out).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub turns: Vec<Turn>,
+}
+
+/// One reported assistant turn, as `--turns` lists it.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Turn {
+    /// Position (1-based) of the assistant message.
+    pub message: usize,
+    /// The transcript's line it was read from, when known.
+    pub line: Option<usize>,
+    /// What the meter showed just before the request, and from what.
+    pub meter: u64,
+    /// "usage" (the latest provider usage plus newer messages) or
+    /// "estimate" (the calibrated count: no usage current).
+    pub source: &'static str,
+    /// The calibrated count (what the meter shows without usage).
+    pub calibrated: u64,
+    /// The prompt the provider reported.
+    pub provider: u64,
+    /// What came since the reported turn before.
+    pub after: String,
 }
 
 /// The meter at the first reported turn after a compaction.
@@ -160,6 +184,9 @@ pub fn run(args: &StatsArgs, no_user_config: bool) -> Result<(), CliError> {
         ) {
             Ok(imported) => {
                 let mut stats = file_stats(&imported, &config, args.window);
+                if !args.turns {
+                    stats.accuracy.turns.clear();
+                }
                 stats.file = path.display().to_string();
                 reports.push(stats);
             }
@@ -270,7 +297,8 @@ fn measure(imported: &Imported, config: &Config, mut session: Session, stats: &m
             .map(|u| u.prompt_tokens())
             .filter(|p| *p > 0);
         if let Some(prompt) = prompt {
-            score(config, &session, prompt, position, &since, stats);
+            let line = imported.message_lines.get(position - 1).copied();
+            score(config, &session, prompt, (position, line), &since, stats);
             since = Since {
                 names: std::mem::take(&mut since.names),
                 ..Since::default()
@@ -373,7 +401,7 @@ fn score(
     config: &Config,
     session: &Session,
     prompt: u64,
-    position: usize,
+    (position, line): (usize, Option<usize>),
     since: &Since,
     stats: &mut FileStats,
 ) {
@@ -391,6 +419,18 @@ fn score(
     if accuracy.estimate.turns > 1 {
         accuracy.calibrated.add(calibrated, prompt, position, since);
     }
+    accuracy.turns.push(Turn {
+        message: position,
+        line,
+        meter: meter.context_tokens,
+        source: match meter.source {
+            MeterSource::Usage => "usage",
+            MeterSource::Estimate => "estimate",
+        },
+        calibrated,
+        provider: prompt,
+        after: since.describe(),
+    });
     if since.compacted {
         accuracy.after_compactions.push(AfterCompaction {
             message: position,
@@ -431,6 +471,20 @@ fn print_accuracy(peak_reported_context: Option<u64>, a: &Accuracy) -> Result<()
                 ),
                 &a.calibrated,
             )?;
+            for t in &a.turns {
+                outln!(
+                    "                turn (message {}{}): meter {} ({:+.1}%, {}), calibrated {} ({:+.1}%), provider {}, after {}",
+                    t.message,
+                    t.line.map(|l| format!(", line {l}")).unwrap_or_default(),
+                    thousands(t.meter),
+                    percent_off(t.meter, t.provider),
+                    t.source,
+                    thousands(t.calibrated),
+                    percent_off(t.calibrated, t.provider),
+                    thousands(t.provider),
+                    t.after
+                );
+            }
             for c in &a.after_compactions {
                 outln!(
                     "                after a compaction (message {}): meter {} ({:+.1}%), count alone {} ({:+.1}%), provider {}",

@@ -393,6 +393,33 @@ fn stats_scores_the_meter_against_provider_usage() {
         files.len(),
         "{text}"
     );
+    // `--turns` lists every reported turn, the worst among them as scored.
+    assert!(reports.iter().all(|r| r["accuracy"].get("turns").is_none()));
+    let out = compactd()
+        .args(["stats", "--turns", "--json"])
+        .arg(&files[0])
+        .output()
+        .unwrap();
+    let report: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap();
+    let accuracy = &report[0]["accuracy"];
+    let turns = accuracy["turns"].as_array().unwrap();
+    assert_eq!(
+        turns.len() as u64,
+        accuracy["estimate"]["turns"].as_u64().unwrap()
+    );
+    let worst = accuracy["meter"]["worstMessage"].as_u64().unwrap();
+    let turn = turns.iter().find(|t| t["message"] == worst).unwrap();
+    let (meter, provider) = (
+        turn["meter"].as_f64().unwrap(),
+        turn["provider"].as_f64().unwrap(),
+    );
+    let off = ((meter - provider) * 100.0 / provider).abs();
+    assert!(
+        (off - accuracy["meter"]["maxAbsPercent"].as_f64().unwrap()).abs() < 1e-9,
+        "{turn}"
+    );
+    assert_eq!(turn["source"], "usage");
+    assert_eq!(turn["after"], accuracy["meter"]["worstAfter"]);
 }
 
 #[test]
