@@ -19,7 +19,8 @@
 //! `floor`, `follow` or `import` alone, to profile). `COMPACTD_BENCH_SIZES`
 //! (megabytes, comma-separated: `10,100`) chooses the sizes;
 //! `COMPACTD_BENCH_FILE=<transcript>` measures that Claude Code transcript
-//! instead (a real one holds compactions, responses written over many
+//! instead (`COMPACTD_BENCH_WRITE=<path>` writes the generated one of the
+//! first size there, to profile a read of it alone) (a real one holds compactions, responses written over many
 //! lines and large tool inputs, which the generated one does not). Under
 //! `cargo test` (no `--bench`) it runs once on 1 MB, as a smoke check.
 
@@ -155,6 +156,13 @@ fn main() {
         "{:>7} {:>8} {:>9} {:>8} {:>8} {:>6} {:>8} {:>6}",
         "size", "lines", "messages", "floor", "follow", "ratio", "import", "ratio"
     );
+    if let Ok(file) = std::env::var("COMPACTD_BENCH_WRITE") {
+        // The generated transcript of the first size, kept to profile a
+        // read of it alone (`COMPACTD_BENCH_FILE`).
+        let messages = transcript(Path::new(&file), sizes.first().copied().unwrap_or(1) << 20);
+        println!("wrote {file}: {messages} turns");
+        return;
+    }
     if let Ok(file) = std::env::var("COMPACTD_BENCH_FILE") {
         // A transcript of one's own (real ones hold what the generated one
         // does not: compactions, responses over many lines, large tool

@@ -49,6 +49,17 @@ impl Skips {
         }
     }
 
+    /// `merge` without taking `later` (its allocations stay where they
+    /// were made).
+    pub fn merge_from(&mut self, later: &Skips) {
+        for group in &later.groups {
+            match self.groups.iter_mut().find(|g| g.kind == group.kind) {
+                Some(mine) => mine.count += group.count,
+                None => self.groups.push(group.clone()),
+            }
+        }
+    }
+
     pub fn total(&self) -> usize {
         self.groups.iter().map(|g| g.count).sum()
     }
