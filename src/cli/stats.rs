@@ -286,6 +286,14 @@ fn measure(imported: &Imported, config: &Config, mut session: Session, stats: &m
     let mut position = 0usize;
     let mut since = Since::default();
     for entry in &imported.entries {
+        // The import counted the messages when it placed compactions.
+        let known = match entry {
+            LogEntry::Message {
+                message,
+                tokens: Some(tokens),
+            } if tokens.is_for(session.encoding(), message) => Some(tokens.count),
+            _ => None,
+        };
         let Some(message) = message_or_apply(entry, &mut session) else {
             since.compacted |= matches!(entry, LogEntry::Compaction(_));
             continue;
@@ -305,7 +313,7 @@ fn measure(imported: &Imported, config: &Config, mut session: Session, stats: &m
             };
         }
         since.add(message);
-        session.push(vec![message.clone()]);
+        session.push_counted([(message.clone(), known)]);
         let meter = meter::meter(config, &session);
         let auto = &mut stats.auto_compaction;
         auto.peak_meter = auto.peak_meter.max(meter.context_tokens);

@@ -58,11 +58,16 @@ pub(crate) fn collect(format: Format, events: Vec<Event>, mut skipped: Skips) ->
         let was_placed = std::mem::take(&mut placed);
         match item {
             Item::Message { message, line } => {
-                if let Some(session) = &mut session {
-                    session.push(vec![message.clone()]);
-                }
+                // Counted once: the count goes with the entry, so a session
+                // built from the entries (`stats`) need not count it again.
+                let tokens = session.as_mut().map(|session| {
+                    let encoding = session.encoding();
+                    let count = crate::tokens::count_message(encoding, &message);
+                    session.push_counted([(message.clone(), Some(count))]);
+                    crate::store::TokenCount::new(encoding, &message, count)
+                });
                 message_lines.push(line);
-                entries.push(LogEntry::message(message));
+                entries.push(LogEntry::Message { message, tokens });
             }
             Item::Settings(change) => {
                 if let (Some(session), Some(_)) = (&mut session, &change.model) {
