@@ -29,6 +29,16 @@ enum Item {
 /// then messages (in their final form), settings changes and compactions
 /// in order. A `Restart` cannot occur here (batch readers know the whole
 /// transcript), and would only drop what came before it.
+/// Pushes `message` into the import's session, its count made once: the
+/// count goes with the entry, so a session built from the entries
+/// (`stats`) need not count it again.
+fn counted_into(session: &mut Session, message: &Message) -> crate::store::TokenCount {
+    let encoding = session.encoding();
+    let count = crate::tokens::count_message(encoding, message);
+    session.push_counted([(message.clone(), Some(count))]);
+    crate::store::TokenCount::new(encoding, message, count)
+}
+
 pub(crate) fn collect(format: Format, events: Vec<Event>, mut skipped: Skips) -> Imported {
     let (settings, items) = fold(events);
     let has_compactions = items
@@ -58,14 +68,7 @@ pub(crate) fn collect(format: Format, events: Vec<Event>, mut skipped: Skips) ->
         let was_placed = std::mem::take(&mut placed);
         match item {
             Item::Message { message, line } => {
-                // Counted once: the count goes with the entry, so a session
-                // built from the entries (`stats`) need not count it again.
-                let tokens = session.as_mut().map(|session| {
-                    let encoding = session.encoding();
-                    let count = crate::tokens::count_message(encoding, &message);
-                    session.push_counted([(message.clone(), Some(count))]);
-                    crate::store::TokenCount::new(encoding, &message, count)
-                });
+                let tokens = session.as_mut().map(|s| counted_into(s, &message));
                 message_lines.push(line);
                 entries.push(LogEntry::Message { message, tokens });
             }

@@ -5,12 +5,13 @@
 //! 2.1.330's code (`minIdleSeconds: 3900, keepToolUses: 12,
 //! clearAtLeastTokens: 20000`, `minTriggerToolUses: 27`; results of the
 //! reading, searching, shell, web and editing tools; Claude Code's own
-//! estimate, about 4 characters a token) and seen in a 2.1.14 session (a
-//! prompt 4.7 hours after the last response: 86,733 → 67,071 tokens with
-//! nothing in the transcript to say why; the results it clears hold about
-//! 78,000 characters). A 2.1.7 session idle as long cleared nothing
-//! (three prompts after 1.8–5 hours, each +1% to +6%), so the rule applies
-//! from 2.1.14, the oldest version seen doing it.
+//! estimate, about 4 characters a token). The time-based clearing first
+//! appears in 2.1.81 (`tengu_time_based_microcompact`, there behind a
+//! flag compactd cannot see, so it is taken as on); 2.1.7–2.1.14 have
+//! only the older clearing near the auto-compaction point, which writes a
+//! `microcompact_boundary` line. A 2.1.14 session whose prompt fell
+//! 86,733 → 67,071 tokens 4.7 hours after the last response, once taken
+//! for this, was a resume (`resume.rs`).
 //!
 //! Pure: the reader feeds it the results, the responses' and prompts'
 //! times, and the version each line names.
@@ -26,8 +27,8 @@ const MIN_RESULTS: usize = KEEP + 15;
 const MIN_SAVED_TOKENS: u64 = 20_000;
 /// Claude Code's estimate: characters per token.
 const CHARS_PER_TOKEN: u64 = 4;
-/// The oldest version seen clearing.
-const SINCE: (u32, u32, u32) = (2, 1, 14);
+/// The first version with the rule.
+const SINCE: (u32, u32, u32) = (2, 1, 81);
 /// The tools whose results it clears.
 const CLEARED_TOOLS: [&str; 9] = [
     "Read",
@@ -115,7 +116,7 @@ mod tests {
 
     #[test]
     fn a_prompt_after_65_minutes_away_clears_all_but_the_12_newest_results() {
-        let mut idle = session("2.1.14", 45, 3_000);
+        let mut idle = session("2.1.330", 45, 3_000);
         let cleared = idle
             .prompt(Some(10 * HOUR_MS + MIN_IDLE_MS))
             .expect("cleared");
@@ -129,31 +130,31 @@ mod tests {
     fn nothing_is_cleared_short_of_any_of_its_conditions() {
         let back = Some(10 * HOUR_MS + MIN_IDLE_MS);
         assert_eq!(
-            session("2.1.14", 45, 3_000).prompt(Some(10 * HOUR_MS + MIN_IDLE_MS - 1)),
+            session("2.1.330", 45, 3_000).prompt(Some(10 * HOUR_MS + MIN_IDLE_MS - 1)),
             None,
             "back too soon"
         );
         assert_eq!(
-            session("2.1.7", 45, 3_000).prompt(back),
+            session("2.1.14", 45, 3_000).prompt(back),
             None,
-            "a version seen not clearing"
+            "a version without the rule"
         );
         assert_eq!(
-            session("2.1.14", 26, 9_000).prompt(back),
+            session("2.1.330", 26, 9_000).prompt(back),
             None,
             "too few results"
         );
         assert_eq!(
-            session("2.1.14", 45, 2_400).prompt(back),
+            session("2.1.330", 45, 2_400).prompt(back),
             None,
             "33 × 600 tokens saves too little"
         );
-        let mut other_tool = session("2.1.14", 0, 0);
+        let mut other_tool = session("2.1.330", 0, 0);
         for n in 0..45 {
             other_tool.result(format!("t{n}"), Some("TodoWrite"), 9_000);
         }
         assert_eq!(other_tool.prompt(back), None, "a tool it does not clear");
-        let mut compacted = session("2.1.14", 45, 3_000);
+        let mut compacted = session("2.1.330", 45, 3_000);
         compacted.compacted();
         assert_eq!(compacted.prompt(back), None, "a compaction took them");
     }

@@ -36,6 +36,7 @@ mod hooks;
 mod idle_clearing;
 mod meta;
 mod reattached;
+mod resume;
 pub mod status;
 mod status_line;
 pub mod transcript;

@@ -21,6 +21,7 @@ use std::collections::{BTreeSet, HashMap};
 
 use super::idle_clearing::IdleClearing;
 use super::reattached::Reattached;
+use super::resume::Resume;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -160,6 +161,10 @@ pub(crate) struct Reader {
     /// Not kept by the status line's cache, which counts no messages.
     #[serde(skip)]
     idle: IdleClearing,
+    /// What a resume leaves out of the requests. Not kept by the status
+    /// line's cache either.
+    #[serde(skip)]
+    resume: Resume,
     /// The files it would attach again after compacting. Not kept by the
     /// status line's cache either.
     #[serde(skip)]
@@ -234,6 +239,21 @@ impl Reader {
                 self.reattached.result(result);
             }
         }
+        if !sidechain {
+            if let Some(lost) = self.resume.resumed(entry) {
+                out.cleared(lost);
+            }
+        }
+        self.entry_of_kind(kind, number, entry, out);
+        if !sidechain {
+            self.resume.line(entry);
+        }
+    }
+
+    fn entry_of_kind(&mut self, kind: &str, number: usize, entry: &Value, out: &mut Emitter) {
+        let skip_sidechain = entry.get("isSidechain").and_then(Value::as_bool) == Some(true)
+            && matches!(self.sidechains, Sidechains::Skip);
+        let flag = |key: &str| entry.get(key).and_then(Value::as_bool) == Some(true);
         match kind {
             "user" | "assistant" if skip_sidechain => {
                 out.skip(number, "sidechain (subagent) lines")
@@ -372,6 +392,7 @@ impl Reader {
             .cloned();
         self.response = None;
         self.idle.compacted();
+        self.resume.compacted();
         out.compaction(ForeignCompaction {
             summary,
             first_kept,
@@ -413,6 +434,7 @@ impl Reader {
         self.end_command(out);
         self.response = None;
         self.idle.compacted();
+        self.resume.compacted();
         out.compaction(ForeignCompaction {
             summary: CLEARED.to_string(),
             first_kept: None,
@@ -475,6 +497,9 @@ impl Reader {
             self.end_command(out);
             let position = self.tool_result(number, preferred.take(), result, out);
             self.remember(entry, position, out);
+            if let (Some(uuid), Some(id)) = (uuid, out.first_id_from(position)) {
+                self.resume.result(uuid, id);
+            }
         }
         if let Some(text) = text {
             let is_meta = entry.get("isMeta").and_then(Value::as_bool) == Some(true);
@@ -816,6 +841,36 @@ fn fill(target: &mut Message, message: &Value, names: &mut HashMap<String, Strin
         // Every line of a response repeats the usage; the last is final.
         target.usage = Some(usage);
     }
+    fill_blocks(target, message, names);
+    estimate_placeholder_output(target);
+}
+
+/// An output figure below this is a streamed reply's placeholder.
+const PLACEHOLDER_OUTPUT: u64 = 10;
+
+/// Claude Code 2.0.76 writes a placeholder (1–8) as the output of every
+/// line of most replies of hundreds of tokens (126 of 184 in one session),
+/// and the meter, which adds the latest usage's output to its prompt,
+/// would miss the reply in the next request. Such a figure is replaced
+/// with Claude Code's own estimate of the reply (4 characters a token) of
+/// what goes back: its text and its calls' input; a reply that short
+/// counts about the same either way.
+fn estimate_placeholder_output(target: &mut Message) {
+    if target.usage.is_none_or(|u| u.output >= PLACEHOLDER_OUTPUT) {
+        return;
+    }
+    let calls: usize = target
+        .tool_calls()
+        .iter()
+        .map(|c| c.name.len() + c.arguments.to_string().len())
+        .sum();
+    let chars = target.text().chars().count() + calls;
+    if let Some(usage) = target.usage.as_mut() {
+        usage.output = usage.output.max(chars.div_ceil(4) as u64);
+    }
+}
+
+fn fill_blocks(target: &mut Message, message: &Value, names: &mut HashMap<String, String>) {
     let MessageBody::Assistant {
         content,
         tool_calls,
@@ -899,7 +954,7 @@ mod tests {
             r#"{"type":"summary","summary":"x","leafUuid":"l"}"#,
             r#"{"type":"user","uuid":"u1","sessionId":"s","message":{"role":"user","content":"go"}}"#,
             r#"{"type":"assistant","uuid":"a1","sessionId":"s","message":{"id":"msg_1","role":"assistant","model":"claude-x","content":[{"type":"thinking","thinking":"hmm"}],"usage":{"input_tokens":3,"cache_read_input_tokens":100,"cache_creation_input_tokens":20,"output_tokens":1}}}"#,
-            r#"{"type":"assistant","uuid":"a2","sessionId":"s","message":{"id":"msg_1","role":"assistant","model":"claude-x","content":[{"type":"tool_use","id":"t1","name":"Read","input":{"file_path":"a.rs"}}],"usage":{"input_tokens":3,"cache_read_input_tokens":100,"cache_creation_input_tokens":20,"output_tokens":9}}}"#,
+            r#"{"type":"assistant","uuid":"a2","sessionId":"s","message":{"id":"msg_1","role":"assistant","model":"claude-x","content":[{"type":"tool_use","id":"t1","name":"Read","input":{"file_path":"a.rs"}}],"usage":{"input_tokens":3,"cache_read_input_tokens":100,"cache_creation_input_tokens":20,"output_tokens":19}}}"#,
             r#"{"type":"user","uuid":"u2","sessionId":"s","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":"fn a(){}"}]}}"#,
             r#"{"type":"assistant","uuid":"a3","sessionId":"s","message":{"id":"msg_1","role":"assistant","model":"claude-x","content":[{"type":"tool_use","id":"t2","name":"Bash","input":{"command":"ls"}}]}}"#,
             r#"{"type":"user","uuid":"u3","sessionId":"s","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"t2","content":[{"type":"text","text":"a.rs"}],"is_error":true},{"type":"text","text":"and then?"}]}}"#,
@@ -918,8 +973,8 @@ mod tests {
             2,
             "three lines, one response"
         );
-        assert_eq!(messages[1].usage.unwrap().output, 9, "the last usage wins");
-        assert_eq!(messages[1].usage.unwrap().context_tokens(), 132);
+        assert_eq!(messages[1].usage.unwrap().output, 19, "the last usage wins");
+        assert_eq!(messages[1].usage.unwrap().context_tokens(), 142);
         assert!(messages[3].is_error_result());
         assert_eq!(messages[4].text(), "and then?");
         let pairing = crate::conversation::tool_pairing(messages.iter().copied());
@@ -932,6 +987,27 @@ mod tests {
                 "file-history-snapshot lines: 1 (first at line 9)"
             ]
         );
+    }
+
+    /// Claude Code 2.0.76's placeholder output (1–8 on every line of a
+    /// reply) stands for Claude Code's estimate of the reply, so the meter
+    /// does not miss it in the next request; a real figure stays.
+    #[test]
+    fn a_placeholder_output_is_the_reply_estimated() {
+        let reply = |output: u64| {
+            format!(
+                r#"{{"type":"assistant","uuid":"a1","sessionId":"s","message":{{"id":"msg_1","role":"assistant","model":"claude-x","content":[{{"type":"text","text":"{}"}}],"usage":{{"input_tokens":3,"cache_read_input_tokens":100,"output_tokens":{output}}}}}}}"#,
+                "word ".repeat(80)
+            )
+        };
+        let output = |line: String| {
+            let text = [r#"{"type":"user","uuid":"u1","sessionId":"s","message":{"role":"user","content":"go"}}"#.to_string(), line].join("\n");
+            let imported = parse(text.as_bytes(), None).unwrap();
+            let messages: Vec<&Message> = imported.messages().collect();
+            messages[1].usage.unwrap().output
+        };
+        assert_eq!(output(reply(4)), 100, "400 characters, 4 a token");
+        assert_eq!(output(reply(150)), 150);
     }
 
     fn lines(lines: &[&str]) -> Imported {
