@@ -17,7 +17,7 @@
 //! and counted. Subagent transcripts live in `<session>/subagents/*.jsonl`
 //! and import on their own.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap, HashSet};
 
 use super::idle_clearing::IdleClearing;
 use super::reattached::Reattached;
@@ -165,6 +165,12 @@ pub(crate) struct Reader {
     /// line's cache either.
     #[serde(skip)]
     resume: Resume,
+    /// The `message.id` of every response read, to tell one written again.
+    #[serde(skip)]
+    responses: HashSet<String>,
+    /// The response being written is one written again.
+    #[serde(skip)]
+    copied: bool,
     /// The files it would attach again after compacting. Not kept by the
     /// status line's cache either.
     #[serde(skip)]
@@ -687,6 +693,9 @@ impl Reader {
                 let position = *position;
                 if let Some(target) = out.message_mut(position) {
                     fill(target, message, &mut self.tool_names);
+                    if self.copied {
+                        target.usage = None;
+                    }
                 }
                 self.task_list(message);
                 position
@@ -701,6 +710,13 @@ impl Reader {
                         .map(str::to_string);
                 }
                 fill(&mut response, message, &mut self.tool_names);
+                // A response written again (a resumed history copied into
+                // the file): its usage is of a request made before the
+                // resume, not of the one the copy leads to.
+                self.copied = api_id.is_some_and(|id| !self.responses.insert(id.to_string()));
+                if self.copied {
+                    response.usage = None;
+                }
                 self.task_list(message);
                 let uuid = entry.get("uuid").and_then(Value::as_str);
                 let position = out.message(number, uuid, response, api_id.is_some());
@@ -1008,6 +1024,37 @@ mod tests {
         };
         assert_eq!(output(reply(4)), 100, "400 characters, 4 a token");
         assert_eq!(output(reply(150)), 150);
+    }
+
+    /// A resumed history written again into the file carries the usage of
+    /// the requests before the resume: it counts for nothing.
+    #[test]
+    fn a_response_written_again_brings_no_usage() {
+        let prompt = |uuid: &str| {
+            format!(
+                r#"{{"type":"user","uuid":"{uuid}","parentUuid":null,"sessionId":"s","message":{{"role":"user","content":"go"}}}}"#
+            )
+        };
+        let reply = |uuid: &str, parent: &str| {
+            format!(
+                r#"{{"type":"assistant","uuid":"{uuid}","parentUuid":"{parent}","sessionId":"s","message":{{"id":"msg_1","role":"assistant","model":"claude-x","content":[{{"type":"text","text":"done"}}],"usage":{{"input_tokens":3,"cache_read_input_tokens":900,"output_tokens":20}}}}}}"#
+            )
+        };
+        let text = [
+            prompt("u1"),
+            reply("a1", "u1"),
+            prompt("u2"),
+            reply("a2", "u2"),
+        ]
+        .join("\n");
+        let imported = parse(text.as_bytes(), None).unwrap();
+        let usages: Vec<Option<Usage>> = imported
+            .messages()
+            .filter(|m| m.role() == crate::conversation::Role::Assistant)
+            .map(|m| m.usage)
+            .collect();
+        assert_eq!(usages.len(), 2);
+        assert!(usages[0].is_some() && usages[1].is_none(), "{usages:?}");
     }
 
     fn lines(lines: &[&str]) -> Imported {
