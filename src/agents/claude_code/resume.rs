@@ -21,6 +21,7 @@
 //! lines.
 
 use std::collections::{HashMap, HashSet};
+use std::hash::{DefaultHasher, Hash, Hasher};
 
 use serde_json::Value;
 
@@ -32,11 +33,14 @@ const RESUME_HOOK: &str = "SessionStart:resume";
 #[derive(Debug, Clone, Default)]
 pub(super) struct Resume {
     /// Each line's parent, by uuid, since the latest compaction (the walk
-    /// never goes past one: the boundary has no parent).
-    parents: HashMap<String, String>,
+    /// never goes past one: the boundary has no parent). Uuids are kept as
+    /// their 64-bit hashes: a followed transcript has a line for every
+    /// block of every turn, and two strings for each cost more than the
+    /// read of the line.
+    parents: HashMap<u64, u64>,
     /// The tool results since the latest compaction: their line's uuid and
     /// the id of the message each became.
-    results: Vec<(String, String)>,
+    results: Vec<(u64, String)>,
 }
 
 impl Resume {
@@ -44,13 +48,13 @@ impl Resume {
     pub(super) fn line(&mut self, entry: &Value) {
         let text = |key: &str| entry.get(key).and_then(Value::as_str);
         if let (Some(uuid), Some(parent)) = (text("uuid"), text("parentUuid")) {
-            self.parents.insert(uuid.to_string(), parent.to_string());
+            self.parents.insert(hash(uuid), hash(parent));
         }
     }
 
     /// A tool result read from the line `uuid`, as the message `id`.
     pub(super) fn result(&mut self, uuid: &str, id: String) {
-        self.results.push((uuid.to_string(), id));
+        self.results.push((hash(uuid), id));
     }
 
     /// The agent compacted or cleared: nothing before is in its requests.
@@ -67,17 +71,23 @@ impl Resume {
             return None;
         }
         let mut chain = HashSet::new();
-        let mut at = Some(leaf);
+        let mut at = Some(hash(leaf));
         while let Some(uuid) = at.filter(|uuid| chain.insert(*uuid)) {
-            at = self.parents.get(uuid).map(String::as_str);
+            at = self.parents.get(&uuid).copied();
         }
         let (kept, lost): (Vec<_>, Vec<_>) = std::mem::take(&mut self.results)
             .into_iter()
-            .partition(|(uuid, _)| chain.contains(uuid.as_str()));
+            .partition(|(uuid, _)| chain.contains(uuid));
         self.results = kept;
         let lost: Vec<String> = lost.into_iter().map(|(_, id)| id).collect();
         (!lost.is_empty()).then_some(lost)
     }
+}
+
+fn hash(uuid: &str) -> u64 {
+    let mut hasher = DefaultHasher::new();
+    uuid.hash(&mut hasher);
+    hasher.finish()
 }
 
 /// The line a resume writes: the filler response, or its hook's progress.
