@@ -19,6 +19,11 @@
 //! the part as read left the first turn after them 5.3% off on average
 //! (one over 10%), the part scaled to the file's `totalLines` 8.1% (three).
 //!
+//! The plan file of plan mode is not one of the five: 2.1.7 attaches it
+//! apart, whole, whenever it exists (`plan_file_reference`); on the two
+//! compactions of a 2.1.7 session with a plan, the first turn after them
+//! went from −7.1% and −4.8% to −4.5% and −2.2%.
+//!
 //! Pure: the reader feeds it each line's `toolUseResult`, and asks for
 //! the estimate when a compaction is placed.
 
@@ -55,6 +60,10 @@ pub(super) struct Reattached {
     recent: VecDeque<Seen>,
     /// The task list as the last `TodoWrite` left it.
     todos: Option<String>,
+    /// The plan file as the transcript last showed it: Claude Code attaches
+    /// it whole after compacting whenever it exists (2.1.7's
+    /// `plan_file_reference`), apart from the five files.
+    plan: Option<String>,
 }
 
 impl Reattached {
@@ -63,6 +72,12 @@ impl Reattached {
         let Some((path, text)) = seen(result) else {
             return;
         };
+        if is_plan(&path) {
+            // Its content is kept up to a file's limit, as a file's is;
+            // a larger plan leaves the estimate without it.
+            self.plan = text.map(|(text, _)| text);
+            return;
+        }
         if left_out(&path) {
             return;
         }
@@ -95,6 +110,7 @@ impl Reattached {
                 None => out.push(format!("Referenced file {}", seen.path)),
             }
         }
+        out.extend(self.plan.clone());
         out.extend(self.todos.clone());
         out
     }
@@ -156,11 +172,15 @@ fn numbered(content: &str, first: usize) -> String {
     text
 }
 
-/// The plan file and memory files, which Claude Code attaches otherwise
-/// (or not at all).
+/// Memory files, which Claude Code attaches otherwise (or not at all).
 fn left_out(path: &str) -> bool {
     let name = path.rsplit(['/', '\\']).next().unwrap_or(path);
-    matches!(name, "CLAUDE.md" | "CLAUDE.local.md") || path.contains("/.claude/plans/")
+    matches!(name, "CLAUDE.md" | "CLAUDE.local.md")
+}
+
+/// The plan file of plan mode, `~/.claude/plans/<slug>.md`.
+fn is_plan(path: &str) -> bool {
+    path.contains("/.claude/plans/")
 }
 
 #[cfg(test)]
@@ -187,9 +207,11 @@ mod tests {
         let paths: Vec<&str> = estimate.iter().map(|t| t.lines().next().unwrap()).collect();
         assert_eq!(
             paths,
-            ["/w/b.rs", "/w/f.rs", "/w/e.rs", "/w/d.rs", "/w/c.rs"]
+            ["/w/b.rs", "/w/f.rs", "/w/e.rs", "/w/d.rs", "/w/c.rs", "plan"]
         );
         assert_eq!(estimate[0], "/w/b.rs\n     1\tfn x() {}\n");
+        // The plan comes apart, whole and once, after the files.
+        assert_eq!(estimate[5..], ["plan\n".to_string()]);
     }
 
     /// A file read in part is attached as it was read, numbered from its
