@@ -39,18 +39,8 @@ impl Skips {
     }
 
     /// Adds the skips `later` counted after these, as if each had been
-    /// added here in turn.
-    pub fn merge(&mut self, later: Skips) {
-        for group in later.groups {
-            match self.groups.iter_mut().find(|g| g.kind == group.kind) {
-                Some(mine) => mine.count += group.count,
-                None => self.groups.push(group),
-            }
-        }
-    }
-
-    /// `merge` without taking `later` (its allocations stay where they
-    /// were made).
+    /// added here in turn; `later` is left as it is (its allocations stay
+    /// with the thread that made them).
     pub fn merge_from(&mut self, later: &Skips) {
         for group in &later.groups {
             match self.groups.iter_mut().find(|g| g.kind == group.kind) {

@@ -250,15 +250,20 @@ impl Reader {
                 out.cleared(lost);
             }
         }
-        self.entry_of_kind(kind, number, entry, out);
+        self.entry_of_kind(kind, number, entry, skip_sidechain, out);
         if !sidechain {
             self.resume.line(entry);
         }
     }
 
-    fn entry_of_kind(&mut self, kind: &str, number: usize, entry: &Value, out: &mut Emitter) {
-        let skip_sidechain = entry.get("isSidechain").and_then(Value::as_bool) == Some(true)
-            && matches!(self.sidechains, Sidechains::Skip);
+    fn entry_of_kind(
+        &mut self,
+        kind: &str,
+        number: usize,
+        entry: &Value,
+        skip_sidechain: bool,
+        out: &mut Emitter,
+    ) {
         let flag = |key: &str| entry.get(key).and_then(Value::as_bool) == Some(true);
         match kind {
             "user" | "assistant" if skip_sidechain => {
