@@ -295,7 +295,11 @@ fn measure(imported: &Imported, config: &Config, mut session: Session, stats: &m
             _ => None,
         };
         let Some(message) = message_or_apply(entry, &mut session) else {
-            since.compacted |= matches!(entry, LogEntry::Compaction(_));
+            match entry {
+                LogEntry::Compaction(_) => since.compacted = true,
+                LogEntry::Attached { tokens } => since.attached += tokens,
+                _ => {}
+            }
             continue;
         };
         position += 1;
@@ -343,6 +347,8 @@ struct Since {
     results: Vec<(String, u64)>,
     /// Tool names by call id, for results that do not carry theirs.
     names: std::collections::HashMap<String, String>,
+    /// What the agent attached to its requests in no message.
+    attached: u64,
 }
 
 impl Since {
@@ -393,6 +399,12 @@ impl Since {
                 "{} tool {noun} ({} tokens)",
                 each.len(),
                 each.join(", ")
+            ));
+        }
+        if self.attached > 0 {
+            parts.push(format!(
+                "{} tokens the agent attached",
+                thousands(self.attached)
             ));
         }
         if parts.is_empty() {

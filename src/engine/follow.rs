@@ -314,6 +314,7 @@ impl Applying {
     ) {
         match event {
             Event::Message { mut message, .. } => {
+                self.attaching = false;
                 // The agent's file keeps an image's bytes; the mirror its size.
                 super::blobs::drop_data(&mut message);
                 let mut events = session
@@ -347,10 +348,14 @@ impl Applying {
             }
             Event::Compaction(foreign) => self.place(session, &foreign, polled, skipped, live),
             Event::Attached(text) if self.attaching => {
-                session.attach_unseen(&text);
+                session.attach_unseen(session.encoding().count(&text));
                 polled.changed = true;
             }
             Event::Attached(_) => {}
+            Event::AttachedMidway(attachment) => {
+                session.attach_after_latest(attachment.tokens(session.encoding()));
+                polled.changed = true;
+            }
             Event::Cleared(ids) => {
                 let format = self.format;
                 let record = transcript::place_clearing(session, ids, format, self.placed + 1);

@@ -106,6 +106,50 @@ mod pipeline {
         assert_eq!(history[2].id, "a2");
         assert_eq!(history.len(), 3);
     }
+
+    /// What the agent added to its next request after a message, in no
+    /// message (a file changed on disk): the meter counts it after the
+    /// latest usage, the estimate with the message, and it leaves the
+    /// context with that message when a compaction takes it.
+    #[test]
+    fn content_attached_after_a_message_counts_until_the_message_goes() {
+        let mut s = session();
+        let mut a = Message::assistant("a1", "done", vec![]);
+        a.usage = Some(Usage {
+            input: 1000,
+            ..Usage::default()
+        });
+        s.push(vec![
+            Message::user("u1", "go"),
+            a,
+            Message::user("u2", "more"),
+        ]);
+        let (meter, estimate) = (s.meter(10_000, 9_000).context_tokens, s.estimated_tokens());
+        let note = "Note: parser.rs was changed on disk: fn parse(input: &str) {}\n".repeat(20);
+        let tokens = s.encoding().count(&note);
+        s.attach_after_latest(tokens);
+        assert_eq!(s.meter(10_000, 9_000).context_tokens, meter + tokens);
+        assert_eq!(s.estimated_tokens(), estimate + tokens);
+        assert!(s.totals_match_recount(), "a rebuilt view counts it too");
+        s.push(vec![Message::assistant("a2", "ok", vec![])]);
+        let kept = s.estimated_tokens();
+        compact(&mut s, &options(Strategy::Checkpoint, 1)).unwrap();
+        let summarized = s.estimated_tokens();
+        let mut without = session();
+        without.push(vec![
+            Message::user("u1", "go"),
+            Message::assistant("a1", "done", vec![]),
+            Message::user("u2", "more"),
+            Message::assistant("a2", "ok", vec![]),
+        ]);
+        compact(&mut without, &options(Strategy::Checkpoint, 1)).unwrap();
+        assert!(kept > summarized);
+        assert_eq!(
+            summarized,
+            without.estimated_tokens(),
+            "gone with u2, which the compaction summarized"
+        );
+    }
 }
 
 /// Property tests: whatever the history and whatever the sequence of

@@ -80,8 +80,9 @@ impl Session {
         for slot in self.view.iter().rev() {
             if let Slot::Message(i) = *slot {
                 if let Some(context) = self.current_usage(&self.messages[i], generation) {
-                    // Synthetic results closing its calls follow the report.
-                    return Some((context, after + self.messages[i].synthetic_tokens));
+                    // Synthetic results closing its calls, and what was
+                    // attached after it, follow the report.
+                    return Some((context, after + self.messages[i].trailing_tokens()));
                 }
             }
             after += self.slot_tokens(slot);

@@ -32,6 +32,37 @@ impl Session {
         }
     }
 
+    /// Content the agent re-attached right after its latest compaction
+    /// (`transcript::Event::Attached`): in every request until the next
+    /// compaction, but in no message, so it is counted on the compaction
+    /// (`unseen_tokens`) and in the view; `tokens_after` follows.
+    pub fn attach_unseen(&mut self, tokens: u64) {
+        if let Some(record) = self.compactions.last_mut() {
+            *record.unseen_tokens.get_or_insert(0) += tokens;
+        }
+        self.settle_tokens_after();
+    }
+
+    /// Content the agent attached to its requests after the latest
+    /// message, in no message (`transcript::Event::Attached` mid-way: a
+    /// file changed on disk, a reminder): counted with the last message of
+    /// the view, which it leaves the view with. With no message in the
+    /// view (right after a compaction) it is what the agent re-attached.
+    pub fn attach_after_latest(&mut self, tokens: u64) {
+        let last = self.view.iter().rev().find_map(|slot| match *slot {
+            Slot::Message(i) => Some(i),
+            Slot::Summary(_) => None,
+        });
+        let Some(i) = last else {
+            return self.attach_unseen(tokens);
+        };
+        self.messages[i].attached_tokens += tokens;
+        self.totals.tokens += tokens;
+        if let Some((_, after)) = &mut self.totals.latest_usage {
+            *after += tokens;
+        }
+    }
+
     pub(super) fn add_to_totals(&mut self, slot: Slot) {
         let tokens = self.slot_tokens(&slot);
         let (report, trailing) = match slot {
@@ -42,13 +73,14 @@ impl Session {
                 }
                 let counted = &self.messages[i];
                 let report = self.current_usage(counted, self.compactions.len());
-                (report, counted.synthetic_tokens)
+                (report, counted.trailing_tokens())
             }
             Slot::Summary(_) => (None, 0),
         };
         self.totals.tokens += tokens;
         match (report, &mut self.totals.latest_usage) {
-            // Synthetic results come after the reporting message.
+            // Synthetic results and attachments come after the
+            // reporting message.
             (Some(context), latest) => *latest = Some((context, trailing)),
             (None, Some((_, after))) => *after += tokens,
             (None, None) => {}

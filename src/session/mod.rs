@@ -46,6 +46,18 @@ struct Counted {
     /// whose tokens count with this message.
     interrupted: Vec<(String, String)>,
     synthetic_tokens: u64,
+    /// What the agent attached to its requests after this message and
+    /// in no message (Claude Code's attachments mid-conversation), as
+    /// counted when it came: it leaves the view with this message.
+    attached_tokens: u64,
+}
+
+impl Counted {
+    /// Tokens after the message itself in every request that holds it:
+    /// the synthetic results closing its calls, what was attached after it.
+    fn trailing_tokens(&self) -> u64 {
+        self.synthetic_tokens + self.attached_tokens
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -296,6 +308,7 @@ impl Session {
                 in_view,
                 interrupted: Vec::new(),
                 synthetic_tokens: 0,
+                attached_tokens: 0,
             });
             if in_view {
                 self.view.push(Slot::Message(index));
@@ -465,7 +478,7 @@ impl Session {
             Slot::Message(i) => {
                 let counted = &self.messages[i];
                 let own = self.pruned.get(&i).copied().unwrap_or(counted.tokens);
-                own + counted.synthetic_tokens
+                own + counted.trailing_tokens()
             }
             Slot::Summary(r) => self.summary_tokens[r],
         }
@@ -523,18 +536,6 @@ impl Session {
             self.calibration
                 .observe(self.model.as_deref(), estimate, reported);
         }
-    }
-
-    /// Content the agent re-attached right after its latest compaction
-    /// (`transcript::Event::Attached`): in every request until the next
-    /// compaction, but in no message, so it is counted on the compaction
-    /// (`unseen_tokens`) and in the view; `tokens_after` follows.
-    pub fn attach_unseen(&mut self, text: &str) {
-        let tokens = self.encoding.count(text);
-        if let Some(record) = self.compactions.last_mut() {
-            *record.unseen_tokens.get_or_insert(0) += tokens;
-        }
-        self.settle_tokens_after();
     }
 
     /// Sets the latest compaction's `tokens_after` to the context the

@@ -27,6 +27,12 @@ pub enum LogEntry {
         tokens: Option<TokenCount>,
     },
     Compaction(Box<CompactionRecord>),
+    /// What the agent added to its requests after the message before
+    /// this entry, in no message (`transcript::Event::AttachedMidway`),
+    /// counted when it came: it counts with that message.
+    Attached {
+        tokens: u64,
+    },
     /// Text the user pinned: kept verbatim through every compaction.
     Pin {
         text: String,

@@ -319,6 +319,7 @@ pub fn apply_entry(session: &mut Session, entry: LogEntry) {
             session.push_counted(batch.into_iter().map(|m| (m, count)));
         }
         LogEntry::Compaction(record) => session.apply_compaction(*record),
+        LogEntry::Attached { tokens } => session.attach_after_latest(tokens),
         LogEntry::Pin { text } => session.add_pin(text),
         LogEntry::File(event) => session.apply_file_event(&event),
     }

@@ -7,7 +7,7 @@ use std::collections::HashMap;
 
 use super::emit::{Event, ForeignCompaction};
 use super::format::Format;
-use super::imported::{Imported, Skips};
+use super::imported::{Attachment, Imported, Skips};
 use crate::compaction::retention;
 use crate::compaction::CompactionRecord;
 use crate::compaction::{Strategy, Trigger};
@@ -15,6 +15,7 @@ use crate::conversation::Message;
 use crate::files::FileTools;
 use crate::session::Session;
 use crate::store::{LogEntry, SessionSettings};
+use crate::tokens::Encoding;
 use std::sync::Arc;
 
 enum Item {
@@ -22,6 +23,7 @@ enum Item {
     Settings(SessionSettings),
     Compaction(ForeignCompaction),
     Attached(String),
+    AttachedMidway(Attachment),
     Cleared(Vec<String>),
 }
 
@@ -46,19 +48,11 @@ pub(crate) fn collect(format: Format, events: Vec<Event>, mut skipped: Skips) ->
         .any(|i| matches!(i, Item::Compaction(_) | Item::Cleared(_)));
     // Only compactions need the session: their record says how much they
     // summarized and what the context was afterwards.
-    let mut session = has_compactions.then(|| {
-        Session::new(
-            "import".into(),
-            settings.model.clone(),
-            settings.context_window,
-            settings.system_prompt.clone(),
-            crate::compaction::DEFAULT_SUMMARY_PREFIX
-                .trim_end()
-                .to_string(),
-        )
-    });
+    let mut session = has_compactions.then(|| import_session(&settings));
     let mut entries = Vec::with_capacity(items.len());
     let mut message_lines = Vec::new();
+    // What attachments are counted with: the model's vocabulary then.
+    let mut encoding = Encoding::for_model(settings.model.as_deref());
     let mut compactions = 0usize;
     let mut changed = ChangedFiles::default();
     // The latest item was a compaction placed: what is attached next is
@@ -73,6 +67,9 @@ pub(crate) fn collect(format: Format, events: Vec<Event>, mut skipped: Skips) ->
                 entries.push(LogEntry::Message { message, tokens });
             }
             Item::Settings(change) => {
+                if change.model.is_some() {
+                    encoding = Encoding::for_model(change.model.as_deref());
+                }
                 if let (Some(session), Some(_)) = (&mut session, &change.model) {
                     session.set_model(change.model.clone());
                 }
@@ -95,6 +92,13 @@ pub(crate) fn collect(format: Format, events: Vec<Event>, mut skipped: Skips) ->
                 placed = true;
             }
             Item::Attached(_) => {}
+            Item::AttachedMidway(attachment) => {
+                let tokens = attachment.tokens(encoding);
+                if let Some(session) = &mut session {
+                    session.attach_after_latest(tokens);
+                }
+                entries.push(LogEntry::Attached { tokens });
+            }
             Item::Cleared(ids) => {
                 if let Some(session) = &mut session {
                     compactions += 1;
@@ -112,6 +116,18 @@ pub(crate) fn collect(format: Format, events: Vec<Event>, mut skipped: Skips) ->
         skipped,
         subagents: Vec::new(),
     }
+}
+
+fn import_session(settings: &SessionSettings) -> Session {
+    Session::new(
+        "import".into(),
+        settings.model.clone(),
+        settings.context_window,
+        settings.system_prompt.clone(),
+        crate::compaction::DEFAULT_SUMMARY_PREFIX
+            .trim_end()
+            .to_string(),
+    )
 }
 
 /// The conversation's settings, and the items in order with every
@@ -137,6 +153,7 @@ fn fold(events: Vec<Event>) -> (SessionSettings, Vec<Item>) {
             Event::Facts(facts) => merge_settings(&mut settings, facts),
             Event::Compaction(compaction) => items.push(Item::Compaction(compaction)),
             Event::Attached(text) => items.push(Item::Attached(text)),
+            Event::AttachedMidway(text) => items.push(Item::AttachedMidway(text)),
             Event::Cleared(ids) => items.push(Item::Cleared(ids)),
             Event::MaxOutputTokens(_) => {}
             Event::Restart => {
@@ -171,7 +188,7 @@ pub(crate) fn place(
 /// What the agent re-attached right after the compaction it just placed
 /// (`Event::Attached`), counted on it, in the session and in its entry.
 fn attach(session: &mut Session, text: &str, placed: Option<&mut LogEntry>) {
-    session.attach_unseen(text);
+    session.attach_unseen(session.encoding().count(text));
     if let (Some(LogEntry::Compaction(record)), Some(now)) = (placed, session.compactions().last())
     {
         record.unseen_tokens = now.unseen_tokens;

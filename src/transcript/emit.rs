@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::format::Format;
-use super::imported::Skips;
+use super::imported::{Attachment, Skips};
 use super::line::Line;
 use crate::compaction::Trigger;
 use crate::conversation::Message;
@@ -66,6 +66,12 @@ pub enum Event {
     /// not a message of the conversation. The meter counts it with the
     /// compaction (`CompactionRecord::unseen_tokens`).
     Attached(String),
+    /// Content the agent added to its next request after the latest
+    /// message, in no message, anywhere but right after a compaction
+    /// (Claude Code's attachments mid-conversation: a file changed on
+    /// disk, a reminder of its mode or tasks): in every request from here
+    /// until that message leaves the context, so counted with it.
+    AttachedMidway(Attachment),
     /// The agent replaced the results of these tool messages in its
     /// requests from here on, writing nothing of it (Claude Code's
     /// clearing of old tool results after the person was away): the view
@@ -290,13 +296,26 @@ impl Emitter {
         }
     }
 
-    /// Content the agent attached to its requests (`Event::Attached`):
-    /// given only right after a compaction, before any message, where it is
-    /// what the agent re-attached; elsewhere the provider's next usage
-    /// counts it.
+    /// Content the agent attached to its requests: right after a
+    /// compaction, before any message, what the agent re-attached
+    /// (`Event::Attached`); after a message, what it added to the next
+    /// request (`Event::AttachedMidway`).
     pub fn attached(&mut self, text: String) {
-        if self.compacted_at == Some(self.emitted) && !text.trim().is_empty() {
+        if text.trim().is_empty() {
+            return;
+        }
+        if self.compacted_at == Some(self.emitted) {
             self.push(Event::Attached(text));
+        } else if self.emitted > 0 {
+            self.push(Event::AttachedMidway(Attachment::Text(text)));
+        }
+    }
+
+    /// What the agent's rule says it added to the next request and wrote
+    /// nowhere, by size (`Attachment::Estimated`).
+    pub fn attached_estimate(&mut self, tokens: u64) {
+        if self.emitted > 0 && tokens > 0 {
+            self.push(Event::AttachedMidway(Attachment::Estimated(tokens)));
         }
     }
 

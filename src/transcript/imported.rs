@@ -150,3 +150,23 @@ impl Imported {
         store::replay(session_id, self.log_entries(session_id, 0), summary_prefix)
     }
 }
+
+/// What an agent added to a request in no message
+/// (`Event::AttachedMidway`).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Attachment {
+    /// Its text, as the agent wrote it.
+    Text(String),
+    /// Only its size in o200k tokens: the agent wrote nothing of it, and
+    /// its rule says it was sent (Claude Code's plan-mode instructions).
+    Estimated(u64),
+}
+
+impl Attachment {
+    pub fn tokens(&self, encoding: crate::tokens::Encoding) -> u64 {
+        match self {
+            Attachment::Text(text) => encoding.count(text),
+            Attachment::Estimated(tokens) => *tokens,
+        }
+    }
+}

@@ -422,6 +422,53 @@ fn stats_scores_the_meter_against_provider_usage() {
     assert_eq!(turn["after"], accuracy["meter"]["worstAfter"]);
 }
 
+/// `stats` scores the meter with what Claude Code attached after a
+/// message (an `attachment` line: a file changed on disk), as a follow
+/// counts it, and names it before the turn.
+#[test]
+fn stats_counts_what_claude_code_attached_after_a_message() {
+    let dir = tempfile::tempdir().unwrap();
+    let response = |id: &str, n: u64, content: Value| {
+        json!({"type": "assistant", "uuid": format!("a{n}"), "sessionId": "s",
+            "message": {"id": id, "role": "assistant", "model": "claude-sonnet-4-5", "content": content,
+                "usage": {"input_tokens": 20_000 + n * 100, "output_tokens": 40}}})
+        .to_string()
+    };
+    let head = [
+        json!({"type": "user", "uuid": "u1", "sessionId": "s", "message": {"role": "user", "content": "format it"}}).to_string(),
+        response("msg_1", 1, json!([{"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": "make fmt"}}])),
+        json!({"type": "user", "uuid": "r1", "sessionId": "s", "message": {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "ok"}]}}).to_string(),
+    ];
+    let snippet: String = (0..400)
+        .map(|n| format!("{n:>5}\tlet value_{n} = compute(input, {n})?;\n"))
+        .collect();
+    let attachment = json!({"type": "attachment", "sessionId": "s",
+        "attachment": {"type": "edited_text_file", "filename": "/w/src/lib.rs", "snippet": snippet}})
+    .to_string();
+    let last = response("msg_2", 2, json!([{"type": "text", "text": "formatted"}]));
+    let turn = |lines: &[&String]| {
+        let file = dir.path().join("t.jsonl");
+        let text: Vec<&str> = lines.iter().map(|l| l.as_str()).collect();
+        std::fs::write(&file, text.join("\n")).unwrap();
+        let out = compactd()
+            .args(["stats", "--turns", "--json"])
+            .arg(&file)
+            .output()
+            .unwrap();
+        let report: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap();
+        report[0]["accuracy"]["turns"][1].clone()
+    };
+    let without = turn(&[&head[0], &head[1], &head[2], &last]);
+    let with = turn(&[&head[0], &head[1], &head[2], &attachment, &last]);
+    let (before, after) = (
+        without["meter"].as_u64().unwrap(),
+        with["meter"].as_u64().unwrap(),
+    );
+    assert!(after > before + 5_000, "{without} -> {with}");
+    let named = with["after"].as_str().unwrap();
+    assert!(named.contains("tokens the agent attached"), "{named}");
+}
+
 #[test]
 fn stats_reports_where_auto_compaction_fires() {
     let Some(dir) = transcripts_dir() else { return };

@@ -150,6 +150,42 @@ fn the_status_line_and_a_follow_show_one_meter_when_results_follow_the_usage() {
         .starts_with("⛁ 14.5k/1M"));
 }
 
+/// What Claude Code attaches after a message and writes as an
+/// `attachment` line (here a file a formatter changed on disk) is in its
+/// next request and in no usage yet: a follow counts it, and the status
+/// line shows that figure.
+#[test]
+fn an_attachment_after_the_usage_is_in_the_status_line_and_a_follow() {
+    let home = Home::new();
+    let transcript = home.path().join("t.jsonl");
+    let result = json!({"parentUuid": "1a07a91d-2f67-46bd-8c69-b2c9e5614666", "isSidechain": false,
+        "type": "user", "uuid": "d64a5c43-9803-4308-8be2-95fa6e584243", "sessionId": "5217d838-5181-433d-a8b8-c96b9ad7bfb3",
+        "message": {"role": "user", "content": [{"tool_use_id": "toolu_bash_ls", "type": "tool_result", "content": "src", "is_error": false}]}});
+    let snippet: String = (0..1200)
+        .map(|n| format!("{n:>5}\tlet value_{n} = compute(input, {n})?;\n"))
+        .collect();
+    let attachment = json!({"parentUuid": "d64a5c43-9803-4308-8be2-95fa6e584243", "isSidechain": false,
+        "type": "attachment", "uuid": "0b6c3a43-5e0e-4a55-9f55-3c1f2b8a9d10", "sessionId": "5217d838-5181-433d-a8b8-c96b9ad7bfb3",
+        "attachment": {"type": "edited_text_file", "filename": "/w/src/lib.rs", "snippet": snippet}});
+    let before = fixture_lines(33) + &result.to_string() + "\n";
+    std::fs::write(&transcript, &before).unwrap();
+    let without = follow_meter(&transcript);
+    std::fs::write(&transcript, before + &attachment.to_string() + "\n").unwrap();
+    let followed = follow_meter(&transcript);
+    assert!(
+        followed > without + 15_000,
+        "the changed file is counted: {without} -> {followed}"
+    );
+    let mut json = captured("statusline-stdin-after-tools.json", &transcript);
+    json["context_window"]["current_usage"] = json!({"input_tokens": 5, "output_tokens": 50,
+        "cache_creation_input_tokens": 10, "cache_read_input_tokens": 14450});
+    let line = home.render(&json.to_string(), &[], &[]);
+    assert!(
+        line.starts_with(&format!("⛁ {}/1M", thousands(followed))),
+        "status line {line:?}, follow {followed}"
+    );
+}
+
 /// The meter `conversation/follow` of the transcript shows.
 fn follow_meter(transcript: &Path) -> u64 {
     let data = tempfile::tempdir().unwrap();

@@ -16,7 +16,8 @@
 //!   `idle_clearing.rs` the trim it makes of old tool results after the
 //!   person was away, which no line records; `reattached.rs` what it
 //!   attaches again after compacting (the files touched last), when its
-//!   version writes no line of it.
+//!   version writes no line of it; `attachments.rs` what it adds to a
+//!   request in no message, as its lines say or by its rule.
 //! - **Auto-compaction**: at `window − min(max output, 20,000) − 3,000`
 //!   tokens (the last request's input, cache and output). Measured with the
 //!   default model (1,000,000-token window, 128,000 max output): 976,910 did
@@ -30,6 +31,7 @@
 //!   The window is the one its transcript states (a 2.1.x `cost-state`
 //!   line), else compactd's table.
 
+mod attachments;
 mod auto_compact;
 mod home;
 mod hooks;

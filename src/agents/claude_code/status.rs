@@ -157,6 +157,8 @@ impl Figures {
                 self.compactions += 1;
             }
             Event::MaxOutputTokens(tokens) => self.max_output = Some(tokens),
+            // Added to the next request: the usage no longer covers it.
+            Event::AttachedMidway(_) => self.after_usage = self.usage_context.is_some(),
             // The follow meter counts them (`follow_meter`).
             Event::Attached(_) | Event::Cleared(_) | Event::Restart => {}
         }

@@ -27,6 +27,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use super::attachments;
 use super::meta::{self, UserText};
 use crate::compaction::record::CLEARED;
 use crate::compaction::Trigger;
@@ -157,6 +158,10 @@ pub(crate) struct Reader {
     /// after a compaction.
     #[serde(default)]
     prelude: BTreeSet<String>,
+    /// Its `attachment` lines carry the text they sent (`rendered`,
+    /// 2.1.330): a line without it sent nothing.
+    #[serde(default)]
+    writes_rendered: bool,
     /// What the trim Claude Code makes after the person was away needs.
     /// Not kept by the status line's cache, which counts no messages.
     #[serde(skip)]
@@ -306,21 +311,21 @@ impl Reader {
 
     /// An attachment that is no prompt: before the first message, a kind
     /// every request carries; after a compaction, what Claude Code
-    /// re-attached (the files read last, the plan, the task list), which
-    /// the next request holds and no message shows.
+    /// re-attached (the files read last, the plan, the task list); after
+    /// a message, what it added to the next request (a file changed on
+    /// disk, a reminder). Neither shows in a message.
     fn attachment(&mut self, entry: &Value, out: &mut Emitter) {
         let Some(attachment) = entry.get("attachment") else {
             return;
         };
+        self.writes_rendered |= entry.get("rendered").is_some();
         let kind = attachment.get("type").and_then(Value::as_str).unwrap_or("");
         if !out.has_messages() {
             self.prelude.insert(kind.to_string());
         } else if !self.prelude.contains(kind) {
             // Claude Code wrote what it attached: no estimate stands in.
             self.reattaching = None;
-            let mut text = String::new();
-            attachment_text(attachment, &mut text);
-            out.attached(text);
+            out.attached(attachments::sent_text(entry, self.writes_rendered));
         }
     }
 
@@ -769,23 +774,6 @@ fn queued_prompt(entry: &Value) -> Option<String> {
         .flatten()
 }
 
-/// The text an attachment puts before the model: its string values
-/// (a file's content, a plan, a task's subject), not its kind.
-fn attachment_text(value: &Value, text: &mut String) {
-    match value {
-        Value::String(s) => {
-            text.push_str(s);
-            text.push('\n');
-        }
-        Value::Array(items) => items.iter().for_each(|v| attachment_text(v, text)),
-        Value::Object(fields) => fields
-            .iter()
-            .filter(|(key, _)| key.as_str() != "type")
-            .for_each(|(_, v)| attachment_text(v, text)),
-        _ => {}
-    }
-}
-
 /// Queued text (a string or content blocks) as a prompt's text, the way
 /// a user line's is read; `None` when it is no prompt.
 fn typed_prompt(content: Option<&Value>) -> Option<String> {
@@ -1150,6 +1138,61 @@ mod tests {
             attached("file", &file),
         ]);
         assert_eq!(later.unseen_tokens, None);
+    }
+
+    /// What Claude Code attaches after a message and writes as an
+    /// `attachment` line (a file changed on disk, a reminder) is in every
+    /// request from there: the import logs it after the message it
+    /// follows (`LogEntry::Attached`). One it renders into the system part
+    /// (the model's name) is in every request already, and a kind it sends
+    /// nothing of is not logged.
+    #[test]
+    fn what_claude_code_attaches_after_a_message_is_carried_with_its_place() {
+        let snippet = "42\tlet parsed = parse(input)?;\n".repeat(30);
+        // 2.1.330 writes the text it sent, for a kind that sends any.
+        let attachment = |kind: &str, sent: bool| {
+            let mut line = serde_json::json!({"type": "attachment", "sessionId": "s", "attachment": {"type": kind, "filename": "/w/parser.rs", "snippet": snippet}});
+            if sent {
+                line["rendered"] = serde_json::json!([{"content": snippet}]);
+                line["renderedRole"] = serde_json::json!("user");
+            }
+            line.to_string()
+        };
+        let model = r#"{"type":"attachment","sessionId":"s","attachment":{"type":"model","text":"You are powered by the model named Opus."},"rendered":[{"content":"<system-reminder>You are powered by the model named Opus.</system-reminder>"}],"renderedRole":"system"}"#;
+        let imported = lines(&[
+            r#"{"type":"user","uuid":"u1","sessionId":"s","message":{"role":"user","content":"go"}}"#,
+            model,
+            r#"{"type":"assistant","uuid":"a1","sessionId":"s","message":{"id":"msg_1","role":"assistant","model":"claude-x","content":[{"type":"tool_use","id":"t1","name":"Bash","input":{"command":"make fmt"}}]}}"#,
+            r#"{"type":"user","uuid":"r1","sessionId":"s","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":"ok"}]}}"#,
+            &attachment("edited_text_file", true),
+            model,
+            &attachment("hook_system_message", false),
+            r#"{"type":"assistant","uuid":"a2","sessionId":"s","message":{"id":"msg_2","role":"assistant","model":"claude-x","content":[{"type":"text","text":"formatted"}]}}"#,
+        ]);
+        use crate::store::LogEntry;
+        let kinds: Vec<&str> = imported
+            .entries
+            .iter()
+            .map(|e| match e {
+                LogEntry::Message { message, .. } => message.role().as_str(),
+                LogEntry::Attached { .. } => "attached",
+                _ => "other",
+            })
+            .collect();
+        assert_eq!(
+            kinds,
+            ["user", "assistant", "tool", "attached", "assistant"],
+            "after the tool result"
+        );
+        let tokens = imported.entries.iter().find_map(|e| match e {
+            LogEntry::Attached { tokens } => Some(*tokens),
+            _ => None,
+        });
+        let counted = crate::tokens::Encoding::O200k.count(&snippet);
+        assert!(
+            tokens.is_some_and(|t| t >= counted && t < counted + 20),
+            "{tokens:?} for a snippet of {counted}"
+        );
     }
 
     /// A version that writes no line of what it re-attached after
