@@ -105,10 +105,172 @@ pub(super) fn values(value: &Value, text: &mut String) {
     }
 }
 
+/// A Claude Code version as numbers.
+type Version = (u32, u32, u32);
+
+/// The first version that writes its attachments (`attachment` lines):
+/// from here on they are read, not estimated.
+const WRITES_ATTACHMENTS: Version = (2, 1, 97);
+/// The first version that waits five responses' worth of assistant
+/// messages between two plan-mode reminders (before it: every request).
+const GAP: Version = (2, 0, 56);
+/// The first version whose gap counts the person's prompts instead.
+const GAP_IN_PROMPTS: Version = (2, 1, 84);
+/// Messages (or prompts) between two reminders, and every how many
+/// reminders one is the full text rather than the short one.
+const TURNS_BETWEEN: usize = 5;
+const FULL_EVERY: usize = 5;
+
+/// The plan-mode reminder's size in o200k tokens for the main agent
+/// (full, short), measured by rendering each version's own template
+/// (a 60-character plan path; npm `@anthropic-ai/claude-code`, 2.0.51 to
+/// 2.1.100): it grew with the versions. `None`: no reminder before 2.0.51.
+fn reminder_tokens(version: Version) -> Option<(u64, u64)> {
+    let sizes = [
+        ((2, 1, 33), (982, 80)),
+        ((2, 1, 30), (949, 80)),
+        ((2, 1, 8), (905, 80)),
+        ((2, 1, 7), (929, 80)),
+        ((2, 0, 77), (886, 57)),
+        ((2, 0, 56), (815, 815)),
+        ((2, 0, 54), (802, 802)),
+        ((2, 0, 51), (704, 704)),
+    ];
+    sizes
+        .iter()
+        .find(|(from, _)| version >= *from)
+        .map(|(_, size)| *size)
+}
+
+/// The plan-mode instructions Claude Code attaches to its requests while
+/// plan mode is on, which versions before 2.1.97 wrote nowhere: a full
+/// reminder when plan mode starts, then again once five assistant
+/// messages (from 2.1.84: five prompts) came since the last one, every
+/// fifth of them full and the others short (from 2.0.77). Plan mode shows
+/// in the transcript as `EnterPlanMode`'s result, an approved
+/// `ExitPlanMode`, and from 2.1.18 a prompt's `permissionMode`.
+#[derive(Debug, Clone, Default)]
+pub(super) struct PlanMode {
+    version: Option<Version>,
+    on: bool,
+    /// Assistant messages (or prompts) since the latest reminder; `None`
+    /// before the first.
+    since: Option<usize>,
+    /// Reminders since plan mode was last left.
+    reminders: usize,
+}
+
+impl PlanMode {
+    pub(super) fn version(&mut self, version: Version) {
+        self.version = Some(version);
+    }
+
+    /// A tool's result: entering plan mode, or leaving it approved (a
+    /// rejected `ExitPlanMode` leaves it on).
+    pub(super) fn result(&mut self, tool: Option<&str>, is_error: bool) {
+        match (tool, is_error) {
+            (Some("EnterPlanMode"), false) => self.on = true,
+            (Some("ExitPlanMode"), false) => self.leave(),
+            _ => {}
+        }
+    }
+
+    /// A prompt the person typed, with the mode it states (from 2.1.18).
+    pub(super) fn prompt(&mut self, mode: Option<&str>) {
+        match mode {
+            Some("plan") => self.on = true,
+            Some(_) if self.on => self.leave(),
+            _ => {}
+        }
+        if self.counts_prompts() {
+            self.since = self.since.map(|n| n + 1);
+        }
+    }
+
+    /// One assistant message (a line of a response) that is not only
+    /// thinking.
+    pub(super) fn assistant_message(&mut self) {
+        if !self.counts_prompts() {
+            self.since = self.since.map(|n| n + 1);
+        }
+    }
+
+    /// A request is about to be sent: the tokens of the reminder it
+    /// carries, if its rule attaches one.
+    pub(super) fn request(&mut self) -> Option<u64> {
+        let version = self.version?;
+        if !self.on || version >= WRITES_ATTACHMENTS {
+            return None;
+        }
+        let (full, short) = reminder_tokens(version)?;
+        let due = version < GAP || self.since.is_none_or(|n| n >= TURNS_BETWEEN);
+        if !due {
+            return None;
+        }
+        let tokens = if self.reminders.is_multiple_of(FULL_EVERY) {
+            full
+        } else {
+            short
+        };
+        self.reminders += 1;
+        self.since = Some(0);
+        Some(tokens)
+    }
+
+    fn leave(&mut self) {
+        self.on = false;
+        self.reminders = 0;
+    }
+
+    fn counts_prompts(&self) -> bool {
+        self.version.is_some_and(|v| v >= GAP_IN_PROMPTS)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use serde_json::json;
+
+    /// 2.0.76 (gap of five messages, always the full text) and 2.1.11
+    /// (the full text every fifth reminder): a reminder on entering plan
+    /// mode, none until five assistant messages came, none after an
+    /// approved exit, and a rejected exit leaves plan mode on.
+    #[test]
+    fn plan_mode_reminders_follow_the_versions_rule() {
+        let mut old = PlanMode::default();
+        old.version((2, 0, 76));
+        assert_eq!(old.request(), None, "not in plan mode");
+        old.result(Some("EnterPlanMode"), false);
+        assert_eq!(old.request(), Some(815));
+        for _ in 0..4 {
+            old.assistant_message();
+        }
+        assert_eq!(old.request(), None, "four messages since");
+        old.assistant_message();
+        assert_eq!(old.request(), Some(815), "five: the full text again");
+        old.result(Some("ExitPlanMode"), true);
+        (0..5).for_each(|_| old.assistant_message());
+        assert_eq!(old.request(), Some(815), "rejected: still planning");
+        old.result(Some("ExitPlanMode"), false);
+        (0..5).for_each(|_| old.assistant_message());
+        assert_eq!(old.request(), None, "approved: plan mode is over");
+
+        let mut newer = PlanMode::default();
+        newer.version((2, 1, 11));
+        newer.prompt(Some("plan"));
+        let mut sizes = Vec::new();
+        for _ in 0..6 {
+            sizes.extend(newer.request());
+            (0..5).for_each(|_| newer.assistant_message());
+        }
+        assert_eq!(sizes, [905, 80, 80, 80, 80, 905]);
+        // From 2.1.97 the reminders are written: nothing is estimated.
+        let mut written = PlanMode::default();
+        written.version((2, 1, 97));
+        written.result(Some("EnterPlanMode"), false);
+        assert_eq!(written.request(), None);
+    }
 
     #[test]
     fn the_rendered_text_is_what_a_line_sent() {

@@ -56,11 +56,8 @@ pub(super) struct IdleClearing {
 impl IdleClearing {
     /// The version a line names (`"version": "2.1.14"`).
     pub(super) fn version(&mut self, version: &str) {
-        let mut parts = version.split('.').map(|p| p.parse::<u32>().ok());
-        if let (Some(Some(a)), Some(Some(b)), Some(Some(c))) =
-            (parts.next(), parts.next(), parts.next())
-        {
-            self.version = Some((a, b, c));
+        if let Some(version) = parse_version(version) {
+            self.version = Some(version);
         }
     }
 
@@ -95,6 +92,15 @@ impl IdleClearing {
             return None;
         }
         Some(self.results.drain(..cut).map(|(id, _)| id).collect())
+    }
+}
+
+/// A Claude Code version (`2.1.81`) as numbers, to compare.
+pub(super) fn parse_version(version: &str) -> Option<(u32, u32, u32)> {
+    let mut parts = version.split('.').map(|p| p.parse::<u32>().ok());
+    match (parts.next(), parts.next(), parts.next()) {
+        (Some(Some(a)), Some(Some(b)), Some(Some(c))) => Some((a, b, c)),
+        _ => None,
     }
 }
 

@@ -185,6 +185,10 @@ pub(crate) struct Reader {
     /// `attachment` lines, which are counted instead).
     #[serde(skip)]
     reattaching: Option<Vec<String>>,
+    /// The plan-mode instructions a version that writes no attachment
+    /// attaches, by its rule. Not kept by the status line's cache either.
+    #[serde(skip)]
+    plan_mode: attachments::PlanMode,
 }
 
 impl crate::transcript::Reader for Reader {
@@ -237,6 +241,9 @@ impl Reader {
         let kind = entry.get("type").and_then(Value::as_str).unwrap_or("");
         if let Some(version) = entry.get("version").and_then(Value::as_str) {
             self.idle.version(version);
+            if let Some(version) = super::idle_clearing::parse_version(version) {
+                self.plan_mode.version(version);
+            }
         }
         let sidechain = entry.get("isSidechain").and_then(Value::as_bool) == Some(true);
         let skip_sidechain = sidechain && matches!(self.sidechains, Sidechains::Skip);
@@ -530,6 +537,8 @@ impl Reader {
                 return; // a reminder riding on tool results: the line was used
             }
             if let UserText::Prompt(prompt) = &text {
+                let mode = entry.get("permissionMode").and_then(Value::as_str);
+                self.plan_mode.prompt(mode);
                 // A queued message sent as this prompt, or read already.
                 self.queued.retain(|q| q != prompt);
                 if self.delivered.as_ref() == Some(prompt) {
@@ -558,13 +567,15 @@ impl Reader {
         let content = content_of(result.get("content"), Dialect::Anthropic);
         let chars = content.as_str().chars().count() as u64;
         let name = tool_name.clone();
+        let is_error = result.get("is_error").and_then(Value::as_bool) == Some(true);
+        self.plan_mode.result(name.as_deref(), is_error);
         let message = Message {
             id: String::new(),
             body: MessageBody::Tool {
                 tool_name,
                 tool_call_id: call_id,
                 content,
-                is_error: result.get("is_error").and_then(Value::as_bool) == Some(true),
+                is_error,
             },
             usage: None,
             extra: Default::default(),
@@ -726,6 +737,9 @@ impl Reader {
                 self.copied = api_id.is_some_and(|id| !self.responses.insert(id.to_string()));
                 if self.copied {
                     response.usage = None;
+                } else if let Some(tokens) = self.plan_mode.request() {
+                    // What the request this response answers attached.
+                    out.attached_estimate(tokens);
                 }
                 self.task_list(message);
                 let uuid = entry.get("uuid").and_then(Value::as_str);
@@ -734,8 +748,24 @@ impl Reader {
                 position
             }
         };
+        if !thinking_only(message) {
+            self.plan_mode.assistant_message();
+        }
         self.remember(entry, position, out);
     }
+}
+
+/// A line of a response that holds only thinking.
+fn thinking_only(message: &Value) -> bool {
+    let blocks = message.get("content").and_then(Value::as_array);
+    blocks.is_some_and(|blocks| {
+        blocks.iter().all(|b| {
+            matches!(
+                b.get("type").and_then(Value::as_str),
+                Some("thinking" | "redacted_thinking")
+            )
+        })
+    })
 }
 
 impl Reader {
