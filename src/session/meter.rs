@@ -44,7 +44,7 @@ impl Session {
     }
 
     /// Content the agent attached to its requests after the latest
-    /// message, in no message (`transcript::Event::Attached` mid-way: a
+    /// message, in no message (`transcript::Event::AttachedMidway`: a
     /// file changed on disk, a reminder): counted with the last message of
     /// the view, which it leaves the view with. With no message in the
     /// view (right after a compaction) it is what the agent re-attached.

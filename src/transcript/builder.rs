@@ -153,7 +153,7 @@ fn fold(events: Vec<Event>) -> (SessionSettings, Vec<Item>) {
             Event::Facts(facts) => merge_settings(&mut settings, facts),
             Event::Compaction(compaction) => items.push(Item::Compaction(compaction)),
             Event::Attached(text) => items.push(Item::Attached(text)),
-            Event::AttachedMidway(text) => items.push(Item::AttachedMidway(text)),
+            Event::AttachedMidway(attachment) => items.push(Item::AttachedMidway(attachment)),
             Event::Cleared(ids) => items.push(Item::Cleared(ids)),
             Event::MaxOutputTokens(_) => {}
             Event::Restart => {
