@@ -429,7 +429,12 @@ fn score(
     *peak = (*peak).max(prompt);
     let accuracy = &mut stats.accuracy;
     let meter = meter::meter(config, session);
-    if meter.source == MeterSource::Usage {
+    // Every turn the meter is shown for but the first of the transcript
+    // (nothing reported yet) and those right after a compaction (scored
+    // apart): where no usage is current (another model's, a resume's) it
+    // shows the calibrated count.
+    let calibrated_only = accuracy.estimate.turns > 0 && !since.compacted;
+    if meter.source == MeterSource::Usage || calibrated_only {
         accuracy
             .meter
             .add(meter.context_tokens, prompt, position, since);
@@ -481,7 +486,10 @@ fn print_accuracy(peak_reported_context: Option<u64>, a: &Accuracy) -> Result<()
                 }
                 Ok(())
             };
-            line("meter (latest usage + count of newer messages)", &a.meter)?;
+            line(
+                "meter (latest usage + count of newer messages, else the calibrated count)",
+                &a.meter,
+            )?;
             line("count alone (no overhead)", &a.estimate)?;
             line(
                 &format!(

@@ -104,6 +104,8 @@ impl Correction {
 #[derive(Debug, Clone, Default)]
 pub struct Calibration {
     models: HashMap<String, ModelFit>,
+    /// The model of the latest sample.
+    latest: Option<String>,
 }
 
 impl Calibration {
@@ -120,16 +122,27 @@ impl Calibration {
             (1.0, SCALE_RANGE)
         };
         self.models
-            .entry(key)
+            .entry(key.clone())
             .or_insert_with(|| ModelFit::with_prior(prior, range))
             .observe(estimate as f64, reported as f64);
+        self.latest = Some(key);
     }
 
     /// The correction for a model (`Correction::NONE` before its first
-    /// sample).
+    /// sample). A Claude model switched to mid-session, before its first
+    /// sample, takes the correction of the Claude model before it: the
+    /// agent's system prompt and tools are the same, its vocabulary close
+    /// (Claude Code's `/model`).
     pub fn correction(&self, model: Option<&str>) -> Correction {
+        let key = model_key(model);
+        let switched_from = || {
+            let latest = self.latest.as_ref()?;
+            let claude = |k: &str| k.contains("claude");
+            (claude(&key) && claude(latest)).then(|| self.models.get(latest))?
+        };
         self.models
-            .get(&model_key(model))
+            .get(&key)
+            .or_else(switched_from)
             .map_or(Correction::NONE, ModelFit::correction)
     }
 }
@@ -337,6 +350,22 @@ mod tests {
         let gpt = calibration.correction(Some("gpt-4o"));
         assert_eq!((gpt.overhead, gpt.scale), (1_000, 1.0));
         assert_eq!(calibration.correction(None), Correction::NONE);
+    }
+
+    /// Switched to another Claude model (`/model`), the meter keeps the
+    /// overhead and scale learned so far until the new model reports;
+    /// another provider's model learns its own.
+    #[test]
+    fn a_claude_model_switched_to_starts_from_the_one_before() {
+        let mut calibration = Calibration::default();
+        for e in [300u64, 10_000, 20_000, 30_000] {
+            calibration.observe(Some("claude-opus-4-5"), e, 18_000 + e * 13 / 10);
+        }
+        let opus = calibration.correction(Some("claude-opus-4-5"));
+        assert_eq!(calibration.correction(Some("claude-haiku-4-5")), opus);
+        assert_eq!(calibration.correction(Some("gpt-5")), Correction::NONE);
+        calibration.observe(Some("claude-haiku-4-5"), 30_000, 60_000);
+        assert_ne!(calibration.correction(Some("claude-haiku-4-5")), opus);
     }
 
     #[test]

@@ -374,7 +374,7 @@ fn stats_scores_the_meter_against_provider_usage() {
     let text = compactd().arg("stats").args(&files).output().unwrap();
     let text = String::from_utf8_lossy(&text.stdout);
     assert_eq!(
-        text.matches("meter (latest usage + count of newer messages)")
+        text.matches("meter (latest usage + count of newer messages, else the calibrated count)")
             .count(),
         files.len()
     );
