@@ -55,10 +55,8 @@ pub(super) struct IdleClearing {
 
 impl IdleClearing {
     /// The version a line names (`"version": "2.1.14"`).
-    pub(super) fn version(&mut self, version: &str) {
-        if let Some(version) = parse_version(version) {
-            self.version = Some(version);
-        }
+    pub(super) fn version(&mut self, version: (u32, u32, u32)) {
+        self.version = Some(version);
     }
 
     /// A tool's result, as the message `id`.
@@ -112,7 +110,7 @@ mod tests {
 
     fn session(version: &str, results: usize, chars: u64) -> IdleClearing {
         let mut idle = IdleClearing::default();
-        idle.version(version);
+        idle.version(parse_version(version).expect("a version"));
         for n in 0..results {
             idle.result(format!("r{n}"), Some("Read"), chars);
         }

@@ -239,11 +239,10 @@ impl crate::transcript::Reader for Reader {
 impl Reader {
     fn entry(&mut self, number: usize, entry: &Value, out: &mut Emitter) {
         let kind = entry.get("type").and_then(Value::as_str).unwrap_or("");
-        if let Some(version) = entry.get("version").and_then(Value::as_str) {
+        let version = entry.get("version").and_then(Value::as_str);
+        if let Some(version) = version.and_then(super::idle_clearing::parse_version) {
             self.idle.version(version);
-            if let Some(version) = super::idle_clearing::parse_version(version) {
-                self.plan_mode.version(version);
-            }
+            self.plan_mode.version(version);
         }
         let sidechain = entry.get("isSidechain").and_then(Value::as_bool) == Some(true);
         let skip_sidechain = sidechain && matches!(self.sidechains, Sidechains::Skip);
