@@ -171,7 +171,10 @@ impl Session {
     }
 
     /// Usage that still describes this view: reported after the latest
-    /// compaction, by the session's model.
+    /// compaction, by the session's model or one that counts as it does
+    /// (`tokens::same_family`: after Claude Code's `/model`,
+    /// the previous Claude model's usage measured the same prompt, where
+    /// the calibration only fits it).
     pub(super) fn current_usage(&self, counted: &Counted, generation: usize) -> Option<u64> {
         if counted.generation != generation || counted.message.role() != Role::Assistant {
             return None;
@@ -188,7 +191,7 @@ impl Session {
             Some(ours),
         ) = (&counted.message.body, &self.model)
         {
-            if !same_model(reported, ours) {
+            if !crate::tokens::same_family(reported, ours) {
                 return None;
             }
         }
@@ -204,11 +207,6 @@ impl Session {
         recomputed.recompute_totals();
         recomputed.totals == self.totals
     }
-}
-
-fn same_model(a: &str, b: &str) -> bool {
-    let strip = |m: &str| m.rsplit('/').next().unwrap_or(m).to_ascii_lowercase();
-    strip(a) == strip(b)
 }
 
 #[cfg(test)]
@@ -253,18 +251,46 @@ mod tests {
         assert_eq!(recomputed.totals, s.totals);
     }
 
+    /// A response from `model` whose usage reported a prompt of `input`.
+    fn reported_by(model: &str, input: u64) -> Message {
+        let mut a = Message::assistant("a1", "done", vec![]);
+        a.usage = Some(Usage {
+            input,
+            ..Usage::default()
+        });
+        if let MessageBody::Assistant { model: m, .. } = &mut a.body {
+            *m = Some(model.into());
+        }
+        a
+    }
+
     #[test]
     fn usage_from_another_model_is_ignored() {
         let mut s = session();
-        let mut a = Message::assistant("a1", "done", vec![]);
-        a.usage = Some(Usage {
-            input: 5000,
-            ..Usage::default()
-        });
-        if let MessageBody::Assistant { model, .. } = &mut a.body {
-            *model = Some("claude-sonnet-4-5".into());
-        }
+        let a = reported_by("claude-sonnet-4-5", 5000);
         s.push(vec![Message::user("u1", "go"), a]);
         assert_eq!(s.meter(10_000, 9_000).source, tokens::MeterSource::Estimate);
+    }
+
+    #[test]
+    fn a_claude_model_switched_to_is_metered_from_the_previous_ones_usage() {
+        let mut s = session();
+        s.set_model(Some("claude-opus-4-5".into()));
+        let a = reported_by("claude-opus-4-5", 5000);
+        s.push(vec![Message::user("u1", "go"), a]);
+        // `/model haiku`, then a prompt: Opus's usage measured the prompt
+        // Haiku is sent, but for the new message.
+        s.set_model(Some("claude-haiku-4-5".into()));
+        s.push(vec![Message::user("u2", "more words here")]);
+        let meter = s.meter(200_000, 180_000);
+        assert_eq!(meter.source, tokens::MeterSource::Usage);
+        assert!(meter.context_tokens > 5000, "{meter:?}");
+        assert!(s.totals_match_recount());
+        // Another vendor's model counts differently: the estimate stands.
+        s.set_model(Some("gpt-5".into()));
+        assert_eq!(
+            s.meter(200_000, 180_000).source,
+            tokens::MeterSource::Estimate
+        );
     }
 }

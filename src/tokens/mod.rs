@@ -6,7 +6,7 @@ mod images;
 mod pieces;
 mod windows;
 
-pub use calibration::{model_key, Calibration, Correction};
+pub use calibration::{model_key, same_family, Calibration, Correction};
 pub use images::{image_notes, ImageRule};
 pub use windows::context_window_for;
 
