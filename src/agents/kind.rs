@@ -82,6 +82,13 @@ pub trait AgentKind: Send + Sync + 'static {
     }
     /// A whole transcript, read as a batch import.
     fn import(&self, lines: &[Line]) -> Imported;
+    /// The reader of a whole transcript file read as a batch import, line
+    /// by line as it is parsed, as `import` reads it; `None` when the
+    /// reader needs the whole file first (pi's: the tree's active branch),
+    /// and `import` reads every line parsed beforehand.
+    fn batch_reader(&self) -> Option<Box<dyn Reader + Send>> {
+        self.reader(None).ok()
+    }
     /// Transcripts that travel with this one (subagents), imported on
     /// their own.
     fn companions(&self, _path: &Path) -> Vec<PathBuf> {

@@ -57,10 +57,17 @@ fn is_compactd_entry(value: &Value) -> bool {
     }
 }
 
+/// How many of the first lines detection looks at.
+pub(super) const DETECTED_FROM: usize = 200;
+
 /// The format most classified lines agree on.
 pub(super) fn detect_lines(lines: &[Line]) -> Result<Format, String> {
     let mut votes: Vec<(Format, usize)> = formats().into_iter().map(|f| (f, 0)).collect();
-    for value in lines.iter().take(200).filter_map(|l| l.value.as_ref().ok()) {
+    for value in lines
+        .iter()
+        .take(DETECTED_FROM)
+        .filter_map(|l| l.value.as_ref().ok())
+    {
         if let Some(format) = classify(value) {
             if let Some(vote) = votes.iter_mut().find(|(f, _)| *f == format) {
                 vote.1 += 1;

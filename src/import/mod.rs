@@ -82,37 +82,61 @@ pub fn parse(bytes: &[u8], format: Option<Format>) -> Result<Imported, String> {
             Err(_) => {}
         }
     }
-    let lines = split_lines(bytes);
     let format = match format {
         Some(format) => format,
-        None => detect_lines(&lines)?,
+        None => detect_lines(&split_lines(head(bytes)))?,
     };
-    let imported =
-        match format {
-            Format::COMPACTD => compactd_log(bytes),
-            Format::OPENAI => return Err(
+    let imported = match format {
+        Format::COMPACTD => compactd_log(bytes),
+        Format::OPENAI => {
+            return Err(
                 "not an OpenAI chat message array: the file is JSON lines, not one JSON document"
                     .into(),
-            ),
-            other => agent_of(other)?.import(&lines),
-        };
-    let recognized = || {
-        lines
-            .iter()
-            .any(|l| matches!(&l.value, Ok(v) if classify(v) == Some(format)))
+            )
+        }
+        other => {
+            let agent = agent_of(other)?;
+            match agent.batch_reader() {
+                Some(mut reader) => crate::transcript::read_all_text(&mut *reader, other, bytes),
+                None => agent.import(&split_lines(bytes)),
+            }
+        }
     };
-    if imported.message_count() == 0 && !recognized() {
+    if imported.message_count() == 0 {
+        // Nothing read: whether any line was of the format at all, once
+        // more from the start (an error's path only).
+        return unrecognized(bytes, format).map_or(Ok(imported), Err);
+    }
+    Ok(imported)
+}
+
+/// The text up to the line after the ones format detection looks at.
+fn head(bytes: &[u8]) -> &[u8] {
+    match memchr::memchr_iter(b'\n', bytes).nth(detect::DETECTED_FROM) {
+        Some(end) => &bytes[..=end],
+        None => bytes,
+    }
+}
+
+/// Why a file of JSON lines none of which became a message is not of
+/// `format`, when none of its lines is one of that format's.
+fn unrecognized(bytes: &[u8], format: Format) -> Option<String> {
+    let lines = split_lines(bytes);
+    let recognized = lines
+        .iter()
+        .any(|l| matches!(&l.value, Ok(v) if classify(v) == Some(format)));
+    if !recognized {
         let guess = detect_lines(&lines)
             .map(|f| format!("it looks like {}", description(f)))
             .unwrap_or_else(|e| e);
-        return Err(format!(
+        return Some(format!(
             "not a {} file: none of its {} lines is a {} entry ({guess})",
             description(format),
             lines.len(),
             format.name()
         ));
     }
-    Ok(imported)
+    None
 }
 
 /// The file as one JSON document; one whose text is not all UTF-8 is read

@@ -36,6 +36,16 @@ pub(crate) fn read_all(reader: &mut dyn Reader, format: Format, lines: &[Line]) 
     builder::collect(format, events, out.skipped)
 }
 
+/// A whole JSONL transcript through its reader, each line read as soon as
+/// it is parsed (`line::each_batch`): the batch import of a file.
+pub(crate) fn read_all_text(reader: &mut dyn Reader, format: Format, bytes: &[u8]) -> Imported {
+    let mut out = Emitter::new(format);
+    line::each_batch(bytes, |lines| emit::feed(reader, lines, &mut out));
+    reader.finish(&mut out);
+    let events = out.drain();
+    builder::collect(format, events, out.skipped)
+}
+
 /// Text of a string or of the text parts of a content array; images become
 /// a short placeholder so the message keeps its place.
 pub fn content_text(content: Option<&Value>) -> String {

@@ -127,6 +127,11 @@ impl AgentKind for Pi {
         transcript::import(lines)
     }
 
+    /// Its import finds the active branch of the whole tree first.
+    fn batch_reader(&self) -> Option<Box<dyn Reader + Send>> {
+        None
+    }
+
     fn limits(&self, input: &LimitsInput) -> (u64, AutoCompactPoint) {
         let config = config(input.homes, input.workspace, input.model);
         let window = input
