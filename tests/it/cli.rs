@@ -469,6 +469,82 @@ fn stats_counts_what_claude_code_attached_after_a_message() {
     assert!(named.contains("tokens the agent attached"), "{named}");
 }
 
+/// Claude Code's SDK mode (VS Code's extension, which writes a prompt as
+/// text blocks) attaches a note of a file it wrote then edited to the
+/// request after the next prompt; the terminal (a prompt as a string)
+/// attaches none.
+#[test]
+fn stats_counts_the_note_of_an_edited_file_under_claude_codes_sdk() {
+    let dir = tempfile::tempdir().unwrap();
+    let plan: String = (0..120)
+        .map(|n| format!("- step {n}: do the thing number {n}\n"))
+        .collect();
+    let line = |value: Value| value.to_string();
+    let response = |n: u64, content: Value| {
+        line(
+            json!({"type": "assistant", "uuid": format!("a{n}"), "sessionId": "s", "version": "2.1.11",
+            "timestamp": format!("2026-01-21T16:0{n}:00Z"),
+            "message": {"id": format!("msg_{n}"), "role": "assistant", "model": "claude-opus-4-5", "content": content,
+                "usage": {"input_tokens": 20_000 + n * 1_000, "output_tokens": 40}}}),
+        )
+    };
+    let result = |n: u64, id: &str, tool_result: Value| {
+        line(
+            json!({"type": "user", "uuid": format!("r{n}"), "sessionId": "s", "version": "2.1.11",
+            "timestamp": format!("2026-01-21T16:0{n}:30Z"), "toolUseResult": tool_result,
+            "message": {"role": "user", "content": [{"type": "tool_result", "tool_use_id": id, "content": "done"}]}}),
+        )
+    };
+    let prompt = |n: u64, text: &str, blocks: bool| {
+        let content = match blocks {
+            true => json!([{"type": "text", "text": text}]),
+            false => json!(text),
+        };
+        line(
+            json!({"type": "user", "uuid": format!("p{n}"), "sessionId": "s", "version": "2.1.11",
+            "timestamp": format!("2026-01-21T16:0{n}:45Z"), "message": {"role": "user", "content": content}}),
+        )
+    };
+    let edited = plan.replacen("step 3:", "step three:", 1);
+    let transcript = |blocks: bool| {
+        [
+            prompt(0, "write the plan", blocks),
+            response(1, json!([{"type": "tool_use", "id": "w", "name": "Write",
+                "input": {"file_path": "/w/plan.md", "content": plan}}])),
+            result(1, "w", json!({"type": "create", "filePath": "/w/plan.md", "content": plan})),
+            response(2, json!([{"type": "tool_use", "id": "e", "name": "Edit",
+                "input": {"file_path": "/w/plan.md", "old_string": "step 3:", "new_string": "step three:"}}])),
+            result(2, "e", json!({"filePath": "/w/plan.md", "originalFile": plan,
+                "oldString": "step 3:", "newString": "step three:", "replaceAll": false})),
+            response(3, json!([{"type": "text", "text": "planned"}])),
+            prompt(4, "go on", blocks),
+            response(5, json!([{"type": "text", "text": "going"}])),
+        ]
+        .join("\n")
+    };
+    let last_turn = |blocks: bool| {
+        let file = dir.path().join("t.jsonl");
+        std::fs::write(&file, transcript(blocks)).unwrap();
+        let out = compactd()
+            .args(["stats", "--turns", "--json"])
+            .arg(&file)
+            .output()
+            .unwrap();
+        let report: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap();
+        let turns = report[0]["accuracy"]["turns"].as_array().unwrap().clone();
+        turns.last().unwrap().clone()
+    };
+    let (terminal, sdk) = (last_turn(false), last_turn(true));
+    let named = sdk["after"].as_str().unwrap();
+    assert!(named.contains("tokens the agent attached"), "{named}");
+    let note = sdk["meter"].as_u64().unwrap() - terminal["meter"].as_u64().unwrap();
+    assert!((100..1_000).contains(&note), "{terminal} -> {sdk}");
+    assert!(
+        !terminal["after"].as_str().unwrap().contains("attached"),
+        "{terminal}"
+    );
+}
+
 #[test]
 fn stats_reports_where_auto_compaction_fires() {
     let Some(dir) = transcripts_dir() else { return };

@@ -33,6 +33,7 @@
 
 mod attachments;
 mod auto_compact;
+mod edited_files;
 mod home;
 mod hooks;
 mod idle_clearing;

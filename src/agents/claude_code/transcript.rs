@@ -19,6 +19,7 @@
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 
+use super::edited_files::EditedFiles;
 use super::idle_clearing::IdleClearing;
 use super::reattached::Reattached;
 use super::resume::Resume;
@@ -189,6 +190,10 @@ pub(crate) struct Reader {
     /// attaches, by its rule. Not kept by the status line's cache either.
     #[serde(skip)]
     plan_mode: attachments::PlanMode,
+    /// The files the SDK's record says changed. Not kept by the status
+    /// line's cache either.
+    #[serde(skip)]
+    edited: EditedFiles,
 }
 
 impl crate::transcript::Reader for Reader {
@@ -243,9 +248,14 @@ impl Reader {
         if let Some(version) = version.and_then(super::idle_clearing::parse_version) {
             self.idle.version(version);
             self.plan_mode.version(version);
+            self.edited.version(version);
         }
         let sidechain = entry.get("isSidechain").and_then(Value::as_bool) == Some(true);
         let skip_sidechain = sidechain && matches!(self.sidechains, Sidechains::Skip);
+        if matches!(kind, "user" | "assistant") && !sidechain {
+            self.edited
+                .seen(crate::transcript::time::timestamp_ms(entry));
+        }
         let flag = |key: &str| entry.get(key).and_then(Value::as_bool) == Some(true);
         if matches!(kind, "user" | "assistant") && !skip_sidechain {
             self.resolve_command(kind, entry, out);
@@ -415,6 +425,7 @@ impl Reader {
         self.response = None;
         self.idle.compacted();
         self.resume.compacted();
+        self.edited.compacted();
         out.compaction(ForeignCompaction {
             summary,
             first_kept,
@@ -457,6 +468,7 @@ impl Reader {
         self.response = None;
         self.idle.compacted();
         self.resume.compacted();
+        self.edited.compacted();
         out.compaction(ForeignCompaction {
             summary: CLEARED.to_string(),
             first_kept: None,
@@ -517,6 +529,14 @@ impl Reader {
         let mut preferred = uuid;
         for result in &results {
             self.end_command(out);
+            if result.get("is_error").and_then(Value::as_bool) != Some(true) {
+                let call = result
+                    .get("tool_use_id")
+                    .and_then(Value::as_str)
+                    .unwrap_or("");
+                let text = result.get("content").and_then(Value::as_str);
+                self.edited.result(call, text, entry.get("toolUseResult"));
+            }
             let position = self.tool_result(number, preferred.take(), result, out);
             self.remember(entry, position, out);
             if let (Some(uuid), Some(id)) = (uuid, out.first_id_from(position)) {
@@ -535,6 +555,7 @@ impl Reader {
             if !results.is_empty() && text == UserText::Harness {
                 return; // a reminder riding on tool results: the line was used
             }
+            let prompt = matches!(text, UserText::Prompt(_));
             if let UserText::Prompt(prompt) = &text {
                 let mode = entry.get("permissionMode").and_then(Value::as_str);
                 self.plan_mode.prompt(mode);
@@ -547,6 +568,32 @@ impl Reader {
             if let Some(position) = self.user_text(number, preferred, text, out) {
                 self.remember(entry, position, out);
             }
+            if prompt {
+                self.prompted(entry, out);
+            }
+        }
+    }
+
+    /// What the request after a prompt attached besides it: under the
+    /// SDK, which writes a prompt as text blocks, the files its record
+    /// says changed (`edited_files`).
+    fn prompted(&mut self, entry: &Value, out: &mut Emitter) {
+        let content = entry.pointer("/message/content");
+        // The terminal writes a prompt with an image, and the marker of an
+        // interruption, as blocks too.
+        let typed_text = |block: &Value| {
+            let text = block.get("text").and_then(Value::as_str).unwrap_or("");
+            block.get("type").and_then(Value::as_str) == Some("text")
+                && !text.starts_with("[Request interrupted by user")
+        };
+        if let Some(Value::Array(blocks)) = content {
+            if blocks.iter().all(typed_text) {
+                self.edited.typed_as_blocks();
+            }
+        }
+        let at = crate::transcript::time::timestamp_ms(entry);
+        for note in self.edited.prompt(at) {
+            out.attached(note);
         }
     }
 
@@ -750,6 +797,7 @@ impl Reader {
         if !thinking_only(message) {
             self.plan_mode.assistant_message();
         }
+        self.edited.calls(message);
         self.remember(entry, position, out);
     }
 }
