@@ -425,6 +425,17 @@ fn stats_scores_the_meter_against_provider_usage() {
 /// `stats` scores the meter with what Claude Code attached after a
 /// message (an `attachment` line: a file changed on disk), as a follow
 /// counts it, and names it before the turn.
+/// `compactd stats --turns --json` of one transcript: its turns.
+fn turns_of(file: &std::path::Path) -> Vec<Value> {
+    let out = compactd()
+        .args(["stats", "--turns", "--json"])
+        .arg(file)
+        .output()
+        .unwrap();
+    let report: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap();
+    report[0]["accuracy"]["turns"].as_array().unwrap().clone()
+}
+
 #[test]
 fn stats_counts_what_claude_code_attached_after_a_message() {
     let dir = tempfile::tempdir().unwrap();
@@ -450,13 +461,7 @@ fn stats_counts_what_claude_code_attached_after_a_message() {
         let file = dir.path().join("t.jsonl");
         let text: Vec<&str> = lines.iter().map(|l| l.as_str()).collect();
         std::fs::write(&file, text.join("\n")).unwrap();
-        let out = compactd()
-            .args(["stats", "--turns", "--json"])
-            .arg(&file)
-            .output()
-            .unwrap();
-        let report: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap();
-        report[0]["accuracy"]["turns"][1].clone()
+        turns_of(&file)[1].clone()
     };
     let without = turn(&[&head[0], &head[1], &head[2], &last]);
     let with = turn(&[&head[0], &head[1], &head[2], &attachment, &last]);
@@ -505,7 +510,6 @@ fn stats_counts_the_note_of_an_edited_file_under_claude_codes_sdk() {
             "timestamp": format!("2026-01-21T16:0{n}:45Z"), "message": {"role": "user", "content": content}}),
         )
     };
-    let edited = plan.replacen("step 3:", "step three:", 1);
     let transcript = |blocks: bool| {
         [
             prompt(0, "write the plan", blocks),
@@ -525,14 +529,7 @@ fn stats_counts_the_note_of_an_edited_file_under_claude_codes_sdk() {
     let last_turn = |blocks: bool| {
         let file = dir.path().join("t.jsonl");
         std::fs::write(&file, transcript(blocks)).unwrap();
-        let out = compactd()
-            .args(["stats", "--turns", "--json"])
-            .arg(&file)
-            .output()
-            .unwrap();
-        let report: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap();
-        let turns = report[0]["accuracy"]["turns"].as_array().unwrap().clone();
-        turns.last().unwrap().clone()
+        turns_of(&file).last().unwrap().clone()
     };
     let (terminal, sdk) = (last_turn(false), last_turn(true));
     let named = sdk["after"].as_str().unwrap();
