@@ -119,8 +119,16 @@ impl EditedFiles {
         }
     }
 
-    /// A call's result: its text, and the line's `toolUseResult`.
-    pub(super) fn result(&mut self, call_id: &str, text: Option<&str>, result: Option<&Value>) {
+    /// A `tool_result` block, and its line's `toolUseResult`.
+    pub(super) fn result(&mut self, block: &Value, result: Option<&Value>) {
+        if block.get("is_error").and_then(Value::as_bool) == Some(true) {
+            return;
+        }
+        let call_id = block
+            .get("tool_use_id")
+            .and_then(Value::as_str)
+            .unwrap_or("");
+        let text = block.get("content").and_then(Value::as_str);
         match self.calls.remove(call_id) {
             Some(Recorded::Read(path)) => {
                 if let Some(text) = text {
@@ -489,6 +497,10 @@ mod tests {
         json!({"content": [{"type": "tool_use", "id": id, "name": "Read", "input": {"file_path": path}}]})
     }
 
+    fn block(id: &str, text: &str) -> Value {
+        json!({"type": "tool_result", "tool_use_id": id, "content": text})
+    }
+
     fn edit(path: &str, original: &str, old: &str, new: &str) -> Value {
         json!({"filePath": path, "originalFile": original, "oldString": old, "newString": new, "replaceAll": false})
     }
@@ -505,12 +517,9 @@ mod tests {
             .map(|(n, l)| format!("{:>6}→{l}\n", n + 1))
             .collect();
         files.calls(&read("r1", "/p/a.md"));
-        files.result("r1", Some(&numbered), None);
-        files.result(
-            "e1",
-            None,
-            Some(&edit("/p/a.md", &content, "line 5", "line five")),
-        );
+        files.result(&block("r1", &numbered), None);
+        let edited = edit("/p/a.md", &content, "line 5", "line five");
+        files.result(&block("e1", "done"), Some(&edited));
         assert!(
             files.prompt(None).is_empty(),
             "the terminal keeps its record"
@@ -548,10 +557,10 @@ mod tests {
             &json!({"content": [{"type": "tool_use", "id": "r2", "name": "Read",
             "input": {"file_path": "/p/a.md", "offset": 1, "limit": 10}}]}),
         );
-        files.result("r2", Some("     1→line 1"), None);
+        files.result(&block("r2", "     1→line 1"), None);
         assert_eq!(files.prompt(None).len(), 1, "a part read leaves the record");
         files.calls(&read("r3", "/p/a.md"));
-        files.result("r3", Some(&numbered.replace("line 5", "line five")), None);
+        files.result(&block("r3", &numbered.replace("line 5", "line five")), None);
         assert!(files.prompt(None).is_empty(), "read again whole");
     }
 }

@@ -529,14 +529,7 @@ impl Reader {
         let mut preferred = uuid;
         for result in &results {
             self.end_command(out);
-            if result.get("is_error").and_then(Value::as_bool) != Some(true) {
-                let call = result
-                    .get("tool_use_id")
-                    .and_then(Value::as_str)
-                    .unwrap_or("");
-                let text = result.get("content").and_then(Value::as_str);
-                self.edited.result(call, text, entry.get("toolUseResult"));
-            }
+            self.edited.result(result, entry.get("toolUseResult"));
             let position = self.tool_result(number, preferred.take(), result, out);
             self.remember(entry, position, out);
             if let (Some(uuid), Some(id)) = (uuid, out.first_id_from(position)) {
@@ -555,7 +548,7 @@ impl Reader {
             if !results.is_empty() && text == UserText::Harness {
                 return; // a reminder riding on tool results: the line was used
             }
-            let prompt = matches!(text, UserText::Prompt(_));
+            let is_prompt = matches!(text, UserText::Prompt(_));
             if let UserText::Prompt(prompt) = &text {
                 let mode = entry.get("permissionMode").and_then(Value::as_str);
                 self.plan_mode.prompt(mode);
@@ -568,7 +561,7 @@ impl Reader {
             if let Some(position) = self.user_text(number, preferred, text, out) {
                 self.remember(entry, position, out);
             }
-            if prompt {
+            if is_prompt {
                 self.prompted(entry, out);
             }
         }
