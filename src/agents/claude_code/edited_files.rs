@@ -32,6 +32,8 @@ use std::collections::{HashMap, VecDeque};
 
 use serde_json::Value;
 
+use crate::conversation::request::without_blocks;
+
 /// Files the rebuilt record holds: the ones set last.
 const RECORDED: usize = 10;
 /// Lines of context around a change.
@@ -234,19 +236,7 @@ impl EditedFiles {
 /// A read's result as the record holds it: reminders and line numbers
 /// (`     1→`) taken out, trimmed.
 fn read_content(text: &str) -> String {
-    let mut without = String::with_capacity(text.len());
-    let mut rest = text;
-    while let Some(start) = rest.find("<system-reminder>") {
-        without.push_str(&rest[..start]);
-        match rest[start..].find("</system-reminder>") {
-            Some(end) => rest = &rest[start + end + "</system-reminder>".len()..],
-            None => {
-                rest = &rest[start..];
-                break;
-            }
-        }
-    }
-    without.push_str(rest);
+    let without = without_blocks(text, &["system-reminder"]);
     let lines: Vec<&str> = without.split('\n').map(unnumbered).collect();
     lines.join("\n").trim().to_string()
 }
@@ -517,7 +507,10 @@ mod tests {
             .map(|(n, l)| format!("{:>6}→{l}\n", n + 1))
             .collect();
         files.calls(&read("r1", "/p/a.md"));
-        files.result(&block("r1", &numbered), None);
+        // The Read tool's reminder rides on its result; the record leaves it out.
+        let reminder =
+            "\n<system-reminder>\nWhenever you read a file, consider…\n</system-reminder>\n";
+        files.result(&block("r1", &format!("{numbered}{reminder}")), None);
         let edited = edit("/p/a.md", &content, "line 5", "line five");
         files.result(&block("e1", "done"), Some(&edited));
         assert!(
@@ -533,6 +526,11 @@ mod tests {
             notes[0]
         );
         assert!(notes[0].contains("     5→line five"), "{}", notes[0]);
+        assert!(
+            !notes[0].contains("...") && !notes[0].contains("consider"),
+            "{}",
+            notes[0]
+        );
         assert_eq!(files.prompt(None), notes, "again at the next prompt");
         let mut older = files.clone();
         older.version((2, 0, 42));
