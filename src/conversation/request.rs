@@ -91,8 +91,13 @@ const NOT_REQUESTS: [&str; 9] = [
     "<bash-input>",
     "<bash-stdout>",
     CAVEAT_TEXT,
-    "[Request interrupted by user",
+    INTERRUPTION,
 ];
+
+/// How the marker an agent writes where the person cut a request short
+/// begins (Claude Code's "[Request interrupted by user for tool use]"):
+/// no request of its own.
+pub const INTERRUPTION: &str = "[Request interrupted by user";
 
 /// The request a user message makes, as the person wrote it: escapes and
 /// client wrappers removed. `None` when the message is not a request (see

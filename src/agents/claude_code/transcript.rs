@@ -32,6 +32,7 @@ use super::attachments;
 use super::meta::{self, UserText};
 use crate::compaction::record::CLEARED;
 use crate::compaction::Trigger;
+use crate::conversation::request::INTERRUPTION;
 use crate::conversation::{Message, MessageBody, Part, ToolCall, Usage};
 use crate::store::SessionSettings;
 use crate::transcript::parts::{content_of, part_of, Dialect};
@@ -572,13 +573,21 @@ impl Reader {
     /// says changed (`edited_files`).
     fn prompted(&mut self, entry: &Value, out: &mut Emitter) {
         let content = entry.pointer("/message/content");
-        // The terminal writes a prompt with an image, and the marker of an
-        // interruption, as blocks too.
-        let typed_text = |block: &Value| {
-            let text = block.get("text").and_then(Value::as_str).unwrap_or("");
-            block.get("type").and_then(Value::as_str) == Some("text")
-                && !text.starts_with("[Request interrupted by user")
+        let marks = |text: Option<&str>| text.is_some_and(|t| t.starts_with(INTERRUPTION));
+        let interruption = match content {
+            Some(Value::String(s)) => marks(Some(s)),
+            Some(Value::Array(blocks)) => blocks.iter().any(|b| marks(b["text"].as_str())),
+            _ => false,
         };
+        // The marker of an interruption ends the request cut short: the
+        // next request is the next prompt's, which carries the notes (a
+        // session whose plan file was edited showed one note there, not
+        // two).
+        if interruption {
+            return;
+        }
+        // The terminal writes a prompt with an image as blocks too.
+        let typed_text = |block: &Value| block.get("type").and_then(Value::as_str) == Some("text");
         if let Some(Value::Array(blocks)) = content {
             if blocks.iter().all(typed_text) {
                 self.edited.typed_as_blocks();
@@ -1208,6 +1217,70 @@ mod tests {
             attached("file", &file),
         ]);
         assert_eq!(later.unseen_tokens, None);
+    }
+
+    /// Under the SDK, the note of a file edited since its whole read goes
+    /// with the request after a prompt; the marker of an interruption is
+    /// no prompt, so the prompt after it carries one note, not two.
+    #[test]
+    fn the_prompt_after_an_interruption_carries_the_sdks_note_once() {
+        let content: String = (1..=40).map(|n| format!("line {n}\n")).collect();
+        let numbered: String = (content.lines().enumerate())
+            .map(|(n, l)| format!("{:>6}→{l}\n", n + 1))
+            .collect();
+        let line = |value: serde_json::Value| value.to_string();
+        let user = |n: u32, content: serde_json::Value, result: Option<serde_json::Value>| {
+            let mut value = serde_json::json!({"type": "user", "uuid": format!("u{n}"), "sessionId": "s", "version": "2.1.11",
+                "timestamp": format!("2026-01-21T16:{n:02}:00Z"), "message": {"role": "user", "content": content}});
+            if let Some(result) = result {
+                value["toolUseResult"] = result;
+            }
+            line(value)
+        };
+        let call = |n: u32, name: &str, input: serde_json::Value| {
+            line(
+                serde_json::json!({"type": "assistant", "uuid": format!("a{n}"), "sessionId": "s", "version": "2.1.11",
+                "timestamp": format!("2026-01-21T16:{n:02}:00Z"),
+                "message": {"id": format!("msg_{n}"), "role": "assistant", "model": "claude-x",
+                    "content": [{"type": "tool_use", "id": format!("t{n}"), "name": name, "input": input}]}}),
+            )
+        };
+        let result = |n: u32, text: &str| serde_json::json!([{"type": "tool_result", "tool_use_id": format!("t{n}"), "content": text}]);
+        let typed = |text: &str| serde_json::json!([{"type": "text", "text": text}]);
+        let edited = serde_json::json!({"filePath": "/w/a.md", "originalFile": content,
+            "oldString": "line 5", "newString": "line five", "replaceAll": false});
+        let transcript = [
+            user(0, typed("plan it"), None),
+            call(1, "Read", serde_json::json!({"file_path": "/w/a.md"})),
+            user(2, result(1, &numbered), None),
+            call(
+                3,
+                "Edit",
+                serde_json::json!({"file_path": "/w/a.md", "old_string": "line 5", "new_string": "line five"}),
+            ),
+            user(4, result(3, "done"), Some(edited)),
+            call(5, "ExitPlanMode", serde_json::json!({})),
+            user(6, result(5, "User chose to stay in plan mode"), None),
+            user(7, typed("[Request interrupted by user for tool use]"), None),
+            user(8, typed("name it publish"), None),
+        ];
+        let imported = lines(&transcript.iter().map(String::as_str).collect::<Vec<_>>());
+        use crate::store::LogEntry;
+        let after_each: Vec<usize> =
+            imported
+                .entries
+                .iter()
+                .fold(Vec::new(), |mut counts, entry| {
+                    match entry {
+                        LogEntry::Message { .. } => counts.push(0),
+                        LogEntry::Attached { .. } => *counts.last_mut().unwrap() += 1,
+                        _ => {}
+                    }
+                    counts
+                });
+        // The prompt, the read, its result, the edit, its result, the
+        // call, its result, the marker, the prompt.
+        assert_eq!(after_each, [0, 0, 0, 0, 0, 0, 0, 0, 1]);
     }
 
     /// What Claude Code attaches after a message and writes as an

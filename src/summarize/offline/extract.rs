@@ -21,9 +21,6 @@ use crate::conversation::rules::{rules_in, sentences};
 use crate::conversation::{Message, MessageBody, ToolCall};
 use crate::files::{FileOp, FileTools};
 
-/// What a client writes where the person stopped a tool call.
-const INTERRUPTED: &str = "[Request interrupted by user";
-
 /// Characters of an outcome, of a line the summary quotes.
 const OUTCOME_CHARS: usize = 200;
 const STATE_CHARS: usize = 200;
@@ -552,7 +549,12 @@ fn call_outcome(call: &ToolCall, result: Option<&Message>) -> Outcome {
             Outcome::Rejected
         }
         // Stopped by the person: it did not finish.
-        Some(m) if m.text().contains(INTERRUPTED) => Outcome::NoResult,
+        Some(m)
+            if m.text()
+                .contains(crate::conversation::request::INTERRUPTION) =>
+        {
+            Outcome::NoResult
+        }
         Some(m) if m.is_error_result() && stops_what_had_stopped(call, m.text()) => Outcome::Ok,
         Some(m) if m.is_error_result() => Outcome::Failed(error_line(m.text())),
         Some(_) => Outcome::Ok,
