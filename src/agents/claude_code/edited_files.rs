@@ -79,6 +79,9 @@ struct Tracked {
     recorded: String,
     /// The content after the edits made since, when there were some.
     edited: Option<String>,
+    /// The note of the two, once worked out: a file noted at every
+    /// prompt is diffed once, not at each.
+    note: Option<Option<String>>,
 }
 
 impl EditedFiles {
@@ -152,6 +155,7 @@ impl EditedFiles {
             path,
             recorded,
             edited: None,
+            note: None,
         });
         while self.files.len() > RECORDED {
             self.files.pop_front();
@@ -199,6 +203,7 @@ impl EditedFiles {
             };
         }
         tracked.edited = Some(text);
+        tracked.note = None;
     }
 
     /// The agent compacted: the record is rebuilt from what follows.
@@ -217,15 +222,21 @@ impl EditedFiles {
         if !self.sdk || !applies || again {
             return Vec::new();
         }
-        let notes = (self.files.iter())
-            .filter_map(|t| Some((t, t.edited.as_deref()?)))
-            .filter_map(|(t, now)| note(&t.path, &t.recorded, now))
+        let notes = (self.files.iter_mut())
+            .filter_map(|t| {
+                let now = t.edited.as_deref()?;
+                let (path, recorded) = (&t.path, &t.recorded);
+                t.note
+                    .get_or_insert_with(|| note(path, recorded, now))
+                    .clone()
+            })
             .collect();
         if self.version.is_some_and(|v| v < REBUILT_EACH_PROMPT) {
             // The note's own read of the file stays in the record.
             for tracked in &mut self.files {
                 if let Some(now) = tracked.edited.take() {
                     tracked.recorded = now;
+                    tracked.note = None;
                 }
             }
         }
@@ -532,6 +543,17 @@ mod tests {
             notes[0]
         );
         assert_eq!(files.prompt(None), notes, "again at the next prompt");
+        // An edit since: the note shows both changes.
+        let once = content.replace("line 5", "line five");
+        let twice = edit("/p/a.md", &once, "line 9", "line nine");
+        files.result(&block("e2", "done"), Some(&twice));
+        let both = files.prompt(None);
+        assert!(
+            both.len() == 1
+                && both[0].contains("     9→line nine")
+                && both[0].contains("line five"),
+            "{both:?}"
+        );
         let mut older = files.clone();
         older.version((2, 0, 42));
         assert_eq!(older.prompt(None).len(), 1);
