@@ -106,7 +106,7 @@ pub(super) fn values(value: &Value, text: &mut String) {
 }
 
 /// A Claude Code version as numbers.
-type Version = (u32, u32, u32);
+pub(super) type Version = (u32, u32, u32);
 
 /// The first version that writes its attachments (`attachment` lines):
 /// from here on they are read, not estimated.

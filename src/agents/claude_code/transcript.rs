@@ -28,7 +28,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::attachments;
+use super::attachments::{self, Version};
 use super::meta::{self, UserText};
 use crate::compaction::record::CLEARED;
 use crate::compaction::Trigger;
@@ -195,6 +195,9 @@ pub(crate) struct Reader {
     /// line's cache either.
     #[serde(skip)]
     edited: EditedFiles,
+    /// The version of the latest line that states one.
+    #[serde(skip)]
+    version: Option<Version>,
 }
 
 impl crate::transcript::Reader for Reader {
@@ -250,6 +253,7 @@ impl Reader {
             self.idle.version(version);
             self.plan_mode.version(version);
             self.edited.version(version);
+            self.version = Some(version);
         }
         let sidechain = entry.get("isSidechain").and_then(Value::as_bool) == Some(true);
         let skip_sidechain = sidechain && matches!(self.sidechains, Sidechains::Skip);
@@ -761,7 +765,7 @@ impl Reader {
             (Some((open, position)), Some(id)) if open == id => {
                 let position = *position;
                 if let Some(target) = out.message_mut(position) {
-                    fill(target, message, &mut self.tool_names);
+                    fill(target, message, &mut self.tool_names, self.version);
                     if self.copied {
                         target.usage = None;
                     }
@@ -778,7 +782,7 @@ impl Reader {
                         .and_then(Value::as_str)
                         .map(str::to_string);
                 }
-                fill(&mut response, message, &mut self.tool_names);
+                fill(&mut response, message, &mut self.tool_names, self.version);
                 // A response written again (a resumed history copied into
                 // the file): its usage is of a request made before the
                 // resume, not of the one the copy leads to.
@@ -924,13 +928,18 @@ fn boundary(number: usize, entry: &Value) -> Boundary {
 }
 
 /// Adds one line's content blocks and usage to its response.
-fn fill(target: &mut Message, message: &Value, names: &mut HashMap<String, String>) {
+fn fill(
+    target: &mut Message,
+    message: &Value,
+    names: &mut HashMap<String, String>,
+    version: Option<Version>,
+) {
     if let Some(usage) = message.get("usage").and_then(usage_from) {
         // Every line of a response repeats the usage; the last is final.
         target.usage = Some(usage);
     }
     fill_blocks(target, message, names);
-    estimate_placeholder_output(target);
+    estimate_placeholder_output(target, version);
 }
 
 /// An output figure below this is a streamed reply's placeholder.
@@ -941,20 +950,46 @@ const PLACEHOLDER_OUTPUT: u64 = 10;
 /// and the meter, which adds the latest usage's output to its prompt,
 /// would miss the reply in the next request. Such a figure is replaced
 /// with Claude Code's own estimate of the reply (4 characters a token) of
-/// what goes back: its text and its calls' input; a reply that short
-/// counts about the same either way.
-fn estimate_placeholder_output(target: &mut Message) {
+/// what goes back: its text and its calls' input as sent
+/// (`sent_input_chars`); a reply that short counts about the same either
+/// way.
+fn estimate_placeholder_output(target: &mut Message, version: Option<Version>) {
     if target.usage.is_none_or(|u| u.output >= PLACEHOLDER_OUTPUT) {
         return;
     }
-    let calls: usize = target
-        .tool_calls()
-        .iter()
-        .map(|c| c.name.len() + c.arguments.to_string().len())
+    let calls: usize = (target.tool_calls().iter())
+        .map(|c| c.name.len() + sent_input_chars(c, version))
         .sum();
     let chars = target.text().chars().count() + calls;
     if let Some(usage) = target.usage.as_mut() {
         usage.output = usage.output.max(chars.div_ceil(4) as u64);
+    }
+}
+
+/// The first version that takes `ExitPlanMode`'s plan out of its input
+/// before each request (the transcript and hooks keep it), and the first
+/// that takes its `planFilePath` out too (read from 2.0.54's and 2.1.78's
+/// code). 2.1 puts the plan file's text into the input itself: the model
+/// never wrote it, and no request holds it.
+const PLAN_LEFT_OUT: Version = (2, 0, 54);
+const PLAN_PATH_LEFT_OUT: Version = (2, 1, 78);
+
+/// The characters of a call's input as Claude Code sends it back.
+fn sent_input_chars(call: &ToolCall, version: Option<Version>) -> usize {
+    let left_out: &[&str] = match version {
+        Some(v) if call.name == "ExitPlanMode" && v >= PLAN_PATH_LEFT_OUT => {
+            &["plan", "planFilePath"]
+        }
+        Some(v) if call.name == "ExitPlanMode" && v >= PLAN_LEFT_OUT => &["plan"],
+        _ => &[],
+    };
+    match &call.arguments {
+        Value::Object(fields) if left_out.iter().any(|f| fields.contains_key(*f)) => {
+            let mut sent = fields.clone();
+            sent.retain(|key, _| !left_out.contains(&key.as_str()));
+            Value::Object(sent).to_string().len()
+        }
+        arguments => arguments.to_string().len(),
     }
 }
 
@@ -1096,6 +1131,20 @@ mod tests {
         };
         assert_eq!(output(reply(4)), 100, "400 characters, 4 a token");
         assert_eq!(output(reply(150)), 150);
+        // From 2.0.54 `ExitPlanMode`'s plan goes back in no request (from
+        // 2.1.78 nor its path): the estimate leaves them out.
+        let exit = |version: &str| {
+            let input = serde_json::json!({"plan": "- a step of the plan\n".repeat(200), "planFilePath": "/p/plan.md"});
+            serde_json::json!({"type": "assistant", "uuid": "a1", "sessionId": "s", "version": version,
+                "message": {"id": "msg_1", "role": "assistant", "model": "claude-x", "usage": {"input_tokens": 3, "output_tokens": 1},
+                    "content": [{"type": "tool_use", "id": "t1", "name": "ExitPlanMode", "input": input}]}})
+            .to_string()
+        };
+        let with_plan = output(exit("2.0.53"));
+        assert!(with_plan > 1_000, "{with_plan}");
+        let path = r#"{"planFilePath":"/p/plan.md"}"#.len() as u64;
+        assert_eq!(output(exit("2.1.11")), (12 + path).div_ceil(4));
+        assert_eq!(output(exit("2.1.78")), (12 + 2u64).div_ceil(4));
     }
 
     /// A resumed history written again into the file carries the usage of
