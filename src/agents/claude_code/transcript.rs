@@ -985,9 +985,10 @@ fn sent_input_chars(call: &ToolCall, version: Option<Version>) -> usize {
     };
     match &call.arguments {
         Value::Object(fields) if left_out.iter().any(|f| fields.contains_key(*f)) => {
-            let mut sent = fields.clone();
-            sent.retain(|key, _| !left_out.contains(&key.as_str()));
-            Value::Object(sent).to_string().len()
+            let sent = (fields.iter())
+                .filter(|(key, _)| !left_out.contains(&key.as_str()))
+                .map(|(key, value)| (key.clone(), value.clone()));
+            Value::Object(sent.collect()).to_string().len()
         }
         arguments => arguments.to_string().len(),
     }

@@ -15,7 +15,7 @@ use super::results;
 use super::wording::{clip, clip_ends, error_line, test_failure, typed_part};
 use crate::conversation::request::{
     answers, collapse, refusal_in_own_words, rejection, request_text, shell_run, strip_ansi,
-    withdraws, without_blocks, Answer, HARNESS_BLOCKS,
+    withdraws, without_blocks, Answer, HARNESS_BLOCKS, INTERRUPTION,
 };
 use crate::conversation::rules::{rules_in, sentences};
 use crate::conversation::{Message, MessageBody, ToolCall};
@@ -549,12 +549,7 @@ fn call_outcome(call: &ToolCall, result: Option<&Message>) -> Outcome {
             Outcome::Rejected
         }
         // Stopped by the person: it did not finish.
-        Some(m)
-            if m.text()
-                .contains(crate::conversation::request::INTERRUPTION) =>
-        {
-            Outcome::NoResult
-        }
+        Some(m) if m.text().contains(INTERRUPTION) => Outcome::NoResult,
         Some(m) if m.is_error_result() && stops_what_had_stopped(call, m.text()) => Outcome::Ok,
         Some(m) if m.is_error_result() => Outcome::Failed(error_line(m.text())),
         Some(_) => Outcome::Ok,
