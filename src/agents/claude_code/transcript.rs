@@ -553,7 +553,11 @@ impl Reader {
             if !results.is_empty() && text == UserText::Harness {
                 return; // a reminder riding on tool results: the line was used
             }
-            let is_prompt = matches!(text, UserText::Prompt(_));
+            // The marker of an interruption ends the request cut short:
+            // the next request is the next prompt's, which carries what
+            // the prompt attaches (a session whose plan file was edited
+            // showed one note there, not two).
+            let is_prompt = matches!(&text, UserText::Prompt(p) if !p.starts_with(INTERRUPTION));
             if let UserText::Prompt(prompt) = &text {
                 let mode = entry.get("permissionMode").and_then(Value::as_str);
                 self.plan_mode.prompt(mode);
@@ -577,19 +581,6 @@ impl Reader {
     /// says changed (`edited_files`).
     fn prompted(&mut self, entry: &Value, out: &mut Emitter) {
         let content = entry.pointer("/message/content");
-        let marks = |text: Option<&str>| text.is_some_and(|t| t.starts_with(INTERRUPTION));
-        let interruption = match content {
-            Some(Value::String(s)) => marks(Some(s)),
-            Some(Value::Array(blocks)) => blocks.iter().any(|b| marks(b["text"].as_str())),
-            _ => false,
-        };
-        // The marker of an interruption ends the request cut short: the
-        // next request is the next prompt's, which carries the notes (a
-        // session whose plan file was edited showed one note there, not
-        // two).
-        if interruption {
-            return;
-        }
         // The terminal writes a prompt with an image as blocks too.
         let typed_text = |block: &Value| block.get("type").and_then(Value::as_str) == Some("text");
         if let Some(Value::Array(blocks)) = content {
